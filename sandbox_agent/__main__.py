@@ -1,0 +1,3 @@
+from sandbox_agent.cli import app
+
+app()

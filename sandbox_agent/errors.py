@@ -1,0 +1,149 @@
+"""The whole error hierarchy of sandbox-agent.
+
+A leaf module: it imports only ``types`` (itself a leaf) from the project.
+
+::
+
+    SandboxAgentError
+    ├── UserError                   exit 2, printed as one line, no traceback
+    │   ├── PolicyFileError         a policy file is wrong (file, line, key named)
+    │   ├── ScriptError             a scripted-model file is wrong (line named)
+    │   ├── EngineUnavailableError  no Docker engine / no permission / image build failed
+    │   └── ApplyError              a patch cannot be applied to the user's repo
+    ├── RunError                    ends a run, exit 1; carries its ExitReason
+    │   ├── BudgetExceeded          budget_exceeded (tokens, cost, wall time, gate attempts)
+    │   ├── StepLimitExceeded       max_steps_exceeded
+    │   ├── ModelError              model_error (transport, auth, not found)
+    │   ├── InvalidModelOutputError invalid_model_output (recoverable inside the loop)
+    │   ├── SandboxError            sandbox_error (container died, engine failed)
+    │   └── RunInterrupted          interrupted (Ctrl-C, SIGTERM)
+    └── ToolError                   never ends a run: becomes an error Observation
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from sandbox_agent.types import ExitReason, ObservationKind, Usage
+
+
+class SandboxAgentError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class UserError(SandboxAgentError):
+    """The user's input or environment is wrong; the message says what, where and what to do."""
+
+
+class PolicyFileError(UserError):
+    """A policy file could not be used."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        key: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.key = key
+        self.line = line
+        where = ""
+        if self.path is not None:
+            where = str(self.path)
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        if key:
+            where += f"{key}: "
+        super().__init__(f"{where}{message}")
+        self.message = message
+
+
+class ScriptError(UserError):
+    """A scripted-model JSON Lines file is malformed."""
+
+
+class EngineUnavailableError(UserError):
+    """The Docker engine cannot be used (missing, no permission, image build failed)."""
+
+
+class ApplyError(UserError):
+    """A run's patch cannot be applied to the user's repository; nothing was changed."""
+
+
+class RunError(SandboxAgentError):
+    """Ends a run; the run's exit reason is the class's ``exit_reason``."""
+
+    exit_reason: ClassVar[ExitReason] = ExitReason.INTERNAL_ERROR
+
+
+class BudgetExceeded(RunError):
+    """A budget would be crossed by the next model call (or has been reached)."""
+
+    exit_reason = ExitReason.BUDGET_EXCEEDED
+
+    def __init__(self, kind: str, limit: float, value: float, message: str | None = None) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.value = value
+        super().__init__(message or f"{kind} budget reached: {value:g} of limit {limit:g}")
+
+
+class StepLimitExceeded(RunError):
+    """The run used all its steps (model calls) without an accepted finish."""
+
+    exit_reason = ExitReason.MAX_STEPS_EXCEEDED
+
+
+class ModelError(RunError):
+    """The model could not be reached or refused the request (not recoverable by the model)."""
+
+    exit_reason = ExitReason.MODEL_ERROR
+
+
+class InvalidModelOutputError(RunError):
+    """The model said something malformed; the message is feedback it can act on."""
+
+    exit_reason = ExitReason.INVALID_MODEL_OUTPUT
+
+    def __init__(self, message: str, *, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or Usage()
+        """What the malformed call cost; it still counts against the budget."""
+
+
+class SandboxError(RunError):
+    """The sandbox failed (engine error, container died); structured like openai-agents'."""
+
+    exit_reason = ExitReason.SANDBOX_ERROR
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op: str = "",
+        context: dict[str, str] | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.op = op
+        self.context = context or {}
+        self.retryable = retryable
+
+
+class RunInterrupted(RunError):
+    """The user interrupted the run (SIGINT or SIGTERM)."""
+
+    exit_reason = ExitReason.INTERRUPTED
+
+
+class ToolError(SandboxAgentError):
+    """An expected tool failure; the runtime turns it into an error observation."""
+
+    def __init__(self, kind: ObservationKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ObservationKind = kind
+        self.message = message

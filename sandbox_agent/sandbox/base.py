@@ -1,0 +1,102 @@
+"""The Sandbox protocol (where tool calls execute) and bounded output capture.
+
+Paths given to a sandbox are relative to the workspace root (the repo copy, ``/workspace`` in
+the container). A path that resolves outside it raises ``ToolError("path_escape", ...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import Field
+
+from sandbox_agent.types import Frozen
+
+DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
+"""Bytes of each stream a sandbox keeps from one command (head and tail halves)."""
+
+
+class ExecResult(Frozen):
+    """What one command produced. Output is already bounded: head and tail are kept."""
+
+    exit_code: int | None
+    """The command's exit status; ``None`` when it was killed for its timeout."""
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_s: float = Field(ge=0)
+    stdout_dropped: int = Field(default=0, ge=0)
+    """Bytes of stdout cut from the middle to keep memory bounded."""
+    stderr_dropped: int = Field(default=0, ge=0)
+
+
+class Sandbox(Protocol):
+    """Runs commands and file operations in isolation over a copy of the user's repo."""
+
+    def exec(
+        self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    ) -> ExecResult:
+        """Run ``command`` with bash in the workspace; kill its whole process group on timeout.
+
+        Raises:
+            SandboxError: the sandbox itself failed (not the command).
+        """
+        ...
+
+    def read_file(self, path: str, *, max_bytes: int) -> str:
+        """Return the UTF-8 text of a workspace file.
+
+        Raises:
+            ToolError: kind ``path_escape``, ``not_found``, ``is_directory``, ``not_utf8``
+                (binary files included) or ``too_large``.
+        """
+        ...
+
+    def write_file(self, path: str, content: str) -> None:
+        """Write UTF-8 text to a workspace file, creating parent directories.
+
+        Raises:
+            ToolError: kind ``path_escape`` or ``is_directory``.
+        """
+        ...
+
+    def diff(self) -> str:
+        """``git diff --binary`` of the workspace against its baseline commit."""
+        ...
+
+    def changed_paths(self) -> tuple[str, ...]:
+        """Every path the diff touches (both names of a rename), relative to the workspace."""
+        ...
+
+
+class HeadTailBuffer:
+    """Keeps the first and last ``limit // 2`` bytes of a stream, counting what it drops.
+
+    Memory stays at most ``limit`` bytes however much is fed in.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._half = max(limit // 2, 1)
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self._half - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail += data
+        excess = len(self._tail) - self._half
+        if excess > 0:
+            del self._tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", errors="replace")
+        tail = self._tail.decode("utf-8", errors="replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes cut ...]\n{tail}"
+        return head + tail

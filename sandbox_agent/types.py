@@ -1,0 +1,179 @@
+"""Frozen data that crosses layer boundaries.
+
+A leaf module: it imports nothing from the project. Everything here is a frozen pydantic
+model, so a value handed from the loop to an adapter cannot be changed behind its back.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Frozen(BaseModel):
+    """Base for every boundary type: immutable and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ExitReason(StrEnum):
+    """Why a run ended. The values are a contract (DESIGN.md); never rename one."""
+
+    FINISHED = "finished"
+    MAX_STEPS_EXCEEDED = "max_steps_exceeded"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    INVALID_MODEL_OUTPUT = "invalid_model_output"
+    MODEL_ERROR = "model_error"
+    SANDBOX_ERROR = "sandbox_error"
+    INTERRUPTED = "interrupted"
+    INTERNAL_ERROR = "internal_error"
+
+
+class Task(Frozen):
+    """The issue the user asked the agent to fix."""
+
+    text: str = Field(min_length=1)
+    """The issue text, as the user wrote it."""
+
+
+class ToolSpec(Frozen):
+    """A tool as the model sees it: a name, a description and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments object (``additionalProperties: false``)."""
+
+
+class ToolCall(Frozen):
+    """One tool invocation requested by the model."""
+
+    id: str
+    """Identifier the model (or adapter) gave the call; every observation answers one id."""
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Finish(Frozen):
+    """The model's request to end the run. It goes to the completion gate, never straight out."""
+
+    answer: str = ""
+    """The model's summary of what it did."""
+    call_id: str | None = None
+    """Id of the ``finish`` tool call, when the model used one (its gate result answers it)."""
+
+
+class Usage(Frozen):
+    """Token usage and cost of one model call, or a running total."""
+
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+    """Prompt tokens served from the provider's cache (a subset of ``prompt_tokens``)."""
+    cost_usd: float | None = Field(default=0.0, ge=0)
+    """Cost in US dollars; ``None`` when unknown (a model without a known price)."""
+    requests: int = Field(default=0, ge=0)
+    """Number of model requests this usage covers."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else self.cost_usd + other.cost_usd
+        )
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=cost,
+            requests=self.requests + other.requests,
+        )
+
+
+class CallEstimate(Frozen):
+    """A conservative upper bound of the next model call, checked against the budget first."""
+
+    prompt_tokens: int = Field(ge=0)
+    """Estimated prompt tokens of the request about to be sent."""
+    max_completion_tokens: int = Field(ge=0)
+    """The most completion tokens the request allows the model to produce."""
+
+
+class ModelTurn(Frozen):
+    """What a model returns for one call: tool calls, a finish request, or both."""
+
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish: Finish | None = None
+    text: str | None = None
+    """Free text the model said beside its actions, if any."""
+    usage: Usage = Field(default_factory=Usage)
+
+    @model_validator(mode="after")
+    def _has_an_action(self) -> ModelTurn:
+        if not self.tool_calls and self.finish is None:
+            raise ValueError("a model turn needs at least one tool call or a finish")
+        return self
+
+
+ObservationKind = Literal[
+    "ok",
+    "policy_denied",
+    "path_escape",
+    "invalid_args",
+    "unknown_tool",
+    "timeout",
+    "not_found",
+    "is_directory",
+    "not_utf8",
+    "too_large",
+    "edit_mismatch",
+    "gate_rejected",
+    "tool_failed",
+]
+
+
+class Observation(Frozen):
+    """The answer to one tool call, as the model will see it."""
+
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+    kind: ObservationKind = "ok"
+    """Machine-readable class of the result; ``ok`` unless ``is_error``."""
+    exit_code: int | None = None
+    duration_s: float | None = None
+
+
+FeedbackKind = Literal["invalid_output", "gate_rejected", "notice"]
+
+
+class ModelFeedback(Frozen):
+    """A message to the model that answers no tool call (malformed output, a rejected finish)."""
+
+    kind: FeedbackKind
+    content: str
+
+
+HistoryItem = ModelTurn | Observation | ModelFeedback
+"""One entry of the conversation after the task: what the model did and what came back."""
+
+
+class RunResult(Frozen):
+    """How a run of the loop ended."""
+
+    exit_reason: ExitReason
+    answer: str | None = None
+    """The accepted finish answer, when the run finished."""
+    steps_used: int = Field(ge=0)
+    """Model calls made."""
+    usage: Usage
+    error: str | None = None
+    """Human-readable reason when the run did not finish."""
+    gate_passed: bool = False
