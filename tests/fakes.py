@@ -1,0 +1,170 @@
+"""Fakes that implement the project's protocols, for unit tests only.
+
+``TempDirSandbox`` runs commands on the host in a temporary directory: it is NOT a sandbox and is
+never selectable from the CLI. It exists so the loop, the tools and the gate can be tested fast,
+without Docker, against the same protocol ``DockerSandbox`` implements.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sandbox_agent.errors import ToolError
+from sandbox_agent.policy.base import Decision
+from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
+from sandbox_agent.types import ToolCall
+
+_GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false"]
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "sandbox-agent",
+    "GIT_AUTHOR_EMAIL": "sandbox-agent@localhost",
+    "GIT_COMMITTER_NAME": "sandbox-agent",
+    "GIT_COMMITTER_EMAIL": "sandbox-agent@localhost",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+class TempDirSandbox:
+    """The Sandbox protocol over a plain host directory (unit tests only)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.commands: list[str] = []
+        """Every command ``exec`` received, in order."""
+        self.baseline = self._git_baseline()
+
+    def _git(self, *args: str) -> str:
+        env = {**os.environ, **_GIT_ENV}
+        done = subprocess.run(
+            [*_GIT, *args], cwd=self.root, env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    def _git_baseline(self) -> str:
+        if not (self.root / ".git").exists():
+            self._git("init", "-q")
+        self._git("add", "-A")
+        self._git("commit", "-q", "--allow-empty", "-m", "baseline")
+        return self._git("rev-parse", "HEAD").strip()
+
+    def rebaseline(self) -> None:
+        self.baseline = self._git_baseline()
+
+    def _resolve(self, path: str) -> Path:
+        target = (self.root / path).resolve()
+        if target != self.root and self.root not in target.parents:
+            raise ToolError("path_escape", f"{path}: resolves outside the workspace")
+        return target
+
+    def exec(
+        self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    ) -> ExecResult:
+        self.commands.append(command)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=self.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        stdout, stderr = HeadTailBuffer(max_output_bytes), HeadTailBuffer(max_output_bytes)
+        stdout.feed(out)
+        stderr.feed(err)
+        return ExecResult(
+            exit_code=None if timed_out else proc.returncode,
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            timed_out=timed_out,
+            duration_s=time.monotonic() - start,
+            stdout_dropped=stdout.dropped,
+            stderr_dropped=stderr.dropped,
+        )
+
+    def read_file(self, path: str, *, max_bytes: int) -> str:
+        target = self._resolve(path)
+        if not target.exists():
+            raise ToolError("not_found", f"{path}: no such file")
+        if target.is_dir():
+            raise ToolError("is_directory", f"{path}: is a directory")
+        if target.stat().st_size > max_bytes:
+            raise ToolError("too_large", f"{path}: larger than {max_bytes} bytes")
+        data = target.read_bytes()
+        if b"\0" in data:
+            raise ToolError("not_utf8", f"{path}: binary file")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ToolError("not_utf8", f"{path}: not UTF-8 text") from e
+
+    def write_file(self, path: str, content: str) -> None:
+        target = self._resolve(path)
+        if target.is_dir():
+            raise ToolError("is_directory", f"{path}: is a directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+
+    def _staged(self, *args: str) -> str:
+        index = self.root / ".git" / "sandbox-agent-diff-index"
+        env = {**os.environ, **_GIT_ENV, "GIT_INDEX_FILE": str(index)}
+        subprocess.run([*_GIT, "add", "-A"], cwd=self.root, env=env, check=True)
+        done = subprocess.run(
+            [*_GIT, "diff", "--cached", *args, self.baseline],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    def diff(self) -> str:
+        return self._staged("--binary")
+
+    def changed_paths(self) -> tuple[str, ...]:
+        out = self._staged("--name-status", "-z", "--find-renames")
+        fields = [f for f in out.split("\0") if f]
+        paths: list[str] = []
+        i = 0
+        while i < len(fields):
+            status = fields[i]
+            count = 2 if status[:1] in ("R", "C") else 1
+            paths.extend(fields[i + 1 : i + 1 + count])
+            i += 1 + count
+        return tuple(paths)
+
+
+class FakePolicy:
+    """A PolicyEngine driven by a function; records every call it decided on."""
+
+    def __init__(self, decide: Callable[[ToolCall], Decision] | None = None) -> None:
+        self._decide = decide or (lambda call: Decision(decision="allow", reason="allowed"))
+        self.calls: list[ToolCall] = []
+
+    def decide(self, call: ToolCall) -> Decision:
+        self.calls.append(call)
+        return self._decide(call)
+
+
+def deny_commands_containing(word: str) -> FakePolicy:
+    """A fake policy that denies bash commands containing ``word`` and allows the rest."""
+
+    def decide(call: ToolCall) -> Decision:
+        if call.tool_name == "bash" and word in str(call.arguments.get("command", "")):
+            return Decision(decision="deny", rule=f"test: {word}", reason=f"`{word}` is denied")
+        return Decision(decision="allow", rule="test: *", reason="allowed")
+
+    return FakePolicy(decide)
