@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_agent.errors import ToolError
+from sandbox_agent.gate import GateCheck, GateVerdict
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
-from sandbox_agent.types import ToolCall
+from sandbox_agent.types import Finish, ToolCall
 
 _GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false"]
 _GIT_ENV = {
@@ -168,3 +169,25 @@ def deny_commands_containing(word: str) -> FakePolicy:
         return Decision(decision="allow", rule="test: *", reason="allowed")
 
     return FakePolicy(decide)
+
+
+class ScriptedGate:
+    """A Gate that answers from a list of pass/fail values and records every finish it judged."""
+
+    def __init__(self, verdicts: list[bool], max_attempts: int | None = None) -> None:
+        self._verdicts = list(verdicts)
+        self.max_attempts = max_attempts
+        self.finishes: list[Finish] = []
+
+    def check(self, finish: Finish) -> GateVerdict:
+        self.finishes.append(finish)
+        attempt = len(self.finishes)
+        passed = self._verdicts.pop(0)
+        left = None if self.max_attempts is None else self.max_attempts - attempt
+        return GateVerdict(
+            passed=passed,
+            feedback="tests passed" if passed else "tests failed: test_parser.py::test_last_line",
+            checks=(GateCheck(name="tests", passed=passed),),
+            attempt=attempt,
+            attempts_left=left,
+        )

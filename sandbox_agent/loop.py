@@ -1,0 +1,273 @@
+"""The agent loop: ask the model, decide, execute, observe; until the gate accepts a finish.
+
+The loop knows only protocols (Model, PolicyEngine, Gate, Budget) and the tool runtime; concrete
+adapters and Docker are chosen in ``runner``. Expected failures end the run with an exit reason;
+an unexpected exception is written to the trace as ``internal_error`` and re-raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import Field
+
+from sandbox_agent.budget import Budget
+from sandbox_agent.errors import (
+    BudgetExceeded,
+    InvalidModelOutputError,
+    RunError,
+    StepLimitExceeded,
+)
+from sandbox_agent.gate import Gate, GateVerdict
+from sandbox_agent.models.base import Model
+from sandbox_agent.policy.base import Decision, PolicyEngine
+from sandbox_agent.tools.runtime import ToolRuntime, tool_specs
+from sandbox_agent.trace import (
+    BudgetUpdateEvent,
+    GateResultEvent,
+    ModelFeedbackEvent,
+    ModelTurnEvent,
+    ObservationEvent,
+    PolicyDecisionEvent,
+    RunFinished,
+    RunStarted,
+    ToolCallEvent,
+    Trace,
+)
+from sandbox_agent.types import (
+    ExitReason,
+    Finish,
+    Frozen,
+    HistoryItem,
+    ModelFeedback,
+    ModelTurn,
+    Observation,
+    RunResult,
+    Task,
+    ToolCall,
+    Usage,
+)
+
+Approver = Callable[[ToolCall, Decision], bool]
+"""Asked about an ``ask`` decision; ``True`` lets the call run. Without one, ask is a deny."""
+
+
+class LoopConfig(Frozen):
+    """Limits of the loop itself (token, cost and time budgets live in ``budget``)."""
+
+    max_steps: int = Field(default=50, ge=1)
+    """Model calls the run may make."""
+    max_consecutive_invalid: int = Field(default=3, ge=1)
+    """Malformed model outputs in a row before the run ends as ``invalid_model_output``."""
+
+
+DEFAULT_LOOP_CONFIG = LoopConfig()
+
+
+class AgentLoop:
+    """One run of the loop over a task."""
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        runtime: ToolRuntime,
+        policy: PolicyEngine,
+        gate: Gate,
+        budget: Budget,
+        trace: Trace,
+        config: LoopConfig = DEFAULT_LOOP_CONFIG,
+        approver: Approver | None = None,
+    ) -> None:
+        self.model, self.runtime, self.policy, self.gate = model, runtime, policy, gate
+        self.budget, self.trace, self.config, self.approver = budget, trace, config, approver
+        self.history: list[HistoryItem] = []
+        self.steps = 0
+        self._invalid_in_a_row = 0
+        self._tools = tool_specs()
+
+    def run(self, task: Task, info: dict[str, object] | None = None) -> RunResult:
+        """Run until a finish is accepted or a limit or error ends the run."""
+        self.trace.emit(
+            RunStarted,
+            0,
+            task=self.trace.text(task.text),
+            model=self.model.name,
+            content_mode=self.trace.content,
+            tools=tuple(t.name for t in self._tools),
+            info=info or {},
+        )
+        try:
+            answer = self._loop(task)
+        except RunError as e:
+            return self._end(e.exit_reason, error=str(e))
+        except KeyboardInterrupt:
+            return self._end(ExitReason.INTERRUPTED, error="interrupted by the user")
+        except BaseException as e:
+            self._end(ExitReason.INTERNAL_ERROR, error=f"{type(e).__name__}: {e}")
+            raise
+        return self._end(ExitReason.FINISHED, answer=answer, gate_passed=True)
+
+    def _end(
+        self,
+        reason: ExitReason,
+        *,
+        answer: str | None = None,
+        error: str | None = None,
+        gate_passed: bool = False,
+    ) -> RunResult:
+        usage = self.budget.totals
+        self.trace.emit(
+            RunFinished,
+            self.steps,
+            exit_reason=reason.value,
+            steps=self.steps,
+            usage=usage,
+            gate_passed=gate_passed,
+            error=error,
+        )
+        return RunResult(
+            exit_reason=reason,
+            answer=answer,
+            steps_used=self.steps,
+            usage=usage,
+            error=error,
+            gate_passed=gate_passed,
+        )
+
+    def _loop(self, task: Task) -> str:
+        while True:
+            if self.steps >= self.config.max_steps:
+                raise StepLimitExceeded(
+                    f"used all {self.config.max_steps} steps without an accepted finish"
+                )
+            self.budget.check_before_model_call(
+                self.model.estimate_next_call(task, self.history, self._tools)
+            )
+            self.steps += 1
+            turn = self._next_turn(task)
+            if turn is None:
+                continue
+            for call in turn.tool_calls:
+                self._observe(self._run_tool(call))
+            if turn.finish is not None and self._judge(turn.finish):
+                return turn.finish.answer
+
+    def _next_turn(self, task: Task) -> ModelTurn | None:
+        try:
+            turn = self.model.next_turn(task, self.history, self._tools)
+        except InvalidModelOutputError as e:
+            self._record_usage(e.usage)
+            self._invalid_in_a_row += 1
+            if self._invalid_in_a_row >= self.config.max_consecutive_invalid:
+                raise InvalidModelOutputError(
+                    f"{self._invalid_in_a_row} malformed outputs in a row; last: {e}"
+                ) from e
+            self._feedback(ModelFeedback(kind="invalid_output", content=str(e)))
+            return None
+        self._invalid_in_a_row = 0
+        self.trace.emit(
+            ModelTurnEvent,
+            self.steps,
+            tool_calls=tuple(self.trace.call(c) for c in turn.tool_calls),
+            finish=None if turn.finish is None else self.trace.text(turn.finish.answer),
+            text=None if turn.text is None else self.trace.text(turn.text),
+            usage=turn.usage,
+        )
+        self.history.append(turn)
+        self._record_usage(turn.usage)
+        return turn
+
+    def _record_usage(self, usage: Usage) -> None:
+        totals = self.budget.record(usage)
+        self.trace.emit(BudgetUpdateEvent, self.steps, totals=totals)
+
+    def _run_tool(self, call: ToolCall) -> Observation:
+        self.trace.emit(ToolCallEvent, self.steps, call=self.trace.call(call))
+        invalid = self.runtime.check(call)
+        if invalid is not None:
+            return invalid
+        decision = self.policy.decide(call)
+        approved = None
+        if decision.decision == "ask" and self.approver is not None:
+            approved = self.approver(call, decision)
+        self.trace.emit(
+            PolicyDecisionEvent,
+            self.steps,
+            tool_call_id=call.id,
+            decision=decision.decision,
+            rule=decision.rule,
+            reason=decision.reason,
+            approved=approved,
+        )
+        if decision.decision == "deny" or (decision.decision == "ask" and not approved):
+            why = "denied by policy" if decision.decision == "deny" else "needs approval; not given"
+            return Observation(
+                tool_call_id=call.id,
+                tool_name=call.tool_name,
+                content=f"{why}: {decision.reason}",
+                is_error=True,
+                kind="policy_denied",
+            )
+        return self.runtime.execute(call)
+
+    def _observe(self, observation: Observation) -> None:
+        self.trace.emit(
+            ObservationEvent,
+            self.steps,
+            tool_call_id=observation.tool_call_id,
+            tool_name=observation.tool_name,
+            is_error=observation.is_error,
+            kind=observation.kind,
+            exit_code=observation.exit_code,
+            duration_s=observation.duration_s,
+            content=self.trace.text(observation.content),
+        )
+        self.history.append(observation)
+
+    def _feedback(self, feedback: ModelFeedback) -> None:
+        self.trace.emit(
+            ModelFeedbackEvent,
+            self.steps,
+            kind=feedback.kind,
+            content=self.trace.text(feedback.content),
+        )
+        self.history.append(feedback)
+
+    def _judge(self, finish: Finish) -> bool:
+        verdict = self.gate.check(finish)
+        self._trace_verdict(verdict)
+        if verdict.passed:
+            return True
+        if finish.call_id is None:
+            self._feedback(ModelFeedback(kind="gate_rejected", content=verdict.feedback))
+        else:
+            self._observe(
+                Observation(
+                    tool_call_id=finish.call_id,
+                    tool_name="finish",
+                    content=verdict.feedback,
+                    is_error=True,
+                    kind="gate_rejected",
+                )
+            )
+        if verdict.attempts_left == 0:
+            raise BudgetExceeded(
+                "gate_attempts",
+                verdict.attempt,
+                verdict.attempt,
+                f"the completion gate rejected all {verdict.attempt} finish attempts "
+                "([gate] max_attempts)",
+            )
+        return False
+
+    def _trace_verdict(self, verdict: GateVerdict) -> None:
+        self.trace.emit(
+            GateResultEvent,
+            self.steps,
+            passed=verdict.passed,
+            attempt=verdict.attempt,
+            attempts_left=verdict.attempts_left,
+            checks=tuple(c.model_dump() for c in verdict.checks),
+            feedback=self.trace.text(verdict.feedback),
+        )

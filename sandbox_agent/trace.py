@@ -1,0 +1,326 @@
+"""The run trace: typed events, an append-only JSON Lines writer, and a tolerant reader.
+
+Safe by default: free text (the task, tool outputs, file contents, the model's words) is recorded
+as its length and sha256, and tool arguments as their keys only. ``content="full"`` is an explicit
+opt-in that records the text too. In both modes every known secret (the API key) is replaced by
+``[REDACTED]`` before a line is written, and no environment variable is ever recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from sandbox_agent.types import Frozen, ToolCall, Usage
+
+ContentMode = Literal["safe", "full"]
+REDACTED = "[REDACTED]"
+
+
+class TextRecord(Frozen):
+    """Free text as the trace keeps it: always its size and hash, the text only in full mode."""
+
+    chars: int
+    sha256: str
+    text: str | None = None
+
+
+class ToolCallRecord(Frozen):
+    """A tool call as the trace keeps it: argument keys always, values only in full mode."""
+
+    id: str
+    tool_name: str
+    argument_keys: tuple[str, ...]
+    arguments: dict[str, Any] | None = None
+
+
+class _Event(Frozen):
+    run_id: str
+    step: int
+    timestamp: str
+
+
+class RunStarted(_Event):
+    """The run began: what it was asked and with which model and settings."""
+
+    event_type: Literal["run_started"] = "run_started"
+    task: TextRecord
+    model: str
+    content_mode: ContentMode
+    tools: tuple[str, ...] = ()
+    info: dict[str, Any] = Field(default_factory=dict)
+    """Non-secret facts of the run (policy sha256, limits, image)."""
+
+
+class ModelTurnEvent(_Event):
+    """The model answered with tool calls and/or a finish request."""
+
+    event_type: Literal["model_turn"] = "model_turn"
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    finish: TextRecord | None = None
+    text: TextRecord | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ToolCallEvent(_Event):
+    """One tool call about to be decided on."""
+
+    event_type: Literal["tool_call"] = "tool_call"
+    call: ToolCallRecord
+
+
+class PolicyDecisionEvent(_Event):
+    """The policy's decision on one tool call."""
+
+    event_type: Literal["policy_decision"] = "policy_decision"
+    tool_call_id: str
+    decision: Literal["allow", "deny", "ask"]
+    rule: str | None
+    reason: str
+    approved: bool | None = None
+    """For ``ask``: whether the user approved (``None`` when there was no one to ask)."""
+
+
+class ObservationEvent(_Event):
+    """What came back from one tool call."""
+
+    event_type: Literal["observation"] = "observation"
+    tool_call_id: str
+    tool_name: str
+    is_error: bool
+    kind: str
+    exit_code: int | None = None
+    duration_s: float | None = None
+    content: TextRecord
+
+
+class ModelFeedbackEvent(_Event):
+    """A message to the model answering no tool call (malformed output, a notice)."""
+
+    event_type: Literal["model_feedback"] = "model_feedback"
+    kind: str
+    content: TextRecord
+
+
+class GateResultEvent(_Event):
+    """The completion gate's verdict on a finish request (or the baseline test run)."""
+
+    event_type: Literal["gate_result"] = "gate_result"
+    passed: bool
+    phase: Literal["baseline", "finish"] = "finish"
+    attempt: int = 0
+    attempts_left: int | None = None
+    checks: tuple[dict[str, Any], ...] = ()
+    """One ``{"name", "passed", "detail"}`` object per check the gate made."""
+    feedback: TextRecord | None = None
+
+
+class BudgetUpdateEvent(_Event):
+    """Running usage totals after a model call."""
+
+    event_type: Literal["budget_update"] = "budget_update"
+    totals: Usage
+
+
+class ModelRetryEvent(_Event):
+    """A model request failed and will be retried."""
+
+    event_type: Literal["model_retry"] = "model_retry"
+    attempt: int
+    wait_s: float
+    error: str
+
+
+class RunFinished(_Event):
+    """The run ended."""
+
+    event_type: Literal["run_finished"] = "run_finished"
+    exit_reason: str
+    steps: int
+    usage: Usage
+    gate_passed: bool = False
+    error: str | None = None
+
+
+TraceEvent = Annotated[
+    RunStarted
+    | ModelTurnEvent
+    | ToolCallEvent
+    | PolicyDecisionEvent
+    | ObservationEvent
+    | ModelFeedbackEvent
+    | GateResultEvent
+    | BudgetUpdateEvent
+    | ModelRetryEvent
+    | RunFinished,
+    Field(discriminator="event_type"),
+]
+_EVENT = TypeAdapter[TraceEvent](TraceEvent)
+
+Listener = Callable[[TraceEvent], None]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Trace:
+    """Writes one run's events, one complete JSON object per line, flushed per event."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        run_id: str,
+        *,
+        content: ContentMode = "safe",
+        secrets: Iterable[str] = (),
+        listeners: Sequence[Listener] = (),
+    ) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.content = content
+        self._secrets = tuple(s for s in secrets if s)
+        self._listeners = list(listeners)
+        self._file: IO[str] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("a", encoding="utf-8")
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def text(self, value: str) -> TextRecord:
+        """Record free text as the content mode allows."""
+        value = self.redact(value)
+        digest = hashlib.sha256(value.encode("utf-8", errors="replace")).hexdigest()
+        return TextRecord(
+            chars=len(value), sha256=digest, text=value if self.content == "full" else None
+        )
+
+    def call(self, call: ToolCall) -> ToolCallRecord:
+        """Record a tool call as the content mode allows."""
+        arguments = None
+        if self.content == "full":
+            arguments = json.loads(self.redact(json.dumps(call.arguments)))
+        return ToolCallRecord(
+            id=call.id,
+            tool_name=call.tool_name,
+            argument_keys=tuple(sorted(call.arguments)),
+            arguments=arguments,
+        )
+
+    def redact(self, value: str) -> str:
+        for secret in self._secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+
+    def emit(self, event_cls: type[_Event], step: int, **fields: Any) -> TraceEvent:
+        """Build an event of ``event_cls``, write it as one line and tell the listeners."""
+        event: TraceEvent = _EVENT.validate_python(
+            event_cls(run_id=self.run_id, step=step, timestamp=_now(), **fields)
+        )
+        if self._file is not None:
+            self._file.write(self.redact(event.model_dump_json()) + "\n")
+            self._file.flush()
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> Trace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TraceFile(Frozen):
+    """A trace as read back: its events, and the problems met (a truncated last line)."""
+
+    events: tuple[TraceEvent, ...]
+    problems: tuple[str, ...] = ()
+
+
+def read_trace(path: Path) -> TraceFile:
+    """Read a trace file; a malformed or truncated line is reported, not fatal."""
+    events: list[TraceEvent] = []
+    problems: list[str] = []
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(_EVENT.validate_json(line))
+        except ValidationError:
+            last = number == len(lines) or all(not rest.strip() for rest in lines[number:])
+            what = (
+                "is truncated (the run probably stopped while writing it)"
+                if last
+                else ("is not a valid trace event")
+            )
+            problems.append(f"{path}:{number}: line {what}; skipped")
+    return TraceFile(events=tuple(events), problems=tuple(problems))
+
+
+def _usage_text(usage: Usage) -> str:
+    cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    return f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {cost}"
+
+
+def _call_text(call: ToolCallRecord) -> str:
+    if call.arguments is not None and "command" in call.arguments:
+        return f"{call.tool_name} {call.arguments['command']!r}"
+    if call.arguments is not None and "path" in call.arguments:
+        return f"{call.tool_name} {call.arguments['path']}"
+    return f"{call.tool_name}({', '.join(call.argument_keys)})"
+
+
+def describe(event: TraceEvent) -> str:
+    """One human-readable line for an event (``trace show`` and live progress)."""
+    match event:
+        case RunStarted():
+            return f"run started: model {event.model}, task of {event.task.chars} chars"
+        case ModelTurnEvent():
+            calls = ", ".join(_call_text(c) for c in event.tool_calls)
+            wants = (
+                " + finish"
+                if event.finish is not None and calls
+                else ("finish" if event.finish is not None else "")
+            )
+            return f"model turn: {calls}{wants} ({_usage_text(event.usage)})"
+        case ToolCallEvent():
+            return f"tool call {event.call.id}: {_call_text(event.call)}"
+        case PolicyDecisionEvent():
+            approved = "" if event.approved is None else f" (user approved: {event.approved})"
+            return f"policy {event.decision}{approved}: {event.reason} [{event.rule or 'no rule'}]"
+        case ObservationEvent():
+            status = event.kind if event.is_error else f"exit {event.exit_code}"
+            if event.exit_code is None and not event.is_error:
+                status = "ok"
+            took = "" if event.duration_s is None else f", {event.duration_s * 1000:.0f} ms"
+            return f"observation {event.tool_name}: {status}{took}, {event.content.chars} chars"
+        case ModelFeedbackEvent():
+            return f"feedback to model ({event.kind}), {event.content.chars} chars"
+        case GateResultEvent():
+            verdict = "passed" if event.passed else "rejected"
+            failed = [c["name"] for c in event.checks if not c.get("passed")]
+            why = f" (failed: {', '.join(failed)})" if failed else ""
+            left = "" if event.attempts_left is None else f", {event.attempts_left} attempts left"
+            return f"gate {event.phase}: {verdict}{why}{left}"
+        case BudgetUpdateEvent():
+            return f"budget: {_usage_text(event.totals)} so far"
+        case ModelRetryEvent():
+            return f"model retry {event.attempt} in {event.wait_s:.1f}s: {event.error}"
+        case RunFinished():
+            error = f": {event.error}" if event.error else ""
+            return f"run finished: {event.exit_reason} after {event.steps} steps{error}"
