@@ -1,0 +1,215 @@
+"""Running the project's tests for the gate, and reading pytest's JUnit XML report.
+
+For a pytest command the gate exports ``PYTEST_ADDOPTS`` so pytest writes a JUnit XML report to
+the sandbox's ``/tmp`` (outside the workspace, so it is neither in the diff nor the model's to
+edit in place) and keeps no cache in the workspace. The report gives the test ids, the skipped
+and xfailed ones, and the failures shown to the model first.
+"""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.base import ExecResult, Sandbox
+from sandbox_agent.types import Frozen
+
+REPORT_DIR = "/tmp/sandbox-agent-gate"
+MAX_REPORT_BYTES = 8 * 1024 * 1024
+_PYTEST_FIRST_WORDS = ("pytest", "py.test")
+
+
+class GateCheck(Frozen):
+    """One check the gate made."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class Failure(Frozen):
+    """One failed or errored test from the report."""
+
+    id: str
+    message: str
+
+
+class TestReport(Frozen):
+    """What pytest's JUnit XML report says."""
+
+    __test__ = False  # not a pytest test class
+
+    ids: frozenset[str]
+    skipped: frozenset[str]
+    """Ids of skipped and xfailed tests (pytest reports both as skipped)."""
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return len(self.ids)
+
+
+class TestRun(Frozen):
+    """One run of the test command."""
+
+    __test__ = False
+
+    label: str
+    command: str
+    result: ExecResult | None
+    """``None`` when the sandbox failed before the command ran."""
+    report: TestReport | None = None
+    report_error: str | None = None
+    """Why a pytest command gave no usable report (a rejection)."""
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.result is not None
+            and not self.result.timed_out
+            and self.result.exit_code == 0
+            and self.report_error is None
+        )
+
+    def check(self) -> GateCheck:
+        if self.result is None:
+            return GateCheck(name="tests", passed=False, detail="the sandbox failed")
+        if self.result.timed_out:
+            return GateCheck(name="tests", passed=False, detail="the test command timed out")
+        if self.result.exit_code != 0:
+            detail = f"`{self.command}` exited {self.result.exit_code}"
+            if self.report is not None:
+                detail += f", {len(self.report.failures)} failing"
+            return GateCheck(name="tests", passed=False, detail=detail)
+        if self.report_error is not None:
+            return GateCheck(name="tests", passed=False, detail=self.report_error)
+        return GateCheck(name="tests", passed=True, detail=f"`{self.command}` exited 0")
+
+    def feedback_text(self, limit: int) -> str:
+        """Test output for the model: failures first, then the tail of the output."""
+        parts: list[str] = []
+        if self.report is not None and self.report.failures:
+            parts.append("Failing tests:")
+            parts.extend(f"- {f.id}: {f.message}" for f in self.report.failures[:20])
+        if self.result is not None:
+            output = (self.result.stdout + self.result.stderr).strip()
+            room = max(limit - sum(len(p) + 1 for p in parts) - 40, 200)
+            if len(output) > room:
+                output = f"[... {len(output) - room} characters cut ...]\n" + output[-room:]
+            parts.append(f"Output of `{self.command}`:\n{output}")
+        return "\n".join(parts)[:limit]
+
+    def log_text(self) -> str:
+        header = f"===== {self.label}: {self.command} =====\n"
+        if self.result is None:
+            return header + "the sandbox failed before the command ran\n"
+        status = "timed out" if self.result.timed_out else f"exit {self.result.exit_code}"
+        return (
+            f"{header}{status} after {self.result.duration_s:.1f}s\n"
+            f"{self.result.stdout}{self.result.stderr}\n"
+        )
+
+
+def is_pytest(command: str) -> bool:
+    """Whether the test command runs pytest (``pytest``, ``python -m pytest``, a path to either)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    for i, word in enumerate(words):
+        name = Path(word).name
+        if name in _PYTEST_FIRST_WORDS:
+            return True
+        if name.startswith("python") and words[i + 1 : i + 3] == ["-m", "pytest"]:
+            return True
+    return False
+
+
+def run_tests(sandbox: Sandbox, command: str, timeout_s: float, label: str) -> TestRun:
+    """Run the test command in the sandbox; for pytest, read back its JUnit XML report."""
+    if not is_pytest(command):
+        return TestRun(label=label, command=command, result=_exec(sandbox, command, timeout_s))
+    report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
+    opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
+    wrapped = (
+        f"mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
+        f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
+    )
+    result = _exec(sandbox, wrapped, timeout_s)
+    if result is None or result.timed_out:
+        return TestRun(label=label, command=command, result=result)
+    xml = _exec(sandbox, f"cat {report} && rm -f {report}", 60.0, MAX_REPORT_BYTES)
+    if xml is None or xml.exit_code != 0 or xml.stdout_dropped:
+        why = "pytest wrote no JUnit report (was junitxml disabled?)"
+        return TestRun(label=label, command=command, result=result, report_error=why)
+    try:
+        parsed = parse_junit(xml.stdout)
+    except ValueError as e:
+        return TestRun(label=label, command=command, result=result, report_error=str(e))
+    return TestRun(label=label, command=command, result=result, report=parsed)
+
+
+def _exec(
+    sandbox: Sandbox, command: str, timeout_s: float, max_bytes: int = 256 * 1024
+) -> ExecResult | None:
+    try:
+        return sandbox.exec(command, timeout_s=timeout_s, max_output_bytes=max_bytes)
+    except SandboxError:
+        return None
+
+
+def parse_junit(text: str) -> TestReport:
+    """Read test ids, skips and failures from a JUnit XML report.
+
+    Raises:
+        ValueError: the report is not JUnit XML.
+    """
+    try:
+        # Written by pytest inside the sandbox and bounded in size; expat refuses entity bombs.
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise ValueError(f"the JUnit report is not valid XML ({e})") from e
+    if root.tag not in ("testsuites", "testsuite"):
+        raise ValueError(f"the JUnit report's root is <{root.tag}>, not <testsuites>")
+    ids: set[str] = set()
+    skipped: set[str] = set()
+    failures: list[Failure] = []
+    for case in root.iter("testcase"):
+        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
+        ids.add(test_id)
+        if case.find("skipped") is not None:
+            skipped.add(test_id)
+        for tag in ("failure", "error"):
+            node = case.find(tag)
+            if node is not None:
+                message = (node.get("message") or node.text or tag).strip().splitlines()
+                failures.append(Failure(id=test_id, message=message[0][:300] if message else tag))
+    return TestReport(ids=frozenset(ids), skipped=frozenset(skipped), failures=tuple(failures))
+
+
+def detect_test_command(repo: Path) -> str | None:
+    """A test command for the project at ``repo``, from the files it has; ``None`` if unknown."""
+    if any(
+        (repo / name).exists()
+        for name in (
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "pytest.ini",
+            "tox.ini",
+            "conftest.py",
+        )
+    ):
+        return "python -m pytest -q"
+    if (repo / "package.json").exists():
+        return "npm test"
+    if (repo / "go.mod").exists():
+        return "go test ./..."
+    if (repo / "Cargo.toml").exists():
+        return "cargo test"
+    if any(repo.glob("test_*.py")) or any(repo.glob("tests/test_*.py")):
+        return "python -m pytest -q"
+    return None

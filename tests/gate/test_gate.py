@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.gate import CompletionGate, GateConfig
+from sandbox_agent.gate_tests import detect_test_command, is_pytest, parse_junit
+from sandbox_agent.types import Finish
+from tests.fakes import TempDirSandbox
+
+BUGGY = "def last(xs):\n    return xs[-2]\n"
+FIXED = "def last(xs):\n    return xs[-1]\n"
+TESTS = (
+    "from mod import last\n\n"
+    "def test_last():\n    assert last([1, 2, 3]) == 3\n\n"
+    "def test_single():\n    assert last([7]) == 7\n\n"
+    "def test_other():\n    assert True\n"
+)
+FINISH = Finish(answer="done", call_id="f1")
+
+
+def protected(path: str) -> bool:
+    return path.startswith("tests/")
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> TempDirSandbox:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "mod.py").write_text(BUGGY)
+    (tmp_path / "ws" / "test_mod.py").write_text(TESTS)
+    (tmp_path / "ws" / "tests").mkdir()
+    (tmp_path / "ws" / "tests" / "data.txt").write_text("fixture\n")
+    return TempDirSandbox(tmp_path / "ws")
+
+
+def make_gate(sandbox: TempDirSandbox, tmp_path: Path, **config: object) -> CompletionGate:
+    settings: dict[str, object] = {"test_command": "python -m pytest -q", "max_attempts": 3}
+    settings.update(config)
+    gate = CompletionGate(
+        sandbox,
+        GateConfig.model_validate(settings),
+        is_protected=protected,
+        log_path=tmp_path / "gate.log",
+    )
+    gate.run_baseline()
+    return gate
+
+
+def failed(gate: CompletionGate) -> list[str]:
+    return [c.name for c in gate.verdicts[-1].checks if not c.passed]
+
+
+def test_baseline_records_the_failing_tests(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    assert gate.baseline is not None
+    assert gate.baseline.report is not None
+    assert gate.baseline.report.total == 3
+    assert [f.id for f in gate.baseline.report.failures] == [
+        "test_mod::test_last",
+        "test_mod::test_single",
+    ]
+    assert "===== baseline: python -m pytest -q =====" in (tmp_path / "gate.log").read_text()
+
+
+def test_premature_finish_is_rejected_with_failures_first(
+    sandbox: TempDirSandbox, tmp_path: Path
+) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    verdict = gate.check(FINISH)
+    assert not verdict.passed
+    assert failed(gate) == ["diff", "tests"]
+    assert verdict.attempts_left == 2
+    assert verdict.feedback.startswith("finish rejected by the completion gate (attempt 1; 2 left)")
+    assert "Failing tests:\n- test_mod::test_last: assert 2 == 3" in verdict.feedback
+
+
+def test_fix_is_accepted(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file("mod.py", FIXED)
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert {c.name for c in verdict.checks} == {"diff", "protected_paths", "tests", "test_count"}
+    assert not (sandbox.root / ".pytest_cache").exists()
+
+
+def test_protected_path_changed_through_bash_is_rejected(
+    sandbox: TempDirSandbox, tmp_path: Path
+) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file("mod.py", FIXED)
+    sandbox.exec("echo tampered >> tests/data.txt", timeout_s=10)
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["protected_paths"]
+    assert "tests/data.txt" in verdict.feedback
+
+
+def test_deleted_test_is_rejected_by_the_count(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file(
+        "test_mod.py", TESTS.replace("def test_single():\n    assert last([7]) == 7\n\n", "")
+    )
+    sandbox.write_file("mod.py", FIXED)
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["test_count"]
+    assert "2 tests ran, fewer than the baseline's 3" in verdict.feedback
+    assert "tests gone: test_mod::test_single" in verdict.feedback
+
+
+def test_newly_skipped_test_is_rejected(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    skipping = "import pytest\n" + TESTS.replace(
+        "def test_single", "@pytest.mark.skip\ndef test_single"
+    ).replace("def test_last", "@pytest.mark.xfail\ndef test_last")
+    sandbox.write_file("test_mod.py", skipping)
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["test_count"]
+    assert (
+        "newly skipped or xfailed: test_mod::test_last, test_mod::test_single" in verdict.feedback
+    )
+
+
+def test_gate_timeout_is_a_rejection(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path, test_command="sleep 5", timeout_s=0.3)
+    sandbox.write_file("mod.py", FIXED)
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["tests"]
+    assert "the test command timed out" in verdict.feedback
+
+
+def test_empty_diff_is_rejected_unless_allowed(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path, test_command="true")
+    assert failed_after_check(gate) == ["diff"]
+    relaxed = make_gate(sandbox, tmp_path, test_command="true", require_diff=False)
+    assert relaxed.check(FINISH).passed
+
+
+def failed_after_check(gate: CompletionGate) -> list[str]:
+    gate.check(FINISH)
+    return failed(gate)
+
+
+def test_last_attempt_says_none_remain(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path, max_attempts=1)
+    verdict = gate.check(FINISH)
+    assert verdict.attempts_left == 0
+    assert verdict.feedback.endswith("No finish attempts remain.")
+
+
+def test_disabling_the_junit_report_fails_closed(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file("mod.py", FIXED)
+    sandbox.write_file("pytest.ini", "[pytest]\naddopts = -p no:junitxml\n")
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["tests"]
+    assert (
+        "tests: FAILED (pytest wrote no JUnit report (was junitxml disabled?))" in verdict.feedback
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("pytest -q", True),
+        ("python -m pytest tests/", True),
+        ("cd sub && python3 -m pytest", True),
+        ("/usr/bin/pytest", True),
+        ("npm test", False),
+        ("python -m unittest", False),
+        ("'unterminated", False),
+    ],
+)
+def test_is_pytest(command: str, expected: bool) -> None:
+    assert is_pytest(command) is expected
+
+
+def test_parse_junit_rejects_non_junit() -> None:
+    with pytest.raises(ValueError, match="not valid XML"):
+        parse_junit("<oops")
+    with pytest.raises(ValueError, match="root is <html>"):
+        parse_junit("<html/>")
+
+
+def test_detect_test_command(tmp_path: Path) -> None:
+    assert detect_test_command(tmp_path) is None
+    (tmp_path / "go.mod").write_text("module x\n")
+    assert detect_test_command(tmp_path) == "go test ./..."
+    (tmp_path / "pyproject.toml").write_text("")
+    assert detect_test_command(tmp_path) == "python -m pytest -q"
