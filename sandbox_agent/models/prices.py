@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.types import Usage
 
-__all__ = ["DEFAULT_PRICES", "ModelPrice", "cost_usd", "lookup_price", "worst_case_cost_usd"]
+__all__ = [
+    "DEFAULT_PRICES",
+    "ModelPrice",
+    "candidate_names",
+    "cost_usd",
+    "lookup_price",
+    "worst_case_cost_usd",
+]
 
 
 class ModelPrice(BaseModel):
@@ -71,6 +78,14 @@ def lookup_price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | N
     Returns:
         The price, or ``None`` when the model is not in the table (its cost is unknown).
     """
+    for name in candidate_names(model):
+        if name in prices:
+            return prices[name]
+    return None
+
+
+def candidate_names(model: str) -> list[str]:
+    """Names to look a model up by, most specific first (date suffix, provider prefix off)."""
     candidates = [model]
     if "/" in model:
         candidates.append(model.rsplit("/", 1)[1])
@@ -78,10 +93,7 @@ def lookup_price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | N
         base = _DATE_SUFFIX.sub("", name)
         if base != name:
             candidates.append(base)
-    for name in candidates:
-        if name in prices:
-            return prices[name]
-    return None
+    return candidates
 
 
 def cost_usd(usage: Usage, price: ModelPrice) -> float:

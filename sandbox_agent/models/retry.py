@@ -33,6 +33,7 @@ __all__ = [
     "call_with_retries",
     "is_retryable",
     "retry_after_s",
+    "server_message",
     "summarize_error",
 ]
 
@@ -106,9 +107,20 @@ def retry_after_s(exc: BaseException) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
+def server_message(exc: openai.APIError) -> str:
+    """The server's own error message (``error.message`` of the body) when there is one."""
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return exc.message
+
+
 def summarize_error(exc: BaseException) -> str:
     """One line naming the error, e.g. ``HTTP 429 RateLimitError: slow down``."""
-    message = " ".join(str(getattr(exc, "message", exc)).split())[:300]
+    text = server_message(exc) if isinstance(exc, openai.APIError) else str(exc)
+    message = " ".join(text.split())[:300]
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code} {type(exc).__name__}: {message}"
     return f"{type(exc).__name__}: {message}"
@@ -126,7 +138,7 @@ class _StopWhenTotalWaitExceeded(stop_base):
 
 def _make_wait(settings: RetrySettings) -> Callable[[RetryCallState], float]:
     backoff = wait_exponential_jitter(
-        initial=settings.initial_wait_s, max=settings.max_wait_s, jitter=settings.jitter_s
+        multiplier=settings.initial_wait_s, max=settings.max_wait_s, jitter=settings.jitter_s
     )
 
     def wait(retry_state: RetryCallState) -> float:

@@ -1,0 +1,190 @@
+"""Where the ``openai`` package enters: one Chat Completions call under the retry policy.
+
+Every ``openai`` exception is mapped here, never further in: retryable faults that persist
+and non-retryable statuses become ``ModelError`` with the server's message and a hint; a
+context-length rejection becomes :class:`ContextLengthError` so the adapter can compact and
+try once more. The API key is redacted from every message that leaves this module.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
+
+from sandbox_agent.errors import ModelError, UserError
+from sandbox_agent.models.retry import (
+    DEFAULT_RETRY,
+    OnRetry,
+    RetriesExhaustedError,
+    RetrySettings,
+    call_with_retries,
+    server_message,
+)
+
+__all__ = [
+    "OPENAI_BASE_URL",
+    "ChatClient",
+    "ContextLengthError",
+    "MissingApiKeyError",
+    "is_context_length_error",
+]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Used when no base URL is given (the environment is read by the runner, not here)."""
+
+_CONTEXT_RE = re.compile(
+    r"context[_ ](length|size|window)|maximum context|too many tokens|prompt is too long"
+    r"|exceeds? the (available )?context",
+    re.IGNORECASE,
+)
+
+
+class ContextLengthError(ModelError):
+    """The server said the prompt does not fit the model's context window."""
+
+
+class MissingApiKeyError(UserError):
+    """No API key was given for an OpenAI-compatible endpoint."""
+
+
+def is_context_length_error(exc: openai.APIStatusError) -> bool:
+    """A 400/413 whose code is ``context_length_exceeded`` or whose message says so."""
+    if exc.status_code not in (400, 413):
+        return False
+    return exc.code == "context_length_exceeded" or bool(_CONTEXT_RE.search(server_message(exc)))
+
+
+class ChatClient:
+    """A Chat Completions endpoint with the retry policy and error mapping.
+
+    Args:
+        model: Model name sent with every request.
+        api_key: Sent only in the ``Authorization`` header; redacted everywhere else.
+        base_url: Endpoint root (``.../v1``); ``None`` means OpenAI's.
+        timeout_s: Per-request timeout (each attempt).
+        retry: Retry bounds.
+        on_retry: Told about every retry (attempt, wait, one-line summary).
+        sleep: How retries wait (tests pass a recorder).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 120.0,
+        retry: RetrySettings = DEFAULT_RETRY,
+        on_retry: OnRetry | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not api_key:
+            raise MissingApiKeyError(
+                "no API key: set OPENAI_API_KEY (any non-empty value for a local server)"
+            )
+        self.model = model
+        self.base_url = base_url or OPENAI_BASE_URL
+        self.timeout_s = timeout_s
+        self._api_key = api_key
+        self._retry = retry
+        self._on_retry = on_retry
+        self._sleep = sleep
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def __repr__(self) -> str:
+        return f"ChatClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***``."""
+        return text.replace(self._api_key, "***") if len(self._api_key) >= 4 else text
+
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None,
+        temperature: float | None,
+        max_tokens: int,
+        max_tokens_param: str = "max_completion_tokens",
+    ) -> ChatCompletion:
+        """One chat completion, retried per the policy.
+
+        Raises:
+            ContextLengthError: the prompt does not fit the context window.
+            ModelError: any other failure, after retries where they apply.
+        """
+        extra: dict[str, Any] = {max_tokens_param: max_tokens}
+        if temperature is not None:
+            extra["temperature"] = temperature
+
+        def call() -> ChatCompletion:
+            return self._client.chat.completions.create(
+                model=self.model,
+                messages=cast(list[ChatCompletionMessageParam], list(messages)),
+                tools=cast(list[ChatCompletionToolParam], list(tools)) if tools else openai.omit,
+                extra_body=extra,
+            )
+
+        try:
+            return call_with_retries(
+                call, self._retry, on_retry=self._on_retry_redacted, sleep=self._sleep
+            )
+        except RetriesExhaustedError as e:
+            raise ModelError(self._exhausted_message(e)) from e
+        except openai.APIStatusError as e:
+            if is_context_length_error(e):
+                raise ContextLengthError(self._status_message(e)) from e
+            raise ModelError(self._status_message(e)) from e
+        except openai.OpenAIError as e:
+            raise ModelError(self.redact(f"model call failed: {type(e).__name__}: {e}")) from e
+        except ValueError as e:  # the body was not JSON, or not a chat completion
+            raise ModelError(
+                f"the reply from {self.base_url} is not a valid chat completion ({e}); "
+                "is --base-url an OpenAI-compatible /v1 endpoint?"
+            ) from e
+
+    def _on_retry_redacted(self, attempt: int, wait_s: float, summary: str) -> None:
+        if self._on_retry is not None:
+            self._on_retry(attempt, wait_s, self.redact(summary))
+
+    def _status_message(self, e: openai.APIStatusError) -> str:
+        hint = {
+            401: "check OPENAI_API_KEY (and that it belongs to this --base-url)",
+            403: f"the key may not use model {self.model!r}; check its project and permissions",
+            404: f"model {self.model!r} not found at {self.base_url}; check --model and --base-url",
+        }.get(e.status_code, "the request was rejected; see the server's message")
+        text = f"HTTP {e.status_code} from {self.base_url}: {server_message(e)} ({hint})"
+        return self.redact(" ".join(text.split()))
+
+    def _exhausted_message(self, e: RetriesExhaustedError) -> str:
+        last = e.last
+        if isinstance(last, openai.APITimeoutError):
+            what = f"no answer within {self.timeout_s:g}s (timeout)"
+            hint = "raise the timeout or check the server"
+        elif isinstance(last, openai.APIConnectionError):
+            what = f"cannot connect to {self.base_url}"
+            hint = "check --base-url / OPENAI_BASE_URL and that the server is running"
+        elif isinstance(last, openai.APIStatusError) and last.status_code == 429:
+            what = f"rate limited (HTTP 429): {server_message(last)}"
+            hint = "wait, or lower the request rate; the retry budget is spent"
+        elif isinstance(last, openai.APIStatusError):
+            what = f"server error (HTTP {last.status_code}): {server_message(last)}"
+            hint = "the server keeps failing; try again later"
+        else:
+            what, hint = f"{type(last).__name__}: {last}", "see the error"
+        text = (
+            f"model call failed after {e.attempts} attempts ({e.waited_s:.1f}s of waiting): "
+            f"{what} ({hint})"
+        )
+        return self.redact(" ".join(text.split()))
