@@ -1,0 +1,127 @@
+"""The sandbox image: found locally, or built from ``Dockerfile.sandbox`` with visible progress."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from sandbox_agent import __version__
+from sandbox_agent.errors import EngineUnavailableError, SandboxError
+
+DEFAULT_IMAGE = f"sandbox-agent:{__version__}"
+"""Tag of the image built from ``Dockerfile.sandbox``."""
+DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
+
+Progress = Callable[[str], None]
+"""Receives one line of build output at a time."""
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_DOCKERFILE_CANDIDATES = (
+    _PACKAGE_DIR / "_data" / "Dockerfile.sandbox",  # installed wheel
+    _PACKAGE_DIR.parent / "Dockerfile.sandbox",  # source checkout
+)
+
+
+def dockerfile_path() -> Path:
+    """Where ``Dockerfile.sandbox`` is (package data when installed, else the checkout).
+
+    Raises:
+        EngineUnavailableError: it is missing (a broken install).
+    """
+    for candidate in _DOCKERFILE_CANDIDATES:
+        if candidate.is_file():
+            return candidate
+    raise EngineUnavailableError(
+        "Dockerfile.sandbox is missing from the installation: reinstall sandbox-agent"
+    )
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    """Whether ``tag`` is present locally."""
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"docker image inspect {tag} failed: {e}", op="image") from e
+    return True
+
+
+def _follow_build(events: Iterable[dict[str, Any]], progress: Progress, tag: str) -> None:
+    """Print build events; raise with the failing step on an error event."""
+    step = "(before the first step)"
+    recent: list[str] = []
+    for event in events:
+        text = str(event.get("stream") or event.get("status") or "").rstrip()
+        if text:
+            for line in text.splitlines():
+                progress(line)
+                if line.startswith("Step "):
+                    step = line
+                recent = [*recent, line][-10:]
+        if "error" in event:
+            detail = str(event.get("error", "")).strip()
+            tail = "\n".join(recent[-5:])
+            raise EngineUnavailableError(
+                f"building {tag} failed at {step}: {detail}\n{tail}\n"
+                "fix the step (a package mirror must be reachable for apt-get), then rerun "
+                "`sandbox-agent sandbox build`"
+            )
+
+
+def build_image(
+    client: docker.DockerClient,
+    *,
+    tag: str = DEFAULT_IMAGE,
+    base_image: str = DEFAULT_BASE_IMAGE,
+    progress: Progress = print,
+    no_cache: bool = False,
+    dockerfile: Path | None = None,
+) -> None:
+    """Build the sandbox image from ``Dockerfile.sandbox`` (it needs no build context).
+
+    Raises:
+        EngineUnavailableError: the build failed; the message names the failing step.
+    """
+    source = (dockerfile or dockerfile_path()).read_bytes()
+    try:
+        events = client.api.build(
+            fileobj=io.BytesIO(source),
+            tag=tag,
+            buildargs={"BASE_IMAGE": base_image},
+            rm=True,
+            forcerm=True,
+            nocache=no_cache,
+            decode=True,
+            labels={"sandbox-agent.image": __version__},
+        )
+        _follow_build(events, progress, tag)
+    except docker.errors.DockerException as e:
+        raise EngineUnavailableError(f"building {tag} failed: {e}") from e
+
+
+def ensure_image(client: docker.DockerClient, tag: str, *, progress: Progress = print) -> None:
+    """Make sure ``tag`` exists: build the default image on first use, or pull another.
+
+    Raises:
+        EngineUnavailableError: the build or the pull failed.
+    """
+    if image_exists(client, tag):
+        return
+    if tag == DEFAULT_IMAGE:
+        progress(f"image {tag} is missing: building it from Dockerfile.sandbox (once)")
+        build_image(client, tag=tag, progress=progress)
+        return
+    progress(f"image {tag} is missing: pulling it")
+    try:
+        client.images.pull(tag)
+    except docker.errors.DockerException as e:
+        raise EngineUnavailableError(
+            f"image {tag} (policy [sandbox].image) is not present and could not be pulled "
+            f"({e}): pull or build it, or remove `image` from the policy to use {DEFAULT_IMAGE}"
+        ) from e

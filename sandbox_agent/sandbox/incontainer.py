@@ -1,0 +1,239 @@
+"""The executor that runs INSIDE the container (standard library only, Python 3.9+).
+
+Its source is sent as ``python3 -c <source>`` through one ``docker exec``; it then serves
+JSON-lines requests on stdin and answers each with one JSON line on stdout, so a tool call costs
+a pipe round trip plus the command itself instead of a ``docker exec`` each time.
+
+Requests: ``{"op": "exec"|"read"|"write"|"run"|"ping", ...}``; answers: ``{"ok": true, ...}`` or
+``{"ok": false, "kind": <ObservationKind>, "message": ...}``. Never imported by the host, except
+to read this file's source.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import selectors
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+WORKSPACE = "/workspace"
+_ROOT = Path(WORKSPACE)
+_READ_CHUNK = 65536
+_DRAIN_AFTER_EXIT_S = 0.2
+
+
+class _Refused(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class _HeadTail:
+    """First and last ``limit // 2`` bytes of a stream, counting what is dropped."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail += data
+        excess = len(self.tail) - self.half
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "head": base64.b64encode(bytes(self.head)).decode(),
+            "tail": base64.b64encode(bytes(self.tail)).decode(),
+            "dropped": self.dropped,
+        }
+
+
+def _resolve(path: str) -> Path:
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise _Refused("invalid_args", f"{path!r}: not a usable path")
+    real = Path(WORKSPACE, path).resolve()
+    if real != _ROOT and _ROOT not in real.parents:
+        raise _Refused("path_escape", f"{path}: resolves outside the workspace (/workspace)")
+    return real
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout: float) -> bool:
+    """Read both pipes until EOF, the timeout (returns True) or a lingering background child."""
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        sel.register(fd, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    exited_at = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                return True
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_S:
+                break  # a background child holds the pipes open; stop waiting for it
+            for key, _ in sel.select(min(deadline - now, 0.1)):
+                data = os.read(key.fd, _READ_CHUNK)
+                if data:
+                    streams[key.fd].feed(data)
+                else:
+                    sel.unregister(key.fd)
+    finally:
+        sel.close()
+    return False
+
+
+def op_exec(req: dict[str, Any]) -> dict[str, Any]:
+    """Run a bash command with a timeout; keep the head and tail of its output."""
+    limit = int(req.get("max_output_bytes", 65536))
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["bash", "-c", req["command"]],
+        cwd=WORKSPACE,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err = _HeadTail(limit), _HeadTail(limit)
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    timed_out = _pump(proc, streams, float(req["timeout_s"]))
+    if timed_out or proc.poll() is None:
+        _kill_group(proc)
+    code = proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    return {
+        "ok": True,
+        "exit_code": None if timed_out else (128 - code if code < 0 else code),
+        "timed_out": timed_out,
+        "stdout": out.dump(),
+        "stderr": err.dump(),
+        "duration_s": time.monotonic() - start,
+    }
+
+
+def op_read(req: dict[str, Any]) -> dict[str, Any]:
+    """Read a workspace file as UTF-8 text, with a size limit."""
+    path, max_bytes = req["path"], int(req["max_bytes"])
+    real = _resolve(path)
+    try:
+        st = real.stat()
+    except FileNotFoundError:
+        raise _Refused("not_found", f"{path}: no such file") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise _Refused("is_directory", f"{path}: is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused("tool_failed", f"{path}: not a regular file")
+    if st.st_size > max_bytes:
+        raise _Refused("too_large", f"{path}: {st.st_size} bytes, over the {max_bytes}-byte limit")
+    with real.open("rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _Refused("too_large", f"{path}: over the {max_bytes}-byte limit")
+    if b"\0" in data:
+        raise _Refused("not_utf8", f"{path}: a binary file (NUL bytes), not text")
+    try:
+        return {"ok": True, "text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        raise _Refused("not_utf8", f"{path}: not valid UTF-8 text") from None
+
+
+def op_write(req: dict[str, Any]) -> dict[str, Any]:
+    """Write UTF-8 text to a workspace file, creating its parents."""
+    path, content = req["path"], req["content"].encode("utf-8")
+    max_bytes = int(req["max_bytes"])
+    if len(content) > max_bytes:
+        raise _Refused("too_large", f"{path}: {len(content)} bytes, over the {max_bytes} limit")
+    real = _resolve(path)
+    if real.is_dir():
+        raise _Refused("is_directory", f"{path}: is a directory, not a file")
+    if real.exists() and not real.is_file():
+        raise _Refused("tool_failed", f"{path}: exists and is not a regular file")
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise _Refused("tool_failed", f"{path}: a parent is a file, not a directory") from None
+    if _resolve(str(real.parent)) != real.parent:
+        raise _Refused("path_escape", f"{path}: its directory resolves outside the workspace")
+    real.write_bytes(content)
+    return {"ok": True}
+
+
+def op_run(req: dict[str, Any]) -> dict[str, Any]:
+    """Run an argv (git for diff/rebaseline) with extra environment; return raw output."""
+    env = dict(os.environ)
+    env.update(req.get("env", {}))
+    done = subprocess.run(
+        req["argv"],
+        cwd=WORKSPACE,
+        env=env,
+        input=base64.b64decode(req.get("stdin", "")),
+        capture_output=True,
+        timeout=float(req.get("timeout_s", 600)),
+        check=False,
+    )
+    return {
+        "ok": True,
+        "exit_code": done.returncode,
+        "stdout": base64.b64encode(done.stdout).decode(),
+        "stderr": done.stderr.decode("utf-8", "replace")[-4000:],
+    }
+
+
+_OPS = {"exec": op_exec, "read": op_read, "write": op_write, "run": op_run}
+
+
+def handle(req: dict[str, Any]) -> dict[str, Any]:
+    """Answer one request; expected failures become ``ok: false`` answers."""
+    op = req.get("op")
+    if op == "ping":
+        return {"ok": True, "pid": os.getpid()}
+    try:
+        return _OPS[str(op)](req)
+    except _Refused as e:
+        return {"ok": False, "kind": e.kind, "message": e.message}
+    except PermissionError as e:
+        return {"ok": False, "kind": "tool_failed", "message": f"permission denied: {e.filename}"}
+    except OSError as e:
+        return {"ok": False, "kind": "tool_failed", "message": f"{e.strerror}: {e.filename}"}
+
+
+def main() -> None:
+    """Serve requests from stdin until it closes."""
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        answer = handle(json.loads(line))
+        out.write(json.dumps(answer).encode() + b"\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""Snapshot of the user's repo into a throwaway workspace copy with a baseline commit.
+
+The user's repo is only ever read. Host ``git`` runs against the user's repo (to list its files)
+and against the fresh copy *before* any container touched it (to commit the baseline); after
+that, every git command runs inside the container (see ``sandbox.gitops``).
+
+A workspace lives in its own directory ``<root>/sandbox-agent-ws-<run id>-<random>/``:
+``repo/`` is the copy mounted at ``/workspace`` and ``owner.json`` (outside the mount, so the
+model cannot change it) says which process owns it, for ``gc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox_agent.errors import UserError
+from sandbox_agent.sandbox.baseline import BaselineWriter, host_git, host_git_env
+
+WORKSPACE_PREFIX = "sandbox-agent-ws-"
+"""Name prefix of every workspace directory; ``gc`` recognises leftovers by it."""
+
+OWNER_FILE = "owner.json"
+"""File beside ``repo/`` naming the owning host and process."""
+
+Owner = tuple[int, int] | None
+"""``(uid, gid)`` to give copied files to, or ``None`` to keep the current user's."""
+
+
+class RepoNotFoundError(UserError):
+    """The repository to snapshot does not exist or is not a directory."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace copy on the host."""
+
+    root: Path
+    """The ``sandbox-agent-ws-*`` directory (removed as a whole on close)."""
+    repo: Path
+    """The copy of the user's repo, mounted at ``/workspace``."""
+    baseline: str
+    """Sha of the baseline commit inside the copy."""
+
+
+def _is_git_worktree(repo: Path) -> bool:
+    done = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=repo,
+        env=host_git_env(),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return False
+    return Path(done.stdout.decode().strip()).resolve() == repo
+
+
+def _walk(top: Path, repo: Path) -> list[str]:
+    """Every file and symlink under ``top`` (relative to ``repo``), skipping ``.git``."""
+    names: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        rel = os.path.relpath(dirpath, repo)
+        prefix = "" if rel == "." else f"{rel}/"
+        names.extend(prefix + f for f in filenames if f != ".git")
+        names.extend(prefix + d for d in dirnames if Path(dirpath, d).is_symlink())
+    return names
+
+
+def list_files(repo: Path) -> list[str]:
+    """Relative paths to copy: tracked plus untracked-not-ignored (git), or every file.
+
+    Args:
+        repo: The resolved repository root.
+
+    Returns:
+        Sorted relative POSIX paths of files and symlinks, without ``.git``.
+    """
+    if not _is_git_worktree(repo):
+        return sorted(_walk(repo, repo))
+    out = host_git(repo, "ls-files", "-z", "-co", "--exclude-standard")
+    names: list[str] = []
+    for name in out.decode("utf-8", "surrogateescape").split("\0"):
+        if not name or name == ".git" or name.startswith(".git/"):
+            continue
+        path = repo / name
+        if path.is_dir() and not path.is_symlink():  # a submodule or nested repo
+            names.extend(_walk(path, repo))
+        else:
+            names.append(name)
+    return sorted(set(names))
+
+
+def _copy_one(src: Path, dst: Path, owner: Owner) -> tuple[int, bytes] | None:
+    """Copy one regular file or symlink (never followed); return its git mode and content."""
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(src)  # noqa: PTH115 -- str paths: 10,000 files in this loop
+        os.symlink(target, dst)  # noqa: PTH211
+        if owner:
+            os.lchown(dst, *owner)
+        return 0o120000, os.fsencode(target)
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    with open(src, "rb") as f:  # noqa: PTH123 -- hot loop
+        data = f.read()
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        if owner:
+            os.fchown(fd, *owner)
+    finally:
+        os.close(fd)
+    return (0o100755 if st.st_mode & 0o100 else 0o100644), data
+
+
+def _safe_parent(repo: Path, parent: str, cache: dict[str, bool]) -> bool:
+    """Whether ``parent`` is a real directory of ``repo`` (not reached through a symlink)."""
+    if parent not in cache:
+        cache[parent] = os.path.realpath(repo / parent) == str(repo / parent)
+    return cache[parent]
+
+
+def copy_tree(
+    repo: Path, names: list[str], dest: Path, writer: BaselineWriter, owner: Owner
+) -> int:
+    """Copy ``names`` from ``repo`` into ``dest``, feeding each file to the baseline writer.
+
+    Paths under a symlinked directory are skipped: a symlink is never followed out of the repo.
+
+    Returns:
+        The number of entries copied.
+    """
+    safe: dict[str, bool] = {"": True}
+    made: set[str] = {""}
+    copied = 0
+    for name in names:
+        parent = os.path.dirname(name)  # noqa: PTH120 -- hot loop over str names
+        if not _safe_parent(repo, parent, safe) or not os.path.lexists(repo / name):
+            continue  # through a symlinked dir, or tracked but deleted (part of the baseline)
+        if parent not in made:
+            _make_dirs(dest, parent, made, owner)
+        entry = _copy_one(repo / name, dest / name, owner)
+        if entry is not None:
+            writer.add(name, *entry)
+            copied += 1
+    return copied
+
+
+def _make_dirs(dest: Path, parent: str, made: set[str], owner: Owner) -> None:
+    parts = parent.split("/")
+    for i in range(1, len(parts) + 1):
+        sub = "/".join(parts[:i])
+        if sub in made:
+            continue
+        path = dest / sub
+        path.mkdir(exist_ok=True)
+        if owner:
+            os.lchown(path, *owner)
+        made.add(sub)
+
+
+def chown_tree(root: Path, owner: Owner) -> None:
+    """Give every entry under ``root`` (itself included) to ``owner``, symlinks not followed."""
+    if owner is None:
+        return
+    os.lchown(root, *owner)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            os.lchown(os.path.join(dirpath, name), *owner)  # noqa: PTH118 -- hot loop
+
+
+def new_workspace_dir(run_id: str, workspace_root: Path | None) -> Path:
+    """Create the ``sandbox-agent-ws-<run id>-*`` directory and its ``owner.json``."""
+    parent = workspace_root or Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:64]
+    root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{safe_id}-", dir=parent))
+    owner = {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid()}
+    owner["created"] = time.time()
+    (root / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+    return root
+
+
+def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
+    """Copy ``repo`` into ``root/repo`` and commit the baseline.
+
+    Args:
+        repo: The user's repository (only read), resolved.
+        root: A directory from :func:`new_workspace_dir`.
+        owner: Who should own the copy (the container's user when the host user is root).
+
+    Returns:
+        The workspace.
+
+    Raises:
+        SandboxError: git failed on the copy.
+    """
+    copy = root / "repo"
+    copy.mkdir(exist_ok=True)
+    writer = BaselineWriter(copy)
+    try:
+        copy_tree(repo, list_files(repo), copy, writer, owner)
+        baseline = writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    if owner:  # the files were given away while copied; the root and .git remain
+        os.lchown(copy, *owner)
+        chown_tree(copy / ".git", owner)
+    return Workspace(root=root, repo=copy, baseline=baseline)
+
+
+def snapshot(
+    repo: Path, *, run_id: str, workspace_root: Path | None = None, owner: Owner = None
+) -> Workspace:
+    """Copy ``repo`` into a new workspace and commit the baseline.
+
+    Args:
+        repo: The user's repository (only read).
+        run_id: The run's id, part of the directory name.
+        workspace_root: Where to create the workspace; the system temp dir when ``None``.
+        owner: Who should own the copy, or ``None`` for the current user.
+
+    Returns:
+        The workspace; the caller removes it with :func:`remove_workspace`.
+
+    Raises:
+        RepoNotFoundError: ``repo`` is not a directory.
+        SandboxError: git failed on the copy.
+    """
+    repo = check_repo(repo)
+    root = new_workspace_dir(run_id, workspace_root)
+    try:
+        return snapshot_into(repo, root, owner)
+    except BaseException:
+        remove_workspace(root)
+        raise
+
+
+def check_repo(repo: Path) -> Path:
+    """Resolve ``repo`` and check it is a directory.
+
+    Raises:
+        RepoNotFoundError: it is not.
+    """
+    resolved = repo.resolve()
+    if not resolved.is_dir():
+        raise RepoNotFoundError(f"--repo {repo}: not a directory; pass the repository's root")
+    return resolved
+
+
+def _force_remove(func: object, path: str, exc: object) -> None:
+    """``rmtree`` error handler: make the entry's directory writable and retry once."""
+    del func, exc
+    entry = Path(path)
+    for target in (entry.parent, entry):
+        if target.is_dir() and not target.is_symlink():
+            with contextlib.suppress(OSError):
+                target.chmod(0o700)
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            entry.unlink()
+
+
+def remove_workspace(root: Path) -> None:
+    """Remove a workspace directory, including entries the container made unwritable."""
+    if os.path.lexists(root):
+        shutil.rmtree(root, onerror=_force_remove)
