@@ -7,7 +7,7 @@ an unexpected exception is written to the trace as ``internal_error`` and re-rai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pydantic import Field
 
@@ -86,8 +86,16 @@ class AgentLoop:
         self._invalid_in_a_row = 0
         self._tools = tool_specs()
 
-    def run(self, task: Task, info: dict[str, object] | None = None) -> RunResult:
-        """Run until a finish is accepted or a limit or error ends the run."""
+    def run(
+        self,
+        task: Task,
+        info: dict[str, object] | None = None,
+        notes: Sequence[ModelFeedback] = (),
+    ) -> RunResult:
+        """Run until a finish is accepted or a limit or error ends the run.
+
+        ``notes`` open the conversation after the task (e.g. which tests fail before the run).
+        """
         self.trace.emit(
             RunStarted,
             0,
@@ -97,6 +105,8 @@ class AgentLoop:
             tools=tuple(t.name for t in self._tools),
             info=info or {},
         )
+        for note in notes:
+            self._feedback(note)
         try:
             answer = self._loop(task)
         except RunError as e:

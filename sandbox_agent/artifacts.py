@@ -1,0 +1,175 @@
+"""Run directories: ``result.json``, ``patch.diff``, ``trace.jsonl`` and ``gate.log`` of each run.
+
+``result.json`` is written when the run starts and rewritten (atomically) as it goes, so a crash
+or Ctrl-C leaves a usable directory. Its fields are a contract (DESIGN.md): at least ``run_id,
+exit_reason, steps, gate_passed, usage{prompt_tokens, completion_tokens, cost_usd}, run_dir,
+patch_path, trace_path``; ``--json`` prints exactly this object.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from sandbox_agent.errors import UserError
+from sandbox_agent.types import Frozen
+
+RESULT_FILE = "result.json"
+PATCH_FILE = "patch.diff"
+TRACE_FILE = "trace.jsonl"
+GATE_LOG = "gate.log"
+
+
+class UsageRecord(Frozen):
+    """Token and cost totals of a run (``cost_usd`` is null when the model's price is unknown)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float | None = 0.0
+    requests: int = 0
+
+
+class GateRecord(Frozen):
+    """One gate verdict, as kept in ``result.json``."""
+
+    phase: Literal["baseline", "finish"]
+    attempt: int
+    passed: bool
+    checks: tuple[dict[str, Any], ...] = ()
+
+
+class RunRecord(Frozen):
+    """The contents of ``result.json``."""
+
+    run_id: str
+    status: Literal["running", "ended"] = "running"
+    exit_reason: str | None = None
+    steps: int = 0
+    gate_passed: bool = False
+    usage: UsageRecord = Field(default_factory=UsageRecord)
+    run_dir: str
+    patch_path: str
+    trace_path: str
+    gate_log_path: str
+    task: str
+    repo: str
+    model: str
+    started_at: str
+    ended_at: str | None = None
+    duration_s: float | None = None
+    answer: str | None = None
+    error: str | None = None
+    test_command: str | None = None
+    limits: dict[str, Any] = Field(default_factory=dict)
+    policy_sha256: str | None = None
+    policy: dict[str, Any] = Field(default_factory=dict)
+    """The effective policy with each rule's origin (see ``policy show``)."""
+    gate_history: tuple[GateRecord, ...] = ()
+    files_changed: int = 0
+    version: str = ""
+
+
+def now_iso() -> str:
+    """The current UTC time, to the second, in ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    """Sortable by time, unique enough: ``20261130-184512-3fa2c1``."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def default_runs_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/sandbox-agent/runs``, or ``~/.local/state/sandbox-agent/runs``."""
+    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
+    return Path(state).expanduser() / "sandbox-agent" / "runs"
+
+
+class RunDir:
+    """One run's directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, runs_dir: Path, run_id: str) -> RunDir:
+        path = runs_dir / run_id
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except OSError as e:
+            raise UserError(f"{path}: cannot create the run directory ({e.strerror})") from e
+        return cls(path)
+
+    @property
+    def result_path(self) -> Path:
+        return self.path / RESULT_FILE
+
+    @property
+    def patch_path(self) -> Path:
+        return self.path / PATCH_FILE
+
+    @property
+    def trace_path(self) -> Path:
+        return self.path / TRACE_FILE
+
+    @property
+    def gate_log_path(self) -> Path:
+        return self.path / GATE_LOG
+
+    def write_record(self, record: RunRecord) -> None:
+        """Replace ``result.json`` atomically (a reader never sees half a file)."""
+        tmp = self.result_path.with_suffix(".json.tmp")
+        tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.result_path)
+
+    def write_patch(self, diff: str) -> None:
+        tmp = self.patch_path.with_suffix(".diff.tmp")
+        tmp.write_text(diff, encoding="utf-8")
+        tmp.replace(self.patch_path)
+
+    def read_record(self) -> RunRecord:
+        try:
+            return RunRecord.model_validate_json(self.result_path.read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise UserError(f"{self.path}: not a run directory (no {RESULT_FILE})") from e
+        except ValidationError as e:
+            raise UserError(
+                f"{self.result_path}: not a valid run record ({e.error_count()} "
+                "problems); was it written by another version?"
+            ) from e
+
+
+def list_runs(runs_dir: Path) -> list[RunRecord]:
+    """Every readable run under ``runs_dir``, oldest first."""
+    if not runs_dir.is_dir():
+        return []
+    records = []
+    for path in sorted(runs_dir.iterdir()):
+        if (path / RESULT_FILE).is_file():
+            try:
+                records.append(RunDir(path).read_record())
+            except UserError:
+                continue
+    return records
+
+
+def find_run(runs_dir: Path, run: str | None) -> RunDir:
+    """A run by directory path, id or unique id prefix; the latest run when ``run`` is None."""
+    if run is not None and (Path(run) / RESULT_FILE).is_file():
+        return RunDir(Path(run))
+    ids = [r.run_id for r in list_runs(runs_dir)]
+    if not ids:
+        raise UserError(f"no runs in {runs_dir}; start one with `sandbox-agent fix` or `demo`")
+    if run is None:
+        return RunDir(runs_dir / ids[-1])
+    matches = [i for i in ids if i.startswith(run)]
+    if len(matches) != 1:
+        what = "no run" if not matches else f"{len(matches)} runs"
+        raise UserError(f"{what} in {runs_dir} match {run!r}; `sandbox-agent runs` lists them")
+    return RunDir(runs_dir / matches[0])
