@@ -1,0 +1,89 @@
+"""Commands ``sandbox build``, ``gc`` and ``doctor``: flags in, text out; logic in ``sandbox/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sandbox_agent.errors import SandboxError, UserError
+from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox.doctor import run_checks
+from sandbox_agent.sandbox.gc import collect_garbage, default_roots
+from sandbox_agent.sandbox.image import DEFAULT_BASE_IMAGE, DEFAULT_IMAGE, build_image
+
+
+def _fail(error: Exception, code: int) -> typer.Exit:
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(code)
+
+
+def build(
+    tag: Annotated[str, typer.Option(help="Tag of the image to build.")] = DEFAULT_IMAGE,
+    base_image: Annotated[
+        str, typer.Option(help="Base image (the Dockerfile's BASE_IMAGE).")
+    ] = DEFAULT_BASE_IMAGE,
+    no_cache: Annotated[bool, typer.Option(help="Rebuild every step.")] = False,
+) -> None:
+    """Build the sandbox image from Dockerfile.sandbox, showing every build step."""
+    try:
+        client = engine.connect()
+        build_image(client, tag=tag, base_image=base_image, no_cache=no_cache, progress=typer.echo)
+    except UserError as e:
+        raise _fail(e, 2) from e
+    typer.echo(f"built {tag}")
+
+
+def gc(
+    dry_run: Annotated[bool, typer.Option(help="Only list what would be removed.")] = False,
+    include_live: Annotated[
+        bool, typer.Option("--all", help="Also remove what a running process owns.")
+    ] = False,
+    workspace_root: Annotated[
+        list[Path] | None, typer.Option(help="Also search this directory for workspaces.")
+    ] = None,
+) -> None:
+    """Remove containers and workspaces that crashed runs left behind."""
+    try:
+        client = engine.connect()
+    except UserError as e:
+        typer.echo(f"warning: {e}; cleaning workspaces only", err=True)
+        client = None
+    roots = [*default_roots(), *(workspace_root or [])]
+    try:
+        report = collect_garbage(client, roots=roots, include_live=include_live, dry_run=dry_run)
+    except SandboxError as e:
+        raise _fail(e, 1) from e
+    verb = "would remove" if dry_run else "removed"
+    for name in report.containers:
+        typer.echo(f"{verb} container {name}")
+    for path in report.workspaces:
+        typer.echo(f"{verb} workspace {path}")
+    for why in report.kept:
+        typer.echo(f"kept {why}")
+    typer.echo(f"{verb} {len(report.containers)} containers, {len(report.workspaces)} workspaces")
+
+
+def doctor(
+    image: Annotated[str, typer.Option(help="Image to check.")] = DEFAULT_IMAGE,
+) -> None:
+    """Check the Docker engine, permissions, the image and free disk; say how to fix each."""
+    checks = run_checks(image)
+    for check in checks:
+        mark = "ok  " if check.ok else "FAIL"
+        typer.echo(f"[{mark}] {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            typer.echo(f"       fix: {check.fix}")
+    if not all(check.ok for check in checks):
+        raise typer.Exit(1)
+    typer.echo("ready: sandboxes can run on this machine")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sandbox build``, ``gc`` and ``doctor`` to the main command line."""
+    sandbox_app = typer.Typer(help="Manage the sandbox image.", no_args_is_help=True)
+    sandbox_app.command("build")(build)
+    app.add_typer(sandbox_app, name="sandbox")
+    app.command("gc")(gc)
+    app.command("doctor")(doctor)

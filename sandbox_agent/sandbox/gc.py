@@ -1,0 +1,149 @@
+"""Remove what crashed runs left behind: labelled containers and old workspace directories.
+
+A container or workspace whose owning process (same host, pid alive) still runs is kept unless
+``include_live`` is set, so ``gc`` is safe beside a running ``fix``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.engine import OWNER_LABEL, RUN_LABEL, WORKSPACE_LABEL
+from sandbox_agent.sandbox.workspace import OWNER_FILE, WORKSPACE_PREFIX, remove_workspace
+
+ORPHAN_MIN_AGE_S = 3600.0
+"""A workspace without a readable ``owner.json`` is removed only when older than this."""
+
+
+@dataclass
+class GcReport:
+    """What ``gc`` removed (or would remove, in a dry run) and what it kept."""
+
+    containers: list[str] = field(default_factory=list)
+    """Names of removed containers."""
+    workspaces: list[Path] = field(default_factory=list)
+    """Removed workspace directories."""
+    kept: list[str] = field(default_factory=list)
+    """Why each kept item was kept."""
+
+
+def default_roots() -> list[Path]:
+    """Where workspaces are made by default: the temp dir and ``/dev/shm``."""
+    roots = [Path(tempfile.gettempdir())]
+    if Path("/dev/shm").is_dir():
+        roots.append(Path("/dev/shm"))
+    return roots
+
+
+def _owner_alive(host: str, pid: int) -> bool:
+    if host != socket.gethostname() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _label_owner_alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    return pid.isdigit() and _owner_alive(host, int(pid))
+
+
+def _collect_containers(
+    client: docker.DockerClient, report: GcReport, *, include_live: bool, dry_run: bool
+) -> None:
+    try:
+        containers = client.containers.list(all=True, filters={"label": RUN_LABEL})
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"listing containers failed: {e}", op="gc") from e
+    for container in containers:
+        labels = container.labels
+        if not include_live and _label_owner_alive(labels.get(OWNER_LABEL, "")):
+            report.kept.append(f"container {container.name}: its process still runs")
+            continue
+        if not dry_run:
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True, v=True)
+        report.containers.append(str(container.name))
+        workspace = Path(labels.get(WORKSPACE_LABEL, ""))
+        if workspace.name.startswith(WORKSPACE_PREFIX) and workspace.is_dir():
+            if not dry_run:
+                remove_workspace(workspace)
+            report.workspaces.append(workspace)
+
+
+def _workspace_is_leftover(path: Path, *, include_live: bool, now: float) -> tuple[bool, str]:
+    try:
+        owner = json.loads((path / OWNER_FILE).read_text(encoding="utf-8"))
+        host, pid = str(owner["host"]), int(owner["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        age = now - path.lstat().st_mtime
+        if age < ORPHAN_MIN_AGE_S and not include_live:
+            return False, f"workspace {path}: no owner file and younger than an hour"
+        return True, ""
+    if not include_live and _owner_alive(host, pid):
+        return False, f"workspace {path}: its process {pid} still runs"
+    return True, ""
+
+
+def _collect_workspaces(
+    roots: Iterable[Path], report: GcReport, *, include_live: bool, dry_run: bool
+) -> None:
+    now = time.time()
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.glob(f"{WORKSPACE_PREFIX}*")):
+            if path in report.workspaces or not path.is_dir() or path.is_symlink():
+                continue
+            leftover, why = _workspace_is_leftover(path, include_live=include_live, now=now)
+            if not leftover:
+                report.kept.append(why)
+                continue
+            if not dry_run:
+                remove_workspace(path)
+            report.workspaces.append(path)
+
+
+def collect_garbage(
+    client: docker.DockerClient | None,
+    *,
+    roots: Iterable[Path] | None = None,
+    include_live: bool = False,
+    dry_run: bool = False,
+) -> GcReport:
+    """Remove leftover containers (by label) and workspaces (by name prefix).
+
+    Args:
+        client: A connected client, or ``None`` to clean workspaces only.
+        roots: Directories to search for workspaces; :func:`default_roots` when ``None``.
+        include_live: Also remove what a still-running process owns.
+        dry_run: Only report what would be removed.
+
+    Returns:
+        What was removed and what was kept.
+
+    Raises:
+        SandboxError: the engine failed while listing containers.
+    """
+    report = GcReport()
+    if client is not None:
+        _collect_containers(client, report, include_live=include_live, dry_run=dry_run)
+    search = list(roots) if roots is not None else default_roots()
+    _collect_workspaces(search, report, include_live=include_live, dry_run=dry_run)
+    return report
