@@ -1,9 +1,10 @@
 """The run trace: typed events, an append-only JSON Lines writer, and a tolerant reader.
 
-Safe by default: free text (the task, tool outputs, file contents, the model's words) is recorded
+Safe by default: free text (the task, tool outputs, file contents, the model's words) is written
 as its length and sha256, and tool arguments as their keys only. ``content="full"`` is an explicit
-opt-in that records the text too. In both modes every known secret (the API key) is replaced by
-``[REDACTED]`` before a line is written, and no environment variable is ever recorded.
+opt-in that writes the text too. In both modes every known secret (the API key) is replaced by
+``[REDACTED]``, and no environment variable is ever recorded. In-process listeners (the live
+progress display) receive the events whole, with secrets redacted; only the file is reduced.
 """
 
 from __future__ import annotations
@@ -196,23 +197,18 @@ class Trace:
         self._listeners.append(listener)
 
     def text(self, value: str) -> TextRecord:
-        """Record free text as the content mode allows."""
+        """Record free text (its text is dropped from the file in safe mode)."""
         value = self.redact(value)
         digest = hashlib.sha256(value.encode("utf-8", errors="replace")).hexdigest()
-        return TextRecord(
-            chars=len(value), sha256=digest, text=value if self.content == "full" else None
-        )
+        return TextRecord(chars=len(value), sha256=digest, text=value)
 
     def call(self, call: ToolCall) -> ToolCallRecord:
-        """Record a tool call as the content mode allows."""
-        arguments = None
-        if self.content == "full":
-            arguments = json.loads(self.redact(json.dumps(call.arguments)))
+        """Record a tool call (its argument values are dropped from the file in safe mode)."""
         return ToolCallRecord(
             id=call.id,
             tool_name=call.tool_name,
             argument_keys=tuple(sorted(call.arguments)),
-            arguments=arguments,
+            arguments=json.loads(self.redact(json.dumps(call.arguments))),
         )
 
     def redact(self, value: str) -> str:
@@ -226,7 +222,10 @@ class Trace:
             event_cls(run_id=self.run_id, step=step, timestamp=_now(), **fields)
         )
         if self._file is not None:
-            self._file.write(self.redact(event.model_dump_json()) + "\n")
+            data = event.model_dump(mode="json")
+            if self.content == "safe":
+                data = _safe(data)
+            self._file.write(self.redact(json.dumps(data, ensure_ascii=False)) + "\n")
             self._file.flush()
         for listener in self._listeners:
             listener(event)
@@ -242,6 +241,20 @@ class Trace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _safe(data: Any) -> Any:
+    """Drop free text and argument values from a dumped event, keeping sizes, hashes and keys."""
+    if isinstance(data, list):
+        return [_safe(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    out = {k: _safe(v) for k, v in data.items()}
+    if {"chars", "sha256", "text"} <= out.keys():
+        out["text"] = None
+    if "argument_keys" in out:
+        out["arguments"] = None
+    return out
 
 
 class TraceFile(Frozen):
