@@ -1,0 +1,296 @@
+"""Loading the effective policy: presets, the repo's file, the user's file, trust, examples.
+
+Layers, nearest last: the ``default`` preset; the repo's ``.sandbox-agent.toml`` (with its
+``extends`` chain), which can only tighten unless trusted; then ``--policy FILE``, the user's
+own (trusted) file with its chain. ``extends`` names a shipped preset or a path relative to the
+file that says it; shipped presets are trusted wherever they are named. Every layer's
+``[commands.examples]`` are checked against the policy merged up to that layer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox_agent.errors import PolicyFileError
+from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.files import PolicyFile, preset_dir, read_collecting
+from sandbox_agent.policy.merge import merge_layer
+from sandbox_agent.policy.model import (
+    BudgetSection,
+    CommandsSection,
+    GateSection,
+    PathsSection,
+    Policy,
+    PriceSection,
+    SandboxSection,
+    SetupSection,
+)
+
+__all__ = [
+    "REPO_POLICY_NAME",
+    "BudgetSection",
+    "CommandsSection",
+    "GateSection",
+    "LoadedPolicy",
+    "PathsSection",
+    "Policy",
+    "PriceSection",
+    "SandboxSection",
+    "SetupSection",
+    "default_user_config_dir",
+    "lint_policy_file",
+    "load_policy",
+    "policy_json_schema",
+]
+
+REPO_POLICY_NAME = ".sandbox-agent.toml"
+_MAX_CHAIN = 16
+
+
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """The effective policy, its fingerprint and what the loader had to say."""
+
+    policy: Policy
+    sha256: str
+    """sha256 of the canonical JSON of the effective policy."""
+    warnings: tuple[str, ...] = ()
+    """Ignored loosenings from an untrusted repo policy, and similar notes."""
+    repo_trusted: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        """The policy as it goes into ``result.json``."""
+        return {
+            "sha256": self.sha256,
+            "sources": list(self.policy.sources),
+            "warnings": list(self.warnings),
+            "repo_trusted": self.repo_trusted,
+            "effective": self.policy.model_dump(mode="json", exclude={"origins"}),
+        }
+
+
+@dataclass(frozen=True)
+class _Layer:
+    path: Path
+    parsed: PolicyFile
+    origin: str
+    trusted: bool
+
+
+def default_user_config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/sandbox-agent`` (or ``~/.config/sandbox-agent``); for cli/runner."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "sandbox-agent"
+
+
+def load_policy(
+    repo: Path,
+    policy_file: Path | None = None,
+    *,
+    trust_repo_policy: bool = False,
+    user_config_dir: Path | None = None,
+) -> LoadedPolicy:
+    """Load and merge the effective policy for ``repo``; raises ``PolicyFileError``."""
+    errors: list[PolicyFileError] = []
+    trusted = trust_repo_policy or _listed_as_trusted(repo, user_config_dir, errors)
+    layers = _layers(repo, policy_file, trusted, errors)
+    if errors:
+        raise errors[0]
+    policy, warnings = _merge_all(layers, errors)
+    if errors:
+        raise errors[0]
+    canonical = json.dumps(
+        policy.model_dump(mode="json", exclude={"origins", "sources"}),
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return LoadedPolicy(policy, digest, tuple(warnings), trusted)
+
+
+def lint_policy_file(path: Path) -> list[str]:
+    """Every problem of one policy file (with its extends chain), as one-line messages."""
+    errors: list[PolicyFileError] = []
+    chain = _chain(path, f"file {path}", True, errors)
+    if not errors:
+        base = [_preset_layer("default", errors)] if path.resolve() != _preset("default") else []
+        _merge_all([layer for layer in base if layer] + chain, errors)
+    return [str(e) for e in errors]
+
+
+def policy_json_schema() -> dict[str, Any]:
+    """JSON schema of a policy file, for editors."""
+    schema = PolicyFile.model_json_schema()
+    schema["title"] = "sandbox-agent policy file"
+    return schema
+
+
+def _preset(name: str) -> Path:
+    return (preset_dir() / f"{name}.toml").resolve()
+
+
+def _preset_layer(name: str, errors: list[PolicyFileError]) -> _Layer | None:
+    read = read_collecting(_preset(name), errors)
+    return _Layer(_preset(name), read[0], f"preset {name}", True) if read else None
+
+
+def _layers(
+    repo: Path, policy_file: Path | None, trusted: bool, errors: list[PolicyFileError]
+) -> list[_Layer]:
+    layers = _chain(_preset("default"), "preset default", True, errors)
+    repo_file = repo / REPO_POLICY_NAME
+    if repo_file.is_file():
+        layers += _chain(repo_file, f"repo {REPO_POLICY_NAME}", trusted, errors, repo=repo)
+    if policy_file is not None:
+        layers += _chain(policy_file, f"file {policy_file}", True, errors)
+    seen: set[Path] = set()
+    unique = []
+    for layer in layers:
+        if layer.path not in seen:
+            seen.add(layer.path)
+            unique.append(layer)
+    return unique
+
+
+def _chain(
+    path: Path,
+    origin: str,
+    trusted: bool,
+    errors: list[PolicyFileError],
+    repo: Path | None = None,
+) -> list[_Layer]:
+    """``path`` and everything it extends, base first."""
+    chain: list[_Layer] = []
+    visiting: list[Path] = []
+    current: Path | None = path
+    while current is not None:
+        real = current.resolve()
+        if real in visiting:
+            names = " -> ".join(p.name for p in [*visiting, real])
+            errors.append(PolicyFileError(f"extends forms a cycle: {names}", path=current))
+            return []
+        if len(visiting) >= _MAX_CHAIN:
+            errors.append(PolicyFileError("extends chain is too long", path=current))
+            return []
+        visiting.append(real)
+        read = read_collecting(current, errors)
+        if read is None:
+            return []
+        parsed = read[0]
+        is_preset = real.parent == preset_dir().resolve()
+        label = f"preset {real.stem}" if is_preset else origin
+        if repo is not None and not is_preset and current != path:
+            label = f"repo {_relative(real, repo)}"
+        chain.insert(0, _Layer(real, parsed, label, trusted or is_preset))
+        current = _extends_target(parsed, current, read[1], errors) if parsed.extends else None
+    return chain
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _extends_target(
+    parsed: PolicyFile, current: Path, text: str, errors: list[PolicyFileError]
+) -> Path | None:
+    name = parsed.extends or ""
+    if "/" not in name and not name.endswith(".toml"):
+        target = _preset(name)
+        if not target.is_file():
+            available = ", ".join(sorted(p.stem for p in preset_dir().glob("*.toml")))
+            errors.append(
+                PolicyFileError(
+                    f"unknown preset {name!r}; expected one of {available} or a relative path",
+                    path=current,
+                    key="extends",
+                    line=_extends_line(text),
+                )
+            )
+            return None
+        return target
+    target = (current.parent / name).resolve()
+    if not target.is_file():
+        errors.append(
+            PolicyFileError(
+                f"{name!r} does not exist (relative to {current.parent})",
+                path=current,
+                key="extends",
+                line=_extends_line(text),
+            )
+        )
+        return None
+    return target
+
+
+def _extends_line(text: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip().startswith("extends"):
+            return number
+    return None
+
+
+def _merge_all(layers: list[_Layer], errors: list[PolicyFileError]) -> tuple[Policy, list[str]]:
+    policy = Policy()
+    warnings: list[str] = []
+    for layer in layers:
+        as_written, _ = merge_layer(policy, layer.parsed, layer.origin, trusted=True)
+        errors.extend(_example_errors(as_written, layer))
+        policy, ignored = merge_layer(policy, layer.parsed, layer.origin, trusted=layer.trusted)
+        warnings.extend(ignored)
+    return policy, warnings
+
+
+def _example_errors(policy: Policy, layer: _Layer) -> list[PolicyFileError]:
+    examples = layer.parsed.commands.examples
+    if not examples.allow and not examples.deny:
+        return []
+    engine = RuleEngine(policy)
+    broken: list[str] = []
+    for command in examples.allow:
+        decision = engine.check_command(command)
+        if decision.decision != "allow":
+            broken.append(f"allow example {command!r} is {decision.decision}: {decision.reason}")
+    for command in examples.deny:
+        decision = engine.check_command(command)
+        if decision.decision != "deny":
+            broken.append(f"deny example {command!r} is {decision.decision} by {decision.rule}")
+    if not broken:
+        return []
+    return [
+        PolicyFileError(
+            "examples no longer hold: " + "; ".join(broken),
+            path=layer.path,
+            key="[commands.examples]",
+        )
+    ]
+
+
+def _listed_as_trusted(
+    repo: Path, user_config_dir: Path | None, errors: list[PolicyFileError]
+) -> bool:
+    """Whether the user's config lists ``repo`` under ``trusted_repos``."""
+    if user_config_dir is None:
+        return False
+    config = user_config_dir / "config.toml"
+    if not config.is_file():
+        return False
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        errors.append(PolicyFileError(f"cannot be read ({e})", path=config))
+        return False
+    listed = data.get("trusted_repos", [])
+    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+        errors.append(PolicyFileError("expected a list of paths", path=config, key="trusted_repos"))
+        return False
+    real = repo.resolve()
+    return any(Path(p).expanduser().resolve() == real for p in listed)

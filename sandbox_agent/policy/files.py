@@ -1,0 +1,158 @@
+"""Reading one policy file: TOML, validation into ``PolicyFile``, errors with file, line and key.
+
+``tomllib.TOMLDecodeError`` and pydantic ``ValidationError`` are mapped here, where they enter,
+to ``PolicyFileError`` naming the file, the line (found from the TOML text) and the key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+import sandbox_agent
+from sandbox_agent.errors import PolicyFileError
+from sandbox_agent.policy.model import (
+    BudgetSection,
+    CommandsSection,
+    GateSection,
+    PathsSection,
+    SandboxSection,
+    SetupSection,
+)
+from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule
+from sandbox_agent.types import Frozen
+
+__all__ = ["PolicyFile", "preset_dir", "preset_names", "read_policy_file", "rule_errors"]
+
+_LINE = re.compile(r"at line (\d+)")
+
+
+class PolicyFile(Frozen):
+    """What one policy file may say. Absent keys inherit; unknown keys are errors."""
+
+    extends: str | None = None
+    """A preset name (``python``) or a path relative to this file."""
+    commands: CommandsSection = Field(default_factory=CommandsSection)
+    paths: PathsSection = Field(default_factory=PathsSection)
+    sandbox: SandboxSection = Field(default_factory=SandboxSection)
+    budget: BudgetSection = Field(default_factory=BudgetSection)
+    gate: GateSection = Field(default_factory=GateSection)
+    setup: SetupSection = Field(default_factory=SetupSection)
+
+
+def preset_dir() -> Path:
+    """Where the shipped presets are: inside the wheel, else the repo's ``policies/``."""
+    package = Path(sandbox_agent.__file__).parent
+    installed = package / "_data" / "policies"
+    if installed.is_dir():
+        return installed
+    return package.parent / "policies"
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets."""
+    return sorted(p.stem for p in preset_dir().glob("*.toml"))
+
+
+def read_policy_file(path: Path) -> tuple[PolicyFile, str]:
+    """Read and validate one file; return it with its text. Raises ``PolicyFileError``."""
+    errors: list[PolicyFileError] = []
+    result = read_collecting(path, errors)
+    if result is None:
+        raise errors[0]
+    return result
+
+
+def read_collecting(path: Path, errors: list[PolicyFileError]) -> tuple[PolicyFile, str] | None:
+    """Like ``read_policy_file`` but appends every problem to ``errors``; ``None`` on failure."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        errors.append(PolicyFileError("file not found; check the path", path=path))
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        errors.append(PolicyFileError(f"cannot be read ({e})", path=path))
+        return None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        match = _LINE.search(str(e))
+        line = int(match.group(1)) if match else None
+        errors.append(PolicyFileError(f"is not valid TOML: {e}", path=path, line=line))
+        return None
+    try:
+        parsed = PolicyFile.model_validate(raw)
+    except ValidationError as e:
+        errors.extend(_validation_errors(e, path, text))
+        return None
+    before = len(errors)
+    errors.extend(rule_errors(parsed, path, text))
+    return (parsed, text) if len(errors) == before else None
+
+
+def _validation_errors(exc: ValidationError, path: Path, text: str) -> list[PolicyFileError]:
+    out: list[PolicyFileError] = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        key = _key_name(loc)
+        line = find_line(text, loc)
+        if err["type"] == "extra_forbidden":
+            expected = _expected_keys(loc[:-1])
+            message = f"unknown key; expected one of: {expected}"
+        else:
+            message = f"{err['msg']} (got {err.get('input')!r})"
+        out.append(PolicyFileError(message, path=path, key=key, line=line))
+    return out
+
+
+def _key_name(loc: list[str]) -> str:
+    parts = [p for p in loc if not p.isdigit()]
+    if len(parts) <= 1:
+        return parts[0] if parts else "(top level)"
+    return f"[{'.'.join(parts[:-1])}].{parts[-1]}"
+
+
+def _expected_keys(section: list[str]) -> str:
+    model: Any = PolicyFile
+    for name in section:
+        field = model.model_fields.get(name)
+        annotation = getattr(field, "annotation", None) if field else None
+        if not isinstance(annotation, type) or not issubclass(annotation, Frozen):
+            return "(see `sandbox-agent policy schema`)"
+        model = annotation
+    return ", ".join(model.model_fields)
+
+
+def find_line(text: str, loc: list[str]) -> int | None:
+    """Best-effort line of a key in TOML text: the key after its section header."""
+    keys = [p for p in loc if not p.isdigit()]
+    if not keys:
+        return None
+    *sections, key = keys
+    header = "[" + ".".join(sections) + "]" if sections else None
+    in_section = header is None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_section = header is not None and stripped.replace(" ", "") == header
+            continue
+        if in_section and re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
+            return number
+    return None
+
+
+def rule_errors(parsed: PolicyFile, path: Path, text: str) -> list[PolicyFileError]:
+    """Every command rule in the file that does not parse."""
+    out: list[PolicyFileError] = []
+    for kind in ("allow", "deny", "ask"):
+        for rule in getattr(parsed.commands, kind):
+            try:
+                parse_rule(rule)
+            except RuleSyntaxError as e:
+                line = find_line(text, ["commands", kind])
+                out.append(PolicyFileError(str(e), path=path, key=f"[commands].{kind}", line=line))
+    return out

@@ -1,0 +1,132 @@
+"""Path normalisation inside the sandbox and the glob language of ``[paths]``.
+
+Paths are resolved lexically as the sandbox would see them: relative to a working directory
+inside the workspace, ``~`` to the sandbox home, ``..`` collapsed, and the ``/proc`` aliases of
+the root (``/proc/self/root``, ``/proc/<pid>/root``) removed. Glob components that could match
+``..`` count as ``..``. Symlinks can only be seen on the host copy of the workspace, so
+``resolve_on_host`` does that for the file tools.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = [
+    "glob_match",
+    "inside",
+    "looks_like_path",
+    "relative_to",
+    "resolve",
+    "resolve_on_host",
+]
+
+_GLOB = frozenset("*?[")
+_PROC_ROOT = re.compile(r"^/proc/(?:self|thread-self|\d+)/(root|cwd)(?=/|$)")
+
+
+def looks_like_path(arg: str) -> bool:
+    """Whether a shell argument names a path to check: absolute, ``~``, ``..`` or a glob."""
+    if not arg:
+        return False
+    if arg[0] in "/~":
+        return True
+    if any(ch in _GLOB for ch in arg):
+        return True
+    return any(part == ".." for part in arg.split("/"))
+
+
+def resolve(path: str, cwd: str, home: str) -> str | None:
+    """Normalise ``path`` as seen from ``cwd``; ``None`` when it cannot be known (``~user``)."""
+    if path.startswith("~"):
+        head, _, rest = path.partition("/")
+        if head != "~":
+            return None
+        path = posixpath.join(home, rest)
+    elif not path.startswith("/"):
+        path = posixpath.join(cwd, path)
+    parts = [(".." if _may_be_dotdot(part) else part) for part in path.split("/")]
+    normal = posixpath.normpath("/".join(parts))
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    for _ in range(8):
+        match = _PROC_ROOT.match(normal)
+        if match is None:
+            break
+        base = "/" if match.group(1) == "root" else cwd
+        normal = posixpath.normpath(base + normal[match.end() :]) or "/"
+    return normal
+
+
+def _may_be_dotdot(part: str) -> bool:
+    if not any(ch in _GLOB for ch in part) or part[0] in "*?":
+        return False
+    return fnmatchcase("..", part)
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether normalised absolute ``path`` is ``root`` or below it."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def relative_to(path: str, root: str) -> str:
+    """``path`` relative to ``root`` (``.`` for the root itself); call only when ``inside``."""
+    if path == root:
+        return "."
+    return path[len(root.rstrip("/")) + 1 :]
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Match a ``/``-separated path against a policy glob.
+
+    ``*`` and ``?`` stay within one component, ``**`` spans any number of components (also
+    none), ``dir/**`` matches ``dir`` itself, and a pattern without ``/`` other than ``**``
+    matches at any depth only when written as ``**/name``.
+    """
+    return _compile(pattern).fullmatch(path) is not None
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append(r"(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append(r"(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(r".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append(r"[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append(r"[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
+            out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def resolve_on_host(host_root: Path, relative: str) -> Path | None:
+    """Resolve a workspace-relative path on the host copy, following symlinks.
+
+    Returns ``None`` when the real path leaves ``host_root`` (a symlink pointing outside).
+    """
+    root = host_root.resolve()
+    real = (root / relative).resolve()
+    if real == root or root in real.parents:
+        return real
+    return None

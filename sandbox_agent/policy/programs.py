@@ -1,0 +1,423 @@
+"""What the engine knows about programs, as data: wrappers, and options that run or write.
+
+Sources: GTFOBins (https://gtfobins.github.io/) entries for the programs an allowlist commonly
+admits, the man pages of GNU findutils, coreutils, sed, tar and git, and published bypasses of
+coding-agent allowlists (``find -exec``, ``git -c core.pager``, ``rg --pre``, ``sed e``, ``env``
+and ``xargs`` wrapping, ``bash -c`` nesting, ``/proc/self/root`` paths, brace and glob command
+names). A program that is not described here is still checked (allow rules, path arguments);
+this table only adds what an argv prefix cannot see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+__all__ = [
+    "ALIASES",
+    "FOREIGN_SHELLS",
+    "GIT_GLOBAL",
+    "PROGRAMS",
+    "SHELLS",
+    "WRAPPERS",
+    "Effect",
+    "Opt",
+    "ProgramSpec",
+    "WrapperSpec",
+    "find_option",
+]
+
+Effect = Literal[
+    "shell", "program", "argv", "write", "read", "deny", "pattern", "script", "script_file"
+]
+"""What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
+-exec ... ;``); a file written; a file read; an option never allowed; a pattern (not a path); the
+program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
+file holding that pattern (``grep -f``: read, and every positional is a file)."""
+
+_GREP_VALUES = (
+    "-m",
+    "--max-count",
+    "-A",
+    "--after-context",
+    "-B",
+    "--before-context",
+    "-C",
+    "--context",
+    "--include",
+    "--exclude",
+    "--exclude-dir",
+    "--color",
+    "--colour",
+    "--label",
+    "-d",
+    "-D",
+    "--binary-files",
+    "--devices",
+    "--directories",
+    "--exclude-from",
+)
+_RG_VALUES = (
+    "-m",
+    "--max-count",
+    "-A",
+    "--after-context",
+    "-B",
+    "--before-context",
+    "-C",
+    "--context",
+    "-g",
+    "--glob",
+    "--iglob",
+    "--pre-glob",
+    "-t",
+    "--type",
+    "-T",
+    "--type-not",
+    "-M",
+    "--max-columns",
+    "--max-depth",
+    "-d",
+    "-j",
+    "--threads",
+    "--type-add",
+    "-r",
+    "--replace",
+    "--sort",
+    "--sortr",
+    "-E",
+    "--encoding",
+    "--color",
+    "--colors",
+    "--max-filesize",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Opt:
+    """An option with an effect beyond its program's own behaviour."""
+
+    effect: Effect
+    value: bool = True
+    """Whether the option takes a value (``--opt=value``, ``--opt value`` or ``-Xvalue``)."""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """Knowledge of one program (or one ``git`` subcommand)."""
+
+    options: Mapping[str, Opt] = field(default_factory=dict)
+    single_dash_long: bool = False
+    """Options are words like ``-exec`` (find), never clusters of letters."""
+    writes: Literal["none", "all", "last", "second"] = "none"
+    """Which positional arguments are files written (``tee`` all, ``cp`` last, ``uniq`` second)."""
+    pattern_first: bool = False
+    """The first positional is a pattern or script, not a path (grep, rg, sed, awk)."""
+    no_paths: bool = False
+    """No argument names a file (echo, printf)."""
+    script: Literal["sed", "awk"] | None = None
+    """The pattern is a program in this language and is analysed too."""
+
+
+@dataclass(frozen=True)
+class WrapperSpec:
+    """A program whose tail is another command that it runs."""
+
+    value_options: frozenset[str] = frozenset()
+    positionals: int = 0
+    """Arguments between the options and the command (``timeout DURATION``)."""
+    dynamic_tail: bool = False
+    """The command gets more arguments at run time (``xargs``)."""
+    assignments: bool = False
+    """``NAME=value`` words before the command set its environment (``env``)."""
+    no_exec: frozenset[str] = frozenset()
+    """Options that make it print instead of run (``command -v``)."""
+    deny: Mapping[str, str] = field(default_factory=dict)
+    """Options that cannot be analysed, with the reason."""
+
+
+def _opts(effect: Effect, *names: str, value: bool = True, reason: str = "") -> dict[str, Opt]:
+    return dict.fromkeys(names, Opt(effect, value, reason))
+
+
+_RUNS = "runs another program"
+
+WRAPPERS: Mapping[str, WrapperSpec] = MappingProxyType(
+    {
+        "env": WrapperSpec(
+            frozenset({"-u", "--unset", "-C", "--chdir"}),
+            assignments=True,
+            deny={"-S": "`env -S` splits a string into a command", "--split-string": "env -S"},
+        ),
+        "timeout": WrapperSpec(frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+        "nice": WrapperSpec(frozenset({"-n", "--adjustment"})),
+        "nohup": WrapperSpec(),
+        "stdbuf": WrapperSpec(frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})),
+        "time": WrapperSpec(
+            frozenset({"-f", "--format"}),
+            deny={"-o": "`time -o` writes a file", "--output": "`time -o` writes a file"},
+        ),
+        "command": WrapperSpec(no_exec=frozenset({"-v", "-V"})),
+        "builtin": WrapperSpec(),
+        "exec": WrapperSpec(frozenset({"-a"})),
+        "xargs": WrapperSpec(
+            frozenset(
+                {"-a", "--arg-file", "-d", "--delimiter", "-E", "-e", "-I", "-i", "-L", "-l"}
+                | {"-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars"}
+                | {"--process-slot-var", "--eof", "--replace", "--max-lines"}
+            ),
+            dynamic_tail=True,
+        ),
+        "sudo": WrapperSpec(frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"})),
+        "doas": WrapperSpec(frozenset({"-u", "-C"})),
+        "setsid": WrapperSpec(),
+        "chrt": WrapperSpec(positionals=1),
+        "taskset": WrapperSpec(positionals=1),
+        "ionice": WrapperSpec(frozenset({"-c", "-n", "-p", "--class", "--classdata"})),
+        "unbuffer": WrapperSpec(),
+        "catchsegv": WrapperSpec(),
+        "flock": WrapperSpec(
+            frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
+            positionals=1,
+            deny={"-c": "`flock -c` runs a shell string", "--command": "flock -c"},
+        ),
+        "watch": WrapperSpec(
+            frozenset({"-n", "--interval", "-d", "--differences"}),
+            deny={"": "`watch` runs its command through `sh -c` repeatedly"},
+        ),
+    }
+)
+
+SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
+"""Shells whose ``-c`` string is parsed with the bash grammar and checked recursively."""
+FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
+"""Shells whose language is not bash: never analysable."""
+
+_GIT_DIFF = ProgramSpec(
+    {
+        **_opts("deny", "--ext-diff", value=False, reason="runs an external diff program"),
+        **_opts("write", "--output"),
+        **_opts("deny", "--textconv", value=False, reason="runs configured textconv filters"),
+    }
+)
+_GIT_REMOTE = ProgramSpec(
+    {
+        **_opts("shell", "--upload-pack", "-u", "--receive-pack", "--exec"),
+        **_opts("deny", "--config", "-c", reason="sets configuration that can run programs"),
+    }
+)
+
+GIT_SUBCOMMANDS: Mapping[str, ProgramSpec] = MappingProxyType(
+    {
+        **dict.fromkeys(
+            ("diff", "log", "show", "whatchanged", "diff-tree", "diff-index", "diff-files"),
+            _GIT_DIFF,
+        ),
+        **dict.fromkeys(("format-patch", "range-diff", "stash", "reflog", "blame"), _GIT_DIFF),
+        "grep": ProgramSpec(
+            {
+                **_opts("shell", "--open-files-in-pager", "-O"),
+                **_opts("script", "-e"),
+                **_opts("deny", "--ext-grep", value=False, reason="runs an external grep"),
+            },
+            pattern_first=True,
+        ),
+        **dict.fromkeys(
+            ("fetch", "pull", "clone", "ls-remote", "push", "archive", "submodule"), _GIT_REMOTE
+        ),
+        "rebase": ProgramSpec(_opts("shell", "--exec", "-x")),
+        "difftool": ProgramSpec(_opts("shell", "--extcmd", "-x")),
+        "config": ProgramSpec(_opts("deny", "--edit", "-e", value=False, reason="opens an editor")),
+        "help": ProgramSpec(_opts("deny", "--web", "-w", value=False, reason="starts a browser")),
+        "filter-branch": ProgramSpec(_opts("deny", "", reason="runs shell filters")),
+        "bisect": ProgramSpec(),
+        "commit": ProgramSpec(_opts("deny", "--template", "-t", reason="reads any file")),
+    }
+)
+"""``git <subcommand>`` option knowledge (only options that run programs or write files)."""
+
+GIT_GLOBAL: Mapping[str, Opt] = MappingProxyType(
+    {
+        **_opts(
+            "deny", "-c", reason="sets configuration (pager, aliases, hooks) that runs programs"
+        ),
+        **_opts("deny", "--config-env", reason="sets configuration that can run programs"),
+        **_opts("deny", "--exec-path", reason="changes where git looks for its programs"),
+        **_opts("deny", "-p", "--paginate", value=False, reason="starts a pager"),
+        **_opts("read", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"),
+        **_opts(
+            "pattern",
+            "--no-pager",
+            "-P",
+            "--no-optional-locks",
+            "--literal-pathspecs",
+            "--glob-pathspecs",
+            "--noglob-pathspecs",
+            "--icase-pathspecs",
+            "--no-replace-objects",
+            "--bare",
+            "--no-advice",
+            value=False,
+        ),
+    }
+)
+"""git's options before the subcommand: path values are checked, the rest are stripped."""
+
+_FIND_PATTERNS = (
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-regex",
+    "-iregex",
+    "-wholename",
+    "-iwholename",
+    "-lname",
+    "-ilname",
+    "-printf",
+)
+
+PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
+    {
+        "find": ProgramSpec(
+            {
+                **_opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
+                **_opts("write", "-fprint", "-fprint0", "-fls"),
+                **_opts("deny", "-fprintf", reason="writes a file"),
+                **_opts(
+                    "deny", "-delete", value=False, reason="deletes files not named in advance"
+                ),
+                **_opts("pattern", *_FIND_PATTERNS),
+            },
+            single_dash_long=True,
+        ),
+        **{
+            name: ProgramSpec(
+                {
+                    **_opts("script", "-e", "--regexp"),
+                    **_opts("script_file", "-f", "--file"),
+                    **_opts("pattern", *_GREP_VALUES),
+                },
+                pattern_first=True,
+            )
+            for name in ("grep", "egrep", "fgrep")
+        },
+        "rg": ProgramSpec(
+            {
+                **_opts("program", "--pre"),
+                **_opts("script", "-e", "--regexp"),
+                **_opts("script_file", "-f", "--file"),
+                **_opts("pattern", *_RG_VALUES),
+                **_opts("deny", "--search-zip", "-z", value=False, reason="runs decompressors"),
+            },
+            pattern_first=True,
+        ),
+        "sed": ProgramSpec(
+            {
+                **_opts("script", "-e", "--expression"),
+                **_opts("deny", "-f", "--file", reason="reads a sed script that cannot be checked"),
+                **_opts("write", "-i", "--in-place", value=False),
+            },
+            pattern_first=True,
+            script="sed",
+        ),
+        **{
+            name: ProgramSpec(
+                {
+                    **_opts("deny", "-f", "--file", reason="runs an awk script file"),
+                    **_opts("deny", "-l", "--load", "-i", "--include", reason="loads code"),
+                    **_opts("deny", "-E", "--exec", reason="runs an awk script file"),
+                    **_opts("pattern", "-v", "--assign", "-F", "--field-separator"),
+                },
+                pattern_first=True,
+                script="awk",
+            )
+            for name in ("awk", "gawk", "mawk", "nawk")
+        },
+        "tar": ProgramSpec(
+            {
+                **_opts("shell", "--to-command", "-I", "--use-compress-program"),
+                **_opts("shell", "--rsh-command", "--info-script", "-F", "--new-volume-script"),
+                **_opts("deny", "--checkpoint-action", reason="runs an action program"),
+            }
+        ),
+        "zip": ProgramSpec(
+            {**_opts("shell", "-TT", "--unzip-command"), **_opts("write", "-O", "--output-file")}
+        ),
+        "rsync": ProgramSpec(_opts("shell", "-e", "--rsh", "--rsync-path")),
+        "scp": ProgramSpec(_opts("program", "-S")),
+        "ssh": ProgramSpec(_opts("deny", "-o", reason="options like ProxyCommand run programs")),
+        "sort": ProgramSpec(
+            {**_opts("program", "--compress-program"), **_opts("write", "-o", "--output")}
+        ),
+        "man": ProgramSpec(
+            {
+                **_opts("shell", "-P", "--pager", "-H", "--html"),
+                **_opts("deny", "-l", "--local-file", value=False, reason="renders any file"),
+            }
+        ),
+        "less": ProgramSpec(
+            _opts("deny", "-k", "--lesskey-file", "--lesskey-src", reason="binds commands")
+        ),
+        "diff": ProgramSpec(_opts("deny", "--diff-program", reason="runs another program")),
+        "git": ProgramSpec(),
+        "tee": ProgramSpec(writes="all"),
+        "touch": ProgramSpec(writes="all", options=_opts("read", "-r", "--reference")),
+        "mkdir": ProgramSpec(writes="all"),
+        "rm": ProgramSpec(writes="all"),
+        "rmdir": ProgramSpec(writes="all"),
+        "truncate": ProgramSpec(writes="all"),
+        "shred": ProgramSpec(writes="all"),
+        "chmod": ProgramSpec(writes="all"),
+        "cp": ProgramSpec(writes="last", options=_opts("write", "-t", "--target-directory")),
+        "mv": ProgramSpec(writes="all", options=_opts("write", "-t", "--target-directory")),
+        "ln": ProgramSpec(writes="last", options=_opts("write", "-t", "--target-directory")),
+        "install": ProgramSpec(writes="last", options=_opts("write", "-t", "--target-directory")),
+        "uniq": ProgramSpec(writes="second"),
+        "shuf": ProgramSpec(_opts("write", "-o", "--output")),
+        "split": ProgramSpec(writes="second"),
+        "patch": ProgramSpec(_opts("write", "-o", "--output")),
+        "echo": ProgramSpec(no_paths=True),
+        "printf": ProgramSpec(no_paths=True, options=_opts("deny", "-v", reason="sets a variable")),
+        "true": ProgramSpec(no_paths=True),
+        "false": ProgramSpec(no_paths=True),
+        "sleep": ProgramSpec(no_paths=True),
+        "seq": ProgramSpec(no_paths=True),
+        "pytest": ProgramSpec(_opts("write", "--junitxml", "--junit-xml", "--result-log")),
+        "python": ProgramSpec(),
+        "python3": ProgramSpec(),
+    }
+)
+"""Option knowledge by program basename."""
+
+ALIASES: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "rm": {"--recursive": "-r", "-R": "-r", "--force": "-f", "--dir": "-d"},
+        "cp": {"--recursive": "-r", "-R": "-r", "--force": "-f", "-a": "-r"},
+        "chmod": {"--recursive": "-R"},
+        "chown": {"--recursive": "-R"},
+        "git": {"--force": "-f", "--hard": "--hard", "--dry-run": "-n", "--all": "-a"},
+        "sed": {"--in-place": "-i", "--expression": "-e"},
+        "grep": {"--recursive": "-r", "-R": "-r"},
+        "npm": {"--global": "-g", "--force": "-f"},
+        "pip": {"--upgrade": "-U", "--user": "--user"},
+        "curl": {"--output": "-o", "--data": "-d"},
+    }
+)
+"""Flag spellings that mean the same thing, for deny/ask matching (``--force`` is ``-f``)."""
+
+
+def find_option(options: Mapping[str, Opt], token: str) -> tuple[str, Opt] | None:
+    """The known option a long token names, by exact name or GNU-style unambiguous prefix."""
+    name = token.split("=", 1)[0]
+    hit = options.get(name)
+    if hit is not None:
+        return name, hit
+    if name.startswith("--") and len(name) > 3:
+        for known, opt in options.items():
+            if known.startswith(name):
+                return known, opt
+    return None

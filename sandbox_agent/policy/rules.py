@@ -1,0 +1,165 @@
+"""Command rules: argv prefixes written as shell-quoted strings, and how they match.
+
+``"git diff"`` matches ``git diff HEAD~1 -- a.py``; ``"python -m pytest"`` does not match
+``python -c ...``. ``*`` as a whole token matches any one argument; a trailing ``*`` matches any
+rest; ``"*"`` alone matches every program. Program names match by basename (``/usr/bin/git``
+is ``git``), except a program path inside the workspace (``./run.sh``), which matches only a
+rule that names it the same way.
+
+Allow rules match the argv literally from the front. Deny and ask rules match however the
+flags are written: ``rm -rf``, ``rm -fr``, ``rm -r -f`` and ``rm --recursive --force`` are one
+command, ``--opt=value`` and ``--opt value`` are one option, flags may come in any order or
+position, and the rule's later words may be separated by option values (``git push origin``
+matches ``git push -o ci.skip origin``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sandbox_agent.policy.programs import ALIASES, PROGRAMS
+
+__all__ = ["Rule", "RuleSyntaxError", "parse_rule", "program_name"]
+
+
+class RuleSyntaxError(ValueError):
+    """A rule string is not a valid rule."""
+
+
+@dataclass(frozen=True)
+class _Normal:
+    """An argv seen as positionals plus a set of flags, for deny/ask matching."""
+
+    positionals: tuple[str, ...]
+    flags: frozenset[str]
+    values: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule."""
+
+    text: str
+    tokens: tuple[str, ...]
+    normal: _Normal
+
+    @property
+    def program(self) -> str:
+        """The program the rule is about (``*`` for every program)."""
+        return self.tokens[0]
+
+    def matches_prefix(self, argv: tuple[str, ...]) -> bool:
+        """Allow-rule matching: the rule's tokens are a prefix of ``argv``."""
+        tokens = self.tokens
+        if tokens == ("*",):
+            return True
+        if tokens[0] != argv[0]:
+            return False
+        if tokens[-1] == "*":
+            tokens = tokens[:-1]
+        if len(argv) < len(tokens):
+            return False
+        return all(t in ("*", a) for t, a in zip(tokens[1:], argv[1:], strict=False))
+
+    def matches_normalised(self, argv: tuple[str, ...]) -> bool:
+        """Deny/ask matching: same positionals prefix, every rule flag present in any spelling."""
+        if self.tokens == ("*",):
+            return True
+        if self.tokens[0] != argv[0]:
+            return False
+        have = normalise(argv)
+        want = self.normal
+        if not _anchored_subsequence(want.positionals, have.positionals):
+            return False
+        if not want.flags <= have.flags:
+            return False
+        return want.values <= have.values
+
+
+def _anchored_subsequence(want: tuple[str, ...], have: tuple[str, ...]) -> bool:
+    """``want`` occurs in order in ``have``, its first token at ``have``'s first position.
+
+    Option values sit among positionals (``git push -o x origin``), so a deny rule's later
+    words may be separated; its first word (the subcommand) must still come first.
+    """
+    if want and want[-1] == "*":
+        want = want[:-1]
+    if not want:
+        return True
+    if not have or want[0] not in ("*", have[0]):
+        return False
+    j = 1
+    for token in want[1:]:
+        while j < len(have) and token not in ("*", have[j]):
+            j += 1
+        if j == len(have):
+            return False
+        j += 1
+    return True
+
+
+def program_name(arg0: str, workspace: str = "/workspace") -> str:
+    """The name a rule matches: the basename of a system program, the path of a workspace one."""
+    if "/" not in arg0:
+        return arg0
+    if arg0.startswith("/") and not (arg0 == workspace or arg0.startswith(workspace + "/")):
+        return posixpath.basename(arg0) or arg0
+    if arg0.startswith(workspace + "/"):
+        return "./" + arg0[len(workspace) + 1 :]
+    return arg0 if arg0.startswith(("./", "../")) else "./" + arg0
+
+
+@lru_cache(maxsize=4096)
+def parse_rule(text: str) -> Rule:
+    """Parse a rule string; raises ``RuleSyntaxError`` with what is wrong."""
+    try:
+        tokens = tuple(shlex.split(text))
+    except ValueError as e:
+        raise RuleSyntaxError(f"rule {text!r} is not valid shell quoting ({e})") from e
+    if not tokens:
+        raise RuleSyntaxError("a rule cannot be empty; write a program name like 'git diff'")
+    if tokens[0] == "*" and len(tokens) > 1:
+        raise RuleSyntaxError(f"rule {text!r}: '*' as the program must be the whole rule")
+    tokens = (program_name(tokens[0]), *tokens[1:])
+    return Rule(text, tokens, normalise(tokens))
+
+
+@lru_cache(maxsize=4096)
+def normalise(argv: tuple[str, ...]) -> _Normal:
+    """Split an argv into positionals, canonical flags and (flag, value) pairs."""
+    program = argv[0]
+    aliases = ALIASES.get(program, {})
+    spec = PROGRAMS.get(program)
+    single_dash_long = spec is not None and spec.single_dash_long
+    positionals: list[str] = []
+    flags: set[str] = set()
+    values: set[tuple[str, str]] = set()
+    rest = argv[1:]
+    for i, token in enumerate(rest):
+        if token == "--":
+            positionals.extend(rest[i + 1 :])
+            break
+        if not token.startswith("-") or token == "-":
+            positionals.append(token)
+            continue
+        names, value = _flag_names(token, single_dash_long)
+        for name in names:
+            canonical = aliases.get(name, name)
+            flags.add(canonical)
+            if value is not None:
+                values.add((canonical, value))
+            elif i + 1 < len(rest):
+                values.add((canonical, rest[i + 1]))
+    return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
+
+
+def _flag_names(token: str, single_dash_long: bool) -> tuple[list[str], str | None]:
+    if token.startswith("--"):
+        name, eq, value = token.partition("=")
+        return [name], (value if eq else None)
+    if single_dash_long:
+        return [token], None
+    return [f"-{ch}" for ch in token[1:]], None

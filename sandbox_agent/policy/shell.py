@@ -1,0 +1,424 @@
+"""Shell analysis with tree-sitter-bash: every simple command, its static argv, its redirections.
+
+The analysis never matches substrings or regular expressions against the command text. It walks
+the real bash grammar and reports, for the engine to judge:
+
+- every simple command (through pipelines, lists, subshells, groups, if/for/while/case, function
+  bodies, ``$(...)``, backticks, process substitution, heredocs and here-strings), with each word
+  after quote removal, or marked dynamic when bash would expand it at run time;
+- every redirection with its target word;
+- *problems*: constructs whose effect cannot be known statically (a parse error, arithmetic on
+  variables, an unsupported node), each as a sentence the model can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+__all__ = ["Redirect", "ShellAnalysis", "SimpleCommand", "Word", "analyze"]
+
+_PARSER = Parser(Language(tree_sitter_bash.language()))
+_MAX_DEPTH = 8
+_GLOB_CHARS = frozenset("*?[")
+_STATEMENTS = frozenset(
+    {
+        "program",
+        "list",
+        "pipeline",
+        "subshell",
+        "do_group",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "negated_command",
+        "case_statement",
+        "case_item",
+        "for_statement",
+    }
+)
+_SUBSTITUTIONS = frozenset(
+    {
+        "command_substitution",
+        "process_substitution",
+        "arithmetic_expansion",
+        "c_style_for_statement",
+    }
+)
+_SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "variable_name", "file_descriptor"})
+_ANSI_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One shell word after quote removal; ``text`` is ``None`` when bash expands it at run time."""
+
+    text: str | None
+    source: str
+    """The word as written."""
+    glob: bool = False
+    """Contains unquoted glob or brace-expansion characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """A redirection: its operator and target (``None`` target for ``>&2``-style duplication)."""
+
+    op: str
+    target: Word | None
+
+    @property
+    def writes(self) -> bool:
+        """Whether the redirection opens its target for writing."""
+        return ">" in self.op
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """A simple command: assignments in front, the argv words, and its own redirections."""
+
+    argv: tuple[Word, ...]
+    assignments: tuple[tuple[str, Word], ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+
+
+@dataclass
+class ShellAnalysis:
+    """Everything the engine needs to judge one command string."""
+
+    commands: list[SimpleCommand] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    functions: set[str] = field(default_factory=set)
+    """Names of shell functions the command defines."""
+
+
+def analyze(command: str) -> ShellAnalysis:
+    """Analyse a bash command string; never raises on any input."""
+    return _analyze_cached(command, 0)
+
+
+@lru_cache(maxsize=512)
+def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
+    result = ShellAnalysis()
+    if depth > _MAX_DEPTH:
+        result.problems.append("shell commands are nested too deeply to analyse")
+        return result
+    bad = _lexical_problem(command)
+    if bad:
+        result.problems.append(bad)
+        return result
+    tree = _PARSER.parse(command.encode("utf-8", "surrogatepass"))
+    if tree.root_node.has_error:
+        result.problems.append("the command does not parse as bash; fix the quoting or syntax")
+        return result
+    _Walker(result).statement(tree.root_node)
+    return result
+
+
+def _lexical_problem(command: str) -> str | None:
+    """Reject what tree-sitter and bash could split differently (control bytes, joined lines)."""
+    for i, ch in enumerate(command):
+        if ch < " " and ch not in "\n\t":
+            return "the command contains a control character; remove it"
+        if ch == "\\" and command[i + 1 : i + 2] == "\n":
+            before = command[i - 1 : i]
+            after = command[i + 2 : i + 3]
+            if before and not before.isspace() and after and not after.isspace():
+                return "a backslash-newline joins two words; write the command on one line"
+    try:
+        command.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the command is not valid UTF-8 text"
+    return None
+
+
+class _Walker:
+    """Walks one parse tree and fills a ``ShellAnalysis``."""
+
+    def __init__(self, out: ShellAnalysis) -> None:
+        self.out = out
+
+    def statement(self, node: Node) -> None:
+        kind = node.type
+        if kind in _STATEMENTS:
+            self._children(node)
+        elif kind == "command":
+            self._command(node)
+        elif kind == "redirected_statement":
+            self._redirected(node)
+        elif kind == "compound_statement":
+            self._compound(node)
+        elif kind == "function_definition":
+            self._function(node)
+        elif kind in ("variable_assignment", "variable_assignments"):
+            self._assignments_only(node)
+        elif kind in ("declaration_command", "unset_command", "test_command"):
+            self._pseudo_command(node)
+        elif kind in _SKIP or not node.is_named:
+            return
+        elif kind in _WORD_KINDS or kind in _SUBSTITUTIONS:
+            self.scan(node)
+        elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+            self.out.redirects.append(self._redirect(node))
+        else:
+            self.out.problems.append(f"the shell construct `{kind}` is not supported here")
+
+    def _children(self, node: Node) -> None:
+        for child in node.children:
+            self.statement(child)
+
+    def _compound(self, node: Node) -> None:
+        first = node.children[0].type if node.children else ""
+        if first == "((":
+            self.out.problems.append("arithmetic evaluation is not allowed; write the values out")
+            return
+        self._children(node)
+
+    def _function(self, node: Node) -> None:
+        name = node.child_by_field_name("name")
+        if name is not None and name.text is not None:
+            self.out.functions.add(name.text.decode("utf-8", "replace"))
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.statement(body)
+
+    def _redirected(self, node: Node) -> None:
+        body = node.child_by_field_name("body")
+        own: list[Redirect] = []
+        for child in node.children:
+            if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                own.append(self._redirect(child))
+            elif child.is_named and (body is None or child != body):
+                self.statement(child)
+        self.out.redirects.extend(own)
+        if body is not None:
+            self.statement(body)
+
+    def _command(self, node: Node) -> None:
+        assignments: list[tuple[str, Word]] = []
+        argv: list[Word] = []
+        redirects: list[Redirect] = []
+        for child in node.children:
+            if child.type == "variable_assignment":
+                assignments.append(self._assignment(child))
+            elif child.type == "command_name":
+                argv.extend(self.word(c) for c in child.named_children)
+            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                redirects.append(self._redirect(child))
+            elif child.is_named:
+                argv.append(self.word(child))
+            elif child.type == "$":
+                argv.append(Word(None, "$"))
+        self.out.redirects.extend(redirects)
+        self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments), tuple(redirects)))
+
+    def _pseudo_command(self, node: Node) -> None:
+        """``export``/``declare``/``unset``/``[[``: a command named by its keyword."""
+        keyword = node.children[0].type if node.children else node.type
+        argv = [Word(keyword, keyword)]
+        assignments: list[tuple[str, Word]] = []
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                assignments.append(self._assignment(child))
+            else:
+                argv.append(self.word(child))
+        self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
+
+    def _assignments_only(self, node: Node) -> None:
+        nodes = [node] if node.type == "variable_assignment" else list(node.named_children)
+        pairs = tuple(self._assignment(n) for n in nodes if n.type == "variable_assignment")
+        self.out.commands.append(SimpleCommand((), pairs))
+
+    def _assignment(self, node: Node) -> tuple[str, Word]:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        name = _text(name_node) if name_node is not None else ""
+        if name_node is not None and name_node.type != "variable_name":
+            self.scan(name_node)
+            name = "<subscript>"
+        value = self.word(value_node) if value_node is not None else Word("", "")
+        return name, value
+
+    def _redirect(self, node: Node) -> Redirect:
+        op = ""
+        target: Word | None = None
+        for child in node.children:
+            if not child.is_named:
+                op += child.type
+            elif child.type == "heredoc_body":
+                self.scan(child)
+            elif child.type in ("file_descriptor", "heredoc_start", "heredoc_end"):
+                continue
+            else:
+                target = self.word(child)
+        if node.type == "heredoc_redirect":
+            return Redirect("<<", None)
+        if op.endswith("&") and target is not None and (target.text or "").isdigit():
+            return Redirect(op, None)
+        if target is not None and target.text == "-" and op.endswith("&"):
+            return Redirect(op, None)
+        return Redirect(op, target)
+
+    def scan(self, node: Node) -> None:
+        """Analyse substitutions nested anywhere under ``node`` (a word, a heredoc body)."""
+        if node.type in ("command_substitution", "process_substitution"):
+            self._children(node)
+        elif node.type in ("arithmetic_expansion", "c_style_for_statement"):
+            self.out.problems.append("arithmetic evaluation is not allowed; write the values out")
+        else:
+            for child in node.named_children:
+                self.scan(child)
+
+    def word(self, node: Node) -> Word:
+        """Quote-remove a word; nested substitutions are analysed as commands too."""
+        self.scan(node)
+        source = _text(node)
+        text, glob = _static(node)
+        return Word(text, source, glob)
+
+
+_WORD_KINDS = frozenset(
+    {
+        "word",
+        "string",
+        "raw_string",
+        "ansi_c_string",
+        "concatenation",
+        "number",
+        "simple_expansion",
+        "expansion",
+        "translated_string",
+        "array",
+        "brace_expression",
+    }
+)
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _static(node: Node) -> tuple[str | None, bool]:
+    """The word's value after quote removal and whether it globs; ``None`` if dynamic."""
+    kind = node.type
+    if kind == "word":
+        return _unquoted_word(_text(node))
+    if kind == "number" and node.child_count == 0:
+        return _text(node), False
+    if kind == "raw_string":
+        return _text(node)[1:-1], False
+    if kind == "ansi_c_string":
+        return _ansi_c(_text(node)[2:-1]), False
+    if kind == "string":
+        return _double_quoted(node), False
+    if kind == "concatenation":
+        parts = [_static(child) for child in node.children]
+        if any(text is None for text, _ in parts):
+            return None, False
+        return "".join(text or "" for text, _ in parts), any(g for _, g in parts)
+    return None, False
+
+
+def _unquoted_word(raw: str) -> tuple[str, bool]:
+    out: list[str] = []
+    glob = False
+    brace = comma = False
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1])
+            i += 2
+            continue
+        glob = glob or ch in _GLOB_CHARS
+        brace = brace or ch == "{"
+        comma = comma or (brace and (ch == "," or raw.startswith("..", i)))
+        out.append(ch)
+        i += 1
+    return "".join(out), glob or comma or raw in ("{", "}")
+
+
+def _double_quoted(node: Node) -> str | None:
+    out: list[str] = []
+    for child in node.children:
+        if not child.is_named:
+            continue
+        if child.type != "string_content":
+            return None
+        raw = _text(child)
+        i = 0
+        while i < len(raw):
+            if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+                if raw[i + 1] != "\n":
+                    out.append(raw[i + 1])
+                i += 2
+                continue
+            out.append(raw[i])
+            i += 1
+    return "".join(out)
+
+
+def _ansi_c(raw: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        if raw[i] != "\\" or i + 1 >= len(raw):
+            out.append(raw[i])
+            i += 1
+            continue
+        ch = raw[i + 1]
+        if ch in _ANSI_ESCAPES:
+            out.append(_ANSI_ESCAPES[ch])
+            i += 2
+        elif ch in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[ch]
+            i = _hex_escape(raw, i + 2, width, out)
+        elif ch in "01234567":
+            j = i + 1
+            while j < len(raw) and j < i + 4 and raw[j] in "01234567":
+                j += 1
+            out.append(chr(int(raw[i + 1 : j], 8) & 0xFF))
+            i = j
+        elif ch == "c" and i + 2 < len(raw):
+            out.append(chr(ord(raw[i + 2]) & 0x1F))
+            i += 3
+        else:
+            out.append("\\" + ch)
+            i += 2
+    return "".join(out)
+
+
+def _hex_escape(raw: str, start: int, width: int, out: list[str]) -> int:
+    j = start
+    while j < len(raw) and j < start + width and raw[j] in "0123456789abcdefABCDEF":
+        j += 1
+    if j == start:
+        out.append("\\" + raw[start - 1])
+        return start
+    value = int(raw[start:j], 16)
+    out.append(chr(value) if value <= 0x10FFFF else "\ufffd")
+    return j
+
+
+def parse_depth_analyze(command: str, depth: int) -> ShellAnalysis:
+    """Analyse a nested command string (``bash -c``), counting nesting depth."""
+    return _analyze_cached(command, depth)
