@@ -12,7 +12,6 @@ to read this file's source.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import selectors
@@ -77,8 +76,32 @@ def _resolve(path: str) -> Path:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    """SIGKILL the command's process group until it is empty (a fork bomb keeps refilling it)."""
+    for _ in range(200):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        if proc.poll() is None:
+            proc.wait()
+        time.sleep(0.01)
+
+
+def _spawn(command: str) -> subprocess.Popen[bytes]:
+    """Start ``bash -c command`` in its own process group; retry while the pids limit is hit."""
+    for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6):
+        try:
+            return subprocess.Popen(
+                ["bash", "-c", command],
+                cwd=WORKSPACE,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except BlockingIOError:
+            time.sleep(delay)
+    raise _Refused("tool_failed", "cannot start a process: the sandbox's process limit is reached")
 
 
 def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout: float) -> bool:
@@ -112,19 +135,20 @@ def op_exec(req: dict[str, Any]) -> dict[str, Any]:
     """Run a bash command with a timeout; keep the head and tail of its output."""
     limit = int(req.get("max_output_bytes", 65536))
     start = time.monotonic()
-    proc = subprocess.Popen(
-        ["bash", "-c", req["command"]],
-        cwd=WORKSPACE,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    proc = _spawn(req["command"])
     assert proc.stdout is not None
     assert proc.stderr is not None
     out, err = _HeadTail(limit), _HeadTail(limit)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    timed_out = _pump(proc, streams, float(req["timeout_s"]))
+    timeout = float(req["timeout_s"])
+    timed_out = _pump(proc, streams, timeout)
+    if not timed_out:
+        # EOF on the pipes comes a moment before the process is reapable: wait for its exit
+        # (within the timeout) rather than killing a command that is already finishing.
+        try:
+            proc.wait(timeout=max(timeout - (time.monotonic() - start), 0.0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     if timed_out or proc.poll() is None:
         _kill_group(proc)
     code = proc.wait()
