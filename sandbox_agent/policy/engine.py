@@ -32,10 +32,14 @@ _STATIC = "built-in: static analysis"
 _MAX_CWDS = 16
 
 
+_FIRST = ("git", "pytest", "python", "python3", "rg", "grep", "cat", "sed", "ls", "find", "npm")
+
+
 def allowed_programs(policy: Policy) -> list[str]:
-    """Program names the allow rules admit, sorted (for the system prompt and deny reasons)."""
-    names = {parse_rule(text).program for text in policy.commands.allow}
-    return sorted(names - {"*"})
+    """Program names the allow rules admit, the most useful first, then alphabetically."""
+    names = {parse_rule(text).program for text in policy.commands.allow} - {"*"}
+    first = [name for name in _FIRST if name in names]
+    return first + sorted(names - set(first))
 
 
 def _deny(reason: str, rule: str | None = None) -> Decision:
@@ -128,17 +132,23 @@ class RuleEngine:
         if not command.strip():
             return _deny("the command is empty; give a command to run", _STATIC)
         facts = collect_facts(command, self.workspace)
-        if facts.problems:
-            return _deny(facts.problems[0][0].upper() + facts.problems[0][1:] + ".", _STATIC)
-        if not facts.invocations and not facts.env:
-            return _deny("the command runs nothing; give a command to run", _STATIC)
         return (
             self._deny_rule_hit(facts)
+            or self._program_check(facts, unknown_only=True)
+            or self._problem(facts)
+            or self._program_check(facts, unknown_only=False)
             or self._env_check(facts)
-            or self._program_check(facts)
             or self._path_check(facts)
             or self._ask_or_allow(facts)
         )
+
+    def _problem(self, facts: CommandFacts) -> Decision | None:
+        if facts.problems:
+            first = facts.problems[0]
+            return _deny(first[0].upper() + first[1:] + ".", _STATIC)
+        if not facts.invocations and not facts.env:
+            return _deny("the command runs nothing; give a command to run", _STATIC)
+        return None
 
     def _deny_rule_hit(self, facts: CommandFacts) -> Decision | None:
         for argv in facts.invocations:
@@ -162,13 +172,16 @@ class RuleEngine:
                 )
         return None
 
-    def _program_check(self, facts: CommandFacts) -> Decision | None:
+    def _program_check(self, facts: CommandFacts, *, unknown_only: bool) -> Decision | None:
+        """Deny the first program no ask/allow rule admits (``unknown_only``: no rule names it)."""
         for argv in facts.invocations:
             if self._first(self._ask_rules, argv, normalised=True):
                 continue
             if self._first(self._allow_rules, argv, normalised=False):
                 continue
             forms = [r.text for r, _ in self._allow_rules if r.program == argv[0]]
+            if forms and unknown_only:
+                continue
             if forms:
                 listed = ", ".join(forms[:8]) + (", ..." if len(forms) > 8 else "")
                 reason = (

@@ -88,6 +88,7 @@ def read_collecting(path: Path, errors: list[PolicyFileError]) -> tuple[PolicyFi
         parsed = PolicyFile.model_validate(raw)
     except ValidationError as e:
         errors.extend(_validation_errors(e, path, text))
+        errors.extend(_raw_rule_errors(raw, path, text))
         return None
     before = len(errors)
     errors.extend(rule_errors(parsed, path, text))
@@ -104,7 +105,7 @@ def _validation_errors(exc: ValidationError, path: Path, text: str) -> list[Poli
             expected = _expected_keys(loc[:-1])
             message = f"unknown key; expected one of: {expected}"
         else:
-            message = f"{err['msg']} (got {err.get('input')!r})"
+            message = f"{err['msg']} (got {err.get('input')!r})".replace("tuple", "list")
         out.append(PolicyFileError(message, path=path, key=key, line=line))
     return out
 
@@ -147,9 +148,21 @@ def find_line(text: str, loc: list[str]) -> int | None:
 
 def rule_errors(parsed: PolicyFile, path: Path, text: str) -> list[PolicyFileError]:
     """Every command rule in the file that does not parse."""
+    return _raw_rule_errors(parsed.model_dump(include={"commands"}), path, text)
+
+
+def _raw_rule_errors(raw: dict[str, Any], path: Path, text: str) -> list[PolicyFileError]:
+    commands = raw.get("commands")
+    if not isinstance(commands, dict):
+        return []
     out: list[PolicyFileError] = []
     for kind in ("allow", "deny", "ask"):
-        for rule in getattr(parsed.commands, kind):
+        rules = commands.get(kind)
+        if not isinstance(rules, list | tuple):
+            continue
+        for rule in rules:
+            if not isinstance(rule, str):
+                continue
             try:
                 parse_rule(rule)
             except RuleSyntaxError as e:

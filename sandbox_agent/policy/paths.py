@@ -57,7 +57,8 @@ def resolve(path: str, cwd: str, home: str) -> str | None:
         if match is None:
             break
         base = "/" if match.group(1) == "root" else cwd
-        normal = posixpath.normpath(base + normal[match.end() :]) or "/"
+        normal = posixpath.normpath(base + "/" + normal[match.end() :])
+        normal = "/" + normal.lstrip("/")
     return normal
 
 

@@ -124,12 +124,15 @@ def parse_rule(text: str) -> Rule:
     if tokens[0] == "*" and len(tokens) > 1:
         raise RuleSyntaxError(f"rule {text!r}: '*' as the program must be the whole rule")
     tokens = (program_name(tokens[0]), *tokens[1:])
-    return Rule(text, tokens, normalise(tokens))
+    return Rule(text, tokens, normalise(tokens, rule=True))
 
 
 @lru_cache(maxsize=4096)
-def normalise(argv: tuple[str, ...]) -> _Normal:
-    """Split an argv into positionals, canonical flags and (flag, value) pairs."""
+def normalise(argv: tuple[str, ...], *, rule: bool = False) -> _Normal:
+    """Split an argv into positionals, canonical flags and (flag, value) pairs.
+
+    In a command, the word after a flag may be its value; in a rule only ``--opt=value`` is.
+    """
     program = argv[0]
     aliases = ALIASES.get(program, {})
     spec = PROGRAMS.get(program)
@@ -151,7 +154,7 @@ def normalise(argv: tuple[str, ...]) -> _Normal:
             flags.add(canonical)
             if value is not None:
                 values.add((canonical, value))
-            elif i + 1 < len(rest):
+            elif i + 1 < len(rest) and not rule:
                 values.add((canonical, rest[i + 1]))
     return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
 

@@ -1,0 +1,135 @@
+"""``sandbox-agent policy``: check, show, schema, lint. Flags and printing only.
+
+Mounted by ``cli.py`` with ``app.add_typer(policy_app, name="policy")``. ``check`` exits 0
+for any decision and 2 for a bad policy file (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sandbox_agent.errors import PolicyFileError
+from sandbox_agent.policy.config import (
+    LoadedPolicy,
+    default_user_config_dir,
+    lint_policy_file,
+    load_policy,
+    policy_json_schema,
+)
+from sandbox_agent.policy.engine import RuleEngine
+
+__all__ = ["policy_app"]
+
+policy_app = typer.Typer(
+    help="Check commands against a policy, show it, lint it, print its schema.",
+    no_args_is_help=True,
+)
+
+_Repo = Annotated[
+    Path, typer.Option("--repo", help="The repository whose .sandbox-agent.toml applies.")
+]
+_PolicyFile = Annotated[
+    Path | None, typer.Option("--policy", help="Your own policy file (trusted), merged last.")
+]
+_Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+_Trust = Annotated[
+    bool,
+    typer.Option("--trust-repo-policy", help="Let the repo's policy file loosen the policy too."),
+]
+
+
+def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
+    try:
+        loaded = load_policy(
+            repo, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
+        )
+    except PolicyFileError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for warning in loaded.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    return loaded
+
+
+@policy_app.command("check")
+def check(
+    command: Annotated[list[str], typer.Argument(help="The command, after `--`.")],
+    repo: _Repo = Path("."),
+    policy: _PolicyFile = None,
+    as_json: _Json = False,
+    trust_repo_policy: _Trust = False,
+) -> None:
+    """Decide on one shell command: allow, deny or ask, with the rule and the reason."""
+    loaded = _load(repo, policy, trust_repo_policy)
+    text = command[0] if len(command) == 1 else shlex.join(command)
+    decision = RuleEngine(loaded.policy).check_command(text)
+    if as_json:
+        typer.echo(json.dumps(decision.model_dump(mode="json")))
+        return
+    rule = decision.rule or "no rule matched (deny by default)"
+    typer.echo(f"{decision.decision}: {decision.reason} [rule: {rule}]")
+
+
+@policy_app.command("show")
+def show(
+    repo: _Repo = Path("."),
+    policy: _PolicyFile = None,
+    as_json: _Json = False,
+    trust_repo_policy: _Trust = False,
+) -> None:
+    """Print the effective merged policy, each rule with where it came from."""
+    loaded = _load(repo, policy, trust_repo_policy)
+    if as_json:
+        record = loaded.to_record()
+        record["origins"] = loaded.policy.origins
+        typer.echo(json.dumps(record, indent=2))
+        return
+    typer.echo(_render(loaded))
+
+
+def _render(loaded: LoadedPolicy) -> str:
+    p = loaded.policy
+    lines = [f"# sources (nearest last): {', '.join(p.sources)}", f"# sha256: {loaded.sha256}"]
+    for section, keys in (
+        ("commands", ("allow", "deny", "ask", "allow_env")),
+        ("paths", ("read", "write", "protect", "allow_outside")),
+    ):
+        lines.append(f"\n[{section}]")
+        for key in keys:
+            items = getattr(getattr(p, section), key)
+            lines.append(f"{key} = [")
+            lines += [
+                f"  {json.dumps(item)},  # {p.origin(f'{section}.{key}', item)}" for item in items
+            ]
+            lines.append("]")
+    dumped: dict[str, Any] = p.model_dump(mode="json")
+    for section in ("sandbox", "budget", "gate", "setup"):
+        lines.append(f"\n[{section}]")
+        for key, value in dumped[section].items():
+            origin = p.origins.get(f"{section}:{key}", "built-in default")
+            lines.append(f"{key} = {json.dumps(value)}  # {origin}")
+    return "\n".join(lines)
+
+
+@policy_app.command("schema")
+def schema() -> None:
+    """Print the JSON schema of a policy file (for editor completion and validation)."""
+    typer.echo(json.dumps(policy_json_schema(), indent=2))
+
+
+@policy_app.command("lint")
+def lint(
+    file: Annotated[Path, typer.Argument(help="The policy file to check.")],
+) -> None:
+    """Report every problem of a policy file at once (exit 1 if there are any)."""
+    problems = lint_policy_file(file)
+    for problem in problems:
+        typer.echo(problem)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"{file}: ok")
