@@ -1,10 +1,11 @@
 """The one retry policy for model calls (tenacity; the ``openai`` client's own retries are off).
 
-Retried: 429 (waiting what ``retry-after-ms`` / ``retry-after`` asks), any 5xx, timeouts and
-connection errors, with exponential backoff and jitter. Not retried: every other status
-(400, 401, 403, 404, 422, ...). Bounded twice: at most ``max_attempts`` attempts, and the
-sum of all waits never exceeds ``max_total_wait_s`` (a wait that would cross it ends the
-retries instead of sleeping). Every retry is reported through ``on_retry`` before sleeping.
+Retried: 429 (waiting what ``retry-after-ms`` / ``retry-after`` asks), any 5xx, timeouts
+(client-side, or a server's 408) and connection errors, with exponential backoff and
+jitter. Not retried: every other status (400, 401, 403, 404, 422, ...). Bounded twice: at
+most ``max_attempts`` attempts, and the sum of all waits never exceeds ``max_total_wait_s``
+(a wait that would cross it ends the retries instead of sleeping). Every retry is reported
+through ``on_retry`` before sleeping.
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ class RetriesExhaustedError(Exception):
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """429, 5xx, timeouts and connection errors are; everything else is not."""
+    """429, 5xx, timeouts (incl. HTTP 408) and connection errors are; nothing else is."""
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500
+        return exc.status_code in (408, 429) or exc.status_code >= 500
     return False
 
 

@@ -33,6 +33,7 @@ def test_500_500_then_success_backs_off(
     server: FakeOpenAIServer, make_model: MakeModel, retry_log: RetryLog
 ) -> None:
     server.push(error(500, "boom"), error(503, "overloaded"), ok(content="done"))
+    # (408 Request Timeout is retried the same way; see test_408_is_retried)
     turn = make_model().next_turn(TASK, [], TOOLS)
     assert turn.finish is not None
     assert len(server.requests) == 3
@@ -40,6 +41,14 @@ def test_500_500_then_success_backs_off(
     assert 0.01 <= first <= 0.02  # initial 0.01 + jitter <= 0.01
     assert 0.02 <= second <= 0.03  # doubled
     assert "HTTP 503" in retry_log.retries[1][2]
+
+
+def test_408_is_retried(
+    server: FakeOpenAIServer, make_model: MakeModel, retry_log: RetryLog
+) -> None:
+    server.push(error(408, "request timeout"), ok(content="done"))
+    assert make_model().next_turn(TASK, [], TOOLS).finish is not None
+    assert retry_log.retries[0][:1] == (1,)
 
 
 def test_persistent_500_is_model_error_after_bounded_attempts(
