@@ -128,7 +128,8 @@ def _auto_workspace_root(config: DockerSandboxConfig) -> Path | None:
 def _container_kwargs(
     config: DockerSandboxConfig, run_id: str, root: Path, user: str
 ) -> dict[str, Any]:
-    tmpfs_opts = f"rw,exec,nosuid,nodev,size={config.tmp_size},mode=1777"
+    tmpfs_opts = f"rw,exec,nosuid,nodev,size={config.tmp_size}"
+    uid, _, gid = user.partition(":")
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
@@ -144,7 +145,10 @@ def _container_kwargs(
         "environment": CONTAINER_ENV,
         "network_mode": "bridge" if config.network else "none",
         "read_only": True,
-        "tmpfs": {"/tmp": tmpfs_opts, CONTAINER_HOME: tmpfs_opts},
+        "tmpfs": {
+            "/tmp": f"{tmpfs_opts},mode=1777",
+            CONTAINER_HOME: f"{tmpfs_opts},mode=700,uid={uid},gid={gid}",
+        },
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "privileged": False,

@@ -1,0 +1,102 @@
+"""Resource limits, dying containers and killed executors, against the real engine."""
+
+from __future__ import annotations
+
+import resource
+import threading
+from pathlib import Path
+
+import docker
+import pytest
+
+from sandbox_agent.errors import SandboxError, ToolError
+from tests.sandbox.conftest import MakeSandbox
+
+pytestmark = pytest.mark.docker
+
+
+def test_100_mb_of_output_is_truncated_with_bounded_host_memory(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo)
+    sb.exec("true", timeout_s=30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = sb.exec("head -c 100000000 /dev/urandom | base64 -w 0", timeout_s=120)
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert r.exit_code == 0
+    assert r.stdout_dropped > 100_000_000
+    assert len(r.stdout) < 70_000
+    assert grown_kb < 20_000, f"host process grew by {grown_kb} kB"
+
+
+def test_fork_bomb_hits_the_pids_limit_and_the_sandbox_survives(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo, pids=64)
+    r = sb.exec("bomb() { bomb | bomb & }; bomb; sleep 3", timeout_s=5)
+    assert r.timed_out or r.exit_code is not None
+    after = sb.exec("echo survived", timeout_s=30)
+    assert after.stdout == "survived\n"
+
+
+def test_killed_container_is_a_sandbox_error_with_the_reason(
+    make_sandbox: MakeSandbox, sample_repo: Path, docker_client: docker.DockerClient
+) -> None:
+    sb = make_sandbox(sample_repo)
+    sb.write_file("work.txt", "produced so far\n")
+    docker_client.api.kill(sb.container_id)
+    with pytest.raises(SandboxError) as info:
+        sb.exec("echo hi", timeout_s=30)
+    assert "container stopped" in str(info.value)
+    assert info.value.context["ExitCode"] == "137"
+    assert (sb.workspace / "work.txt").read_text() == "produced so far\n"
+
+
+def test_container_dying_mid_command_is_a_sandbox_error(
+    make_sandbox: MakeSandbox, sample_repo: Path, docker_client: docker.DockerClient
+) -> None:
+    sb = make_sandbox(sample_repo)
+    killer = docker_client.api
+    sb.exec("true", timeout_s=30)
+
+    timer = threading.Timer(0.5, killer.kill, args=(sb.container_id,))
+    timer.start()
+    try:
+        with pytest.raises(SandboxError, match="container stopped"):
+            sb.exec("sleep 30", timeout_s=60)
+    finally:
+        timer.cancel()
+
+
+def test_memory_hog_is_killed_and_the_sandbox_survives(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo, memory="128m")
+    r = sb.exec("python3 -c \"x = bytearray(512 * 1024 * 1024); print('no limit')\"", timeout_s=60)
+    assert r.exit_code != 0
+    assert "no limit" not in r.stdout
+    assert sb.exec("echo survived", timeout_s=30).stdout == "survived\n"
+
+
+def test_killed_executor_is_a_tool_error_and_the_next_call_works(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo)
+    with pytest.raises(ToolError) as info:
+        sb.exec("kill -9 -1", timeout_s=30)
+    assert info.value.kind == "tool_failed"
+    assert sb.exec("echo back", timeout_s=30).stdout == "back\n"
+
+
+def test_close_is_idempotent_and_removes_everything(
+    make_sandbox: MakeSandbox, sample_repo: Path, docker_client: docker.DockerClient
+) -> None:
+    sb = make_sandbox(sample_repo)
+    container_id, root = sb.container_id, sb.workspace_dir
+    sb.close()
+    sb.close()
+    assert not root.exists()
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.api.inspect_container(container_id)
+    with pytest.raises(SandboxError, match="closed"):
+        sb.exec("true", timeout_s=5)
