@@ -140,19 +140,41 @@ class ChatClient:
             return call_with_retries(
                 call, self._retry, on_retry=self._on_retry_redacted, sleep=self._sleep
             )
-        except RetriesExhaustedError as e:
-            raise ModelError(self._exhausted_message(e)) from e
-        except openai.APIStatusError as e:
+        except (RetriesExhaustedError, openai.OpenAIError, ValueError) as e:
+            self._scrub(e)
+            raise self._map_error(e) from e
+
+    def _map_error(self, e: Exception) -> ModelError:
+        """The ModelError for an exception that ended a call (mapped here and only here)."""
+        if isinstance(e, RetriesExhaustedError):
+            return ModelError(self._exhausted_message(e))
+        if isinstance(e, openai.APIStatusError):
             if is_context_length_error(e):
-                raise ContextLengthError(self._status_message(e)) from e
-            raise ModelError(self._status_message(e)) from e
-        except openai.OpenAIError as e:
-            raise ModelError(self.redact(f"model call failed: {type(e).__name__}: {e}")) from e
-        except ValueError as e:  # the body was not JSON, or not a chat completion
-            raise ModelError(
-                f"the reply from {self.base_url} is not a valid chat completion ({e}); "
-                "is --base-url an OpenAI-compatible /v1 endpoint?"
-            ) from e
+                return ContextLengthError(self._status_message(e))
+            return ModelError(self._status_message(e))
+        if isinstance(e, openai.OpenAIError):
+            return ModelError(self.redact(f"model call failed: {type(e).__name__}: {e}"))
+        # a ValueError: the body was not JSON, or not a chat completion
+        return ModelError(
+            f"the reply from {self.base_url} is not a valid chat completion ({e}); "
+            "is --base-url an OpenAI-compatible /v1 endpoint?"
+        )
+
+    def _scrub(self, exc: BaseException | None) -> None:
+        """Redact the key from an exception chain's texts (servers may echo it back)."""
+        seen: set[int] = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            exc.args = tuple(self.redact(a) if isinstance(a, str) else a for a in exc.args)
+            for name, value in list(vars(exc).items()):
+                if isinstance(value, str):
+                    setattr(exc, name, self.redact(value))
+                elif isinstance(value, dict):
+                    clean = {
+                        k: self.redact(v) if isinstance(v, str) else v for k, v in value.items()
+                    }
+                    setattr(exc, name, clean)
+            exc = exc.__cause__ or exc.__context__
 
     def _on_retry_redacted(self, attempt: int, wait_s: float, summary: str) -> None:
         if self._on_retry is not None:

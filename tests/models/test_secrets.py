@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,8 @@ def test_api_key_appears_in_no_artifact(
             model.next_turn(TASK, [], TOOLS)
         records.append(json.dumps({"event": "model_error", "message": str(info.value)}))
         records.append(repr(info.value))
+        # even a full traceback, cause chain included, is clean
+        records.append("".join(traceback.format_exception(info.value)))
     records += [json.dumps({"event": "retry", "args": list(r)}) for r in retry_log.retries]
     trace.write_text("\n".join(records) + "\n")
     (run_dir / "result.json").write_text(json.dumps({"error": records[-1]}))
