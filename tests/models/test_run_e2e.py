@@ -1,0 +1,67 @@
+"""A whole ``fix`` run against the local server: the run directory never holds the API key."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.runner import FixOptions, run_fix
+from tests.models.conftest import API_KEY
+from tests.models.openai_server import FakeOpenAIServer, error, ok
+
+
+def _repo(path: Path) -> Path:
+    path.mkdir()
+    (path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (path / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "init"],
+    ):
+        subprocess.run(cmd, cwd=path, check=True)
+    return path
+
+
+@pytest.mark.docker
+def test_fix_run_keeps_the_key_out_of_the_run_directory(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    echo = f"Incorrect API key provided: {API_KEY}"
+    edit = json.dumps({"path": "calc.py", "old_text": "a - b", "new_text": "a + b"})
+    server.push(
+        error(429, echo, None, {"retry-after": "0"}),
+        ok(tool_calls=[("c1", "edit_file", edit)], prompt_tokens=900, completion_tokens=40),
+        ok(
+            tool_calls=[("c2", "finish", '{"summary": "add adds"}')],
+            prompt_tokens=1100,
+            completion_tokens=15,
+            cached_tokens=896,
+        ),
+    )
+    options = FixOptions(
+        repo=_repo(tmp_path / "repo"),
+        task="add() subtracts; make test_calc pass",
+        model="gpt-4o-mini",
+        base_url=server.base_url,
+        test_cmd="python3 -m pytest -q",
+        runs_dir=tmp_path / "runs",
+        workspace_root=tmp_path,
+    )
+    record = run_fix(options, {"OPENAI_API_KEY": API_KEY})
+    run_dir = tmp_path / "runs"
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert API_KEY.encode() not in path.read_bytes(), path
+    result = json.loads(next(p for p in files if p.name == "result.json").read_text())
+    assert result["exit_reason"] == "finished", result
+    assert record.usage.prompt_tokens == 2000  # the server's counts, summed
+    assert record.usage.completion_tokens == 55
+    # gpt-4o-mini: (2000-896)*0.15 + 896*0.075 + 55*0.60 per Mtok
+    assert record.usage.cost_usd == pytest.approx((1104 * 0.15 + 896 * 0.075 + 55 * 0.6) / 1e6)
