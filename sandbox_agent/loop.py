@@ -84,7 +84,23 @@ class AgentLoop:
         self.history: list[HistoryItem] = []
         self.steps = 0
         self._invalid_in_a_row = 0
+        self._begun = False
         self._tools = tool_specs()
+
+    def begin(self, task: Task, info: dict[str, object] | None = None) -> None:
+        """Write ``run_started``; the runner calls it before setup so the trace starts there."""
+        if self._begun:
+            return
+        self._begun = True
+        self.trace.emit(
+            RunStarted,
+            0,
+            task=self.trace.text(task.text),
+            model=self.model.name,
+            content_mode=self.trace.content,
+            tools=tuple(t.name for t in self._tools),
+            info=info or {},
+        )
 
     def run(
         self,
@@ -96,15 +112,7 @@ class AgentLoop:
 
         ``notes`` open the conversation after the task (e.g. which tests fail before the run).
         """
-        self.trace.emit(
-            RunStarted,
-            0,
-            task=self.trace.text(task.text),
-            model=self.model.name,
-            content_mode=self.trace.content,
-            tools=tuple(t.name for t in self._tools),
-            info=info or {},
-        )
+        self.begin(task, info)
         for note in notes:
             self._feedback(note)
         try:

@@ -42,7 +42,8 @@ class Progress:
                 self._line("feedback", event.kind)
             case GateResultEvent():
                 color = "green" if event.passed else "red"
-                self._line("gate", f"[{color}]{escape(describe(event))}[/]")
+                verdict = describe(event).removeprefix("gate ")
+                self._line("gate", f"[{color}]{escape(verdict)}[/]")
             case BudgetUpdateEvent():
                 cost = event.totals.cost_usd
                 price = "cost unknown" if cost is None else f"${cost:.4f}"

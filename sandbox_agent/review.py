@@ -35,6 +35,8 @@ class FileChange:
     new_path: str
     old_sha: str | None = None
     """Preimage blob id (``None`` for a pure rename or mode change)."""
+    new_sha: str | None = None
+    """Postimage blob id (all zeros for a deletion)."""
 
 
 def parse_changes(patch: str) -> list[FileChange]:
@@ -47,7 +49,7 @@ def parse_changes(patch: str) -> list[FileChange]:
             continue
         index = _INDEX.match(line)
         if index and changes and changes[-1].old_sha is None:
-            changes[-1].old_sha = index.group(1)
+            changes[-1].old_sha, changes[-1].new_sha = index.group(1), index.group(2)
     return changes
 
 
@@ -64,16 +66,29 @@ def _is_git_repo(repo: Path) -> bool:
     return _git(repo, "rev-parse", "--is-inside-work-tree").stdout.strip() == "true"
 
 
+def _has_blob(repo: Path, path: str, sha: str) -> bool:
+    """Whether ``path`` in the repo holds the blob ``sha`` (all zeros: the file is absent)."""
+    if _NULL_SHA.match(sha):
+        return not (repo / path).exists()
+    if not (repo / path).is_file():
+        return False
+    done = _git(repo, "hash-object", "--no-filters", "--", path)
+    return done.returncode == 0 and done.stdout.strip().startswith(sha)
+
+
 def _matches_preimage(repo: Path, change: FileChange) -> bool:
-    path = repo / change.old_path
     if change.old_sha is None:
+        path = repo / change.old_path
         return path.exists() or path.is_symlink()
     if _NULL_SHA.match(change.old_sha):
-        return not (repo / change.new_path).exists()
-    if not path.is_file():
-        return False
-    done = _git(repo, "hash-object", "--no-filters", "--", change.old_path)
-    return done.returncode == 0 and done.stdout.strip().startswith(change.old_sha)
+        return _has_blob(repo, change.new_path, change.old_sha)
+    return _has_blob(repo, change.old_path, change.old_sha)
+
+
+def _already_applied(repo: Path, changes: list[FileChange]) -> bool:
+    return all(
+        c.new_sha is not None and _has_blob(repo, c.new_path, c.new_sha) for c in changes
+    ) and all(c.old_path == c.new_path or not (repo / c.old_path).exists() for c in changes)
 
 
 def _dirty_paths(repo: Path) -> set[str]:
@@ -87,6 +102,8 @@ class ApplyPlan:
 
     three_way: bool
     paths: list[str]
+    already_applied: bool = False
+    """Every file is already as the patch makes it: nothing to do."""
 
 
 def plan_apply(repo: Path, patch: str) -> ApplyPlan:
@@ -100,6 +117,8 @@ def plan_apply(repo: Path, patch: str) -> ApplyPlan:
         raise ApplyError("the run's patch is empty: there is nothing to apply")
     paths = sorted({p for c in changes for p in (c.old_path, c.new_path)})
     differing = [c for c in changes if not _matches_preimage(repo, c)]
+    if differing and _already_applied(repo, changes):
+        return ApplyPlan(three_way=False, paths=paths, already_applied=True)
     if not differing:
         _check(repo, patch, three_way=False)
         return ApplyPlan(three_way=False, paths=paths)
@@ -148,6 +167,8 @@ def apply_patch(
     if not repo.is_dir():
         raise ApplyError(f"{repo}: no such directory")
     plan = plan_apply(repo, patch)
+    if plan.already_applied:
+        return plan
     if branch is not None:
         _start_branch(repo, branch, plan)
     args = ["apply", "--whitespace=nowarn"] + (["--3way"] if plan.three_way else [])

@@ -298,6 +298,17 @@ def _call_text(call: ToolCallRecord) -> str:
     return f"{call.tool_name}({', '.join(call.argument_keys)})"
 
 
+def _gate_text(event: GateResultEvent) -> str:
+    verdict = "passed" if event.passed else "rejected"
+    failed = [c["name"] for c in event.checks if not c.get("passed")]
+    why = f" (failed: {', '.join(failed)})" if failed else ""
+    left = ""
+    if event.attempts_left is not None:
+        plural = "" if event.attempts_left == 1 else "s"
+        left = f", {event.attempts_left} attempt{plural} left"
+    return f"gate {event.phase}: {verdict}{why}{left}"
+
+
 def describe(event: TraceEvent) -> str:
     """One human-readable line for an event (``trace show`` and live progress)."""
     match event:
@@ -325,11 +336,7 @@ def describe(event: TraceEvent) -> str:
         case ModelFeedbackEvent():
             return f"feedback to model ({event.kind}), {event.content.chars} chars"
         case GateResultEvent():
-            verdict = "passed" if event.passed else "rejected"
-            failed = [c["name"] for c in event.checks if not c.get("passed")]
-            why = f" (failed: {', '.join(failed)})" if failed else ""
-            left = "" if event.attempts_left is None else f", {event.attempts_left} attempts left"
-            return f"gate {event.phase}: {verdict}{why}{left}"
+            return _gate_text(event)
         case BudgetUpdateEvent():
             return f"budget: {_usage_text(event.totals)} so far"
         case ModelRetryEvent():

@@ -122,3 +122,12 @@ def test_empty_patch_refuses(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     with pytest.raises(ApplyError, match="empty"):
         apply_patch(repo, "")
+
+
+def test_applying_twice_is_a_no_op(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    patch = make_patch(repo, tmp_path)
+    assert not apply_patch(repo, patch).already_applied
+    before = snapshot(repo)
+    assert apply_patch(repo, patch).already_applied
+    assert snapshot(repo) == before

@@ -1,0 +1,50 @@
+"""``sandbox-agent demo``: the whole pipeline on a bundled project, with no API key.
+
+The bundled project (``examples/demo-project``) has a real bug and a failing test. It is copied
+into a fresh temporary git repository, and ``fix`` runs on it for real (Docker sandbox, policy,
+gate) with a bundled scripted model whose first ``finish`` comes too early and is rejected by
+the gate, and whose second, after the fix, is accepted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from sandbox_agent.errors import UserError
+from sandbox_agent.resources import data_path
+
+DEMO_TASK = "the parser drops the last line of a file"
+_GIT_IDENTITY = [
+    "-c",
+    "user.name=sandbox-agent demo",
+    "-c",
+    "user.email=demo@sandbox-agent.invalid",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+]
+
+
+def demo_script() -> Path:
+    """The scripted model's actions for the demo."""
+    return data_path("examples") / "demo-script.jsonl"
+
+
+def make_demo_repo(parent: Path | None = None) -> Path:
+    """Copy the demo project into a new temporary git repository and return its path."""
+    root = Path(tempfile.mkdtemp(prefix="sandbox-agent-demo-", dir=parent))
+    repo = root / "kvparse"
+    shutil.copytree(data_path("examples") / "demo-project", repo)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "kvparse"]):
+        done = subprocess.run(
+            ["git", *_GIT_IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise UserError(
+                f"git {args[0]} failed in {repo}: {done.stderr.strip()}; is git installed?"
+            )
+    return repo
