@@ -45,6 +45,9 @@ _NEVER = {
 }
 
 
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+
+
 @dataclass
 class CommandFacts:
     """What a command would do, as far as static analysis can tell."""
@@ -125,6 +128,11 @@ class _Collector:
         args = argv[1:]
         if prog in _NEVER:
             self.f.problems.append(_NEVER[prog])
+        elif prog == "[[" and _ARITHMETIC_TESTS.intersection(args):
+            self.f.invocations.append((prog, *args))
+            self.f.problems.append(
+                "arithmetic comparisons in `[[ ]]` evaluate their operands as code; use `[ ]`"
+            )
         elif dynamic_tail:
             self.f.invocations.append((prog, *args))
             self.f.problems.append(
@@ -197,6 +205,8 @@ class _Collector:
                         self.f.problems.append(f"`{prog} -c` needs a command string")
                         return
                     self.analysis(parse_depth_analyze(rest[0], depth + 1), depth + 1)
+                    for arg in rest[1:]:
+                        self._path_arg(arg)
                     return
                 if "s" in token[1:] and not token.startswith("--"):
                     break
@@ -377,6 +387,10 @@ class _Collector:
     def _path_arg(self, arg: str) -> None:
         if looks_like_path(arg):
             self.f.reads.append(arg)
+        elif "=" in arg:
+            value = arg.partition("=")[2]
+            if looks_like_path(value):
+                self.f.reads.append(value)
 
 
 def _at(args: list[str], i: int) -> str | None:

@@ -227,6 +227,12 @@ class RuleEngine:
                     "name the files explicitly",
                     _STATIC,
                 )
+            if any(ch in raw for ch in "*?["):
+                return _deny(
+                    f"the write target `{raw}` is a glob, which may match protected files; "
+                    "name the files explicitly",
+                    _STATIC,
+                )
             for cwd in cwds:
                 denied = self._write_target(raw, resolve(raw, cwd, self.home))
                 if denied:
@@ -251,7 +257,10 @@ class RuleEngine:
         outside = self._outside(raw, resolved)
         if outside is not None or resolved is None or not inside(resolved, self.workspace):
             return outside
-        return self._writable(raw, relative_to(resolved, self.workspace))
+        rel = relative_to(resolved, self.workspace)
+        if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
+            return _deny(f"`{raw}` is a symlink that leads outside the repository", _BOUNDARY)
+        return self._writable(raw, rel)
 
     def _writable(self, raw: str, rel: str) -> Decision | None:
         pattern = self._protecting(rel)

@@ -221,6 +221,7 @@ GIT_SUBCOMMANDS: Mapping[str, ProgramSpec] = MappingProxyType(
             {
                 **_opts("shell", "--open-files-in-pager", "-O"),
                 **_opts("script", "-e"),
+                **_opts("script_file", "-f"),
                 **_opts("deny", "--ext-grep", value=False, reason="runs an external grep"),
             },
             pattern_first=True,
@@ -331,6 +332,7 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
                     **_opts("deny", "-l", "--load", "-i", "--include", reason="loads code"),
                     **_opts("deny", "-E", "--exec", reason="runs an awk script file"),
                     **_opts("pattern", "-v", "--assign", "-F", "--field-separator"),
+                    **_opts("script", "-e", "--source"),
                 },
                 pattern_first=True,
                 script="awk",
@@ -365,6 +367,7 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "diff": ProgramSpec(_opts("deny", "--diff-program", reason="runs another program")),
         "git": ProgramSpec(),
         "tee": ProgramSpec(writes="all"),
+        "tree": ProgramSpec(_opts("write", "-o")),
         "touch": ProgramSpec(writes="all", options=_opts("read", "-r", "--reference")),
         "mkdir": ProgramSpec(writes="all"),
         "rm": ProgramSpec(writes="all"),

@@ -27,6 +27,7 @@ _GLOB_CHARS = frozenset("*?[")
 _STATEMENTS = frozenset(
     {
         "program",
+        "for_statement",
         "list",
         "pipeline",
         "subshell",
@@ -40,6 +41,9 @@ _STATEMENTS = frozenset(
         "case_item",
         "for_statement",
     }
+)
+_TEST_EXPRESSIONS = frozenset(
+    {"unary_expression", "binary_expression", "parenthesized_expression", "negated_expression"}
 )
 _SUBSTITUTIONS = frozenset(
     {
@@ -130,7 +134,10 @@ def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
     if tree.root_node.has_error:
         result.problems.append("the command does not parse as bash; fix the quoting or syntax")
         return result
-    _Walker(result).statement(tree.root_node)
+    try:
+        _Walker(result).statement(tree.root_node)
+    except RecursionError:
+        result.problems.append("the command is nested too deeply to analyse")
     return result
 
 
@@ -159,7 +166,10 @@ class _Walker:
 
     def statement(self, node: Node) -> None:
         kind = node.type
-        if kind in _STATEMENTS:
+        if kind == "for_statement":
+            self._loop_variable(node)
+            self._children(node)
+        elif kind in _STATEMENTS:
             self._children(node)
         elif kind == "command":
             self._command(node)
@@ -185,6 +195,13 @@ class _Walker:
     def _children(self, node: Node) -> None:
         for child in node.children:
             self.statement(child)
+
+    def _loop_variable(self, node: Node) -> None:
+        """``for NAME in ...`` assigns NAME like ``NAME=value`` does."""
+        variable = node.child_by_field_name("variable")
+        if variable is not None:
+            name = _text(variable)
+            self.out.commands.append(SimpleCommand((), ((name, Word(None, name)),)))
 
     def _compound(self, node: Node) -> None:
         first = node.children[0].type if node.children else ""
@@ -240,8 +257,22 @@ class _Walker:
             if child.type == "variable_assignment":
                 assignments.append(self._assignment(child))
             else:
-                argv.append(self.word(child))
+                argv.extend(self._test_words(child))
         self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
+
+    def _test_words(self, node: Node) -> list[Word]:
+        """Flatten a ``[ ... ]``/``[[ ... ]]`` expression into words, operators included."""
+        if node.type in _TEST_EXPRESSIONS:
+            words: list[Word] = []
+            for child in node.children:
+                if child.is_named:
+                    words.extend(self._test_words(child))
+                else:
+                    words.append(Word(child.type, child.type))
+            return words
+        if node.type in ("test_operator", "extglob_pattern", "regex"):
+            return [Word(_text(node), _text(node))]
+        return [self.word(node)]
 
     def _assignments_only(self, node: Node) -> None:
         nodes = [node] if node.type == "variable_assignment" else list(node.named_children)
