@@ -223,5 +223,5 @@ class RunBudget:
 
 
 def _usd(amount: float) -> str:
-    """Dollars with cents, or four decimals for amounts under ten cents."""
-    return f"{amount:.2f}" if amount >= 0.1 or amount == 0 else f"{amount:.4f}"
+    """Dollars with cents; four decimals for amounts under a cent."""
+    return f"{amount:.2f}" if amount >= 0.01 or amount == 0 else f"{amount:.4f}"

@@ -44,7 +44,7 @@ def test_cost_check_uses_worst_case_at_list_price() -> None:
     assert info.value.kind == "max_cost_usd"
     assert info.value.limit == 0.50
     assert str(info.value) == (
-        "max_cost_usd 0.50 would be crossed: spent $0.48, next call may cost up to $0.0380"
+        "max_cost_usd 0.50 would be crossed: spent $0.48, next call may cost up to $0.04"
     )
 
 

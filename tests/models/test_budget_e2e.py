@@ -51,7 +51,7 @@ def test_run_stops_before_the_call_that_could_cross_max_cost(
     assert info.value.kind == "max_cost_usd"
     assert budget.totals.cost_usd == pytest.approx(0.0855)
     assert str(info.value).startswith(
-        "max_cost_usd 0.10 would be crossed: spent $0.0855, next call may cost up to $0.03"
+        "max_cost_usd 0.10 would be crossed: spent $0.09, next call may cost up to $0.03"
     )
 
 
