@@ -30,6 +30,7 @@ __all__ = [
     "OPENAI_BASE_URL",
     "ChatClient",
     "ContextLengthError",
+    "InvalidBaseUrlError",
     "MissingApiKeyError",
     "is_context_length_error",
 ]
@@ -50,6 +51,10 @@ class ContextLengthError(ModelError):
 
 class MissingApiKeyError(UserError):
     """No API key was given for an OpenAI-compatible endpoint."""
+
+
+class InvalidBaseUrlError(UserError):
+    """The base URL is not an http(s) URL."""
 
 
 def is_context_length_error(exc: openai.APIStatusError) -> bool:
@@ -86,6 +91,11 @@ class ChatClient:
         if not api_key:
             raise MissingApiKeyError(
                 "no API key: set OPENAI_API_KEY (any non-empty value for a local server)"
+            )
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            raise InvalidBaseUrlError(
+                f"--base-url / OPENAI_BASE_URL {base_url!r} is not an http(s) URL; "
+                "give the endpoint root, e.g. http://localhost:8000/v1"
             )
         self.model = model
         self.base_url = base_url or OPENAI_BASE_URL

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sandbox_agent.errors import ModelError
+from sandbox_agent.models.chat_client import ChatClient, InvalidBaseUrlError, MissingApiKeyError
 from sandbox_agent.models.retry import RetrySettings
-from sandbox_agent.types import HistoryItem, ModelTurn, Observation, Task, ToolCall
+from sandbox_agent.types import ExitReason, HistoryItem, ModelTurn, Observation, Task, ToolCall
 from tests.models.conftest import TOOLS, MakeModel, RetryLog
 from tests.models.openai_server import FakeOpenAIServer, Reply, error, ok
 
@@ -61,6 +62,7 @@ def test_persistent_500_is_model_error_after_bounded_attempts(
     assert "internal failure" in str(info.value)
     assert len(server.requests) == 3
     assert len(retry_log.retries) == 2
+    assert ExitReason(ModelError.exit_reason) == "model_error"
 
 
 def test_total_wait_is_bounded(
@@ -108,6 +110,13 @@ def test_hanging_server_times_out_and_retries(
     with pytest.raises(ModelError, match=r"after 2 attempts .*no answer within 0.3s \(timeout\)"):
         make_model(timeout_s=0.3, retry=retry).next_turn(TASK, [], TOOLS)
     assert retry_log.retries[0][2].startswith("APITimeoutError")
+
+
+def test_bad_base_url_and_missing_key_are_user_errors(make_model: MakeModel) -> None:
+    with pytest.raises(InvalidBaseUrlError, match="'localhost:8000/v1' is not an http"):
+        make_model(base_url="localhost:8000/v1")
+    with pytest.raises(MissingApiKeyError, match="set OPENAI_API_KEY"):
+        ChatClient(model="m", api_key="")
 
 
 def test_connection_refused_is_model_error(make_model: MakeModel, retry_log: RetryLog) -> None:
