@@ -59,7 +59,7 @@ def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
 @policy_app.command("check")
 def check(
     command: Annotated[list[str], typer.Argument(help="The command, after `--`.")],
-    repo: _Repo = Path("."),
+    repo: _Repo = Path(),
     policy: _PolicyFile = None,
     as_json: _Json = False,
     trust_repo_policy: _Trust = False,
@@ -77,7 +77,7 @@ def check(
 
 @policy_app.command("show")
 def show(
-    repo: _Repo = Path("."),
+    repo: _Repo = Path(),
     policy: _PolicyFile = None,
     as_json: _Json = False,
     trust_repo_policy: _Trust = False,

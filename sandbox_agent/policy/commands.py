@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sandbox_agent.policy.paths import looks_like_path
+from sandbox_agent.policy.paths import expand_braces, looks_like_path
 from sandbox_agent.policy.programs import (
     FOREIGN_SHELLS,
     GIT_GLOBAL,
@@ -114,6 +114,8 @@ class _Collector:
                 "directly"
             )
             return
+        argv = [head.text]
+        options_end = False
         for word in cmd.argv[1:]:
             if word.text is None:
                 self.f.problems.append(
@@ -121,7 +123,15 @@ class _Collector:
                     "check it; write the value out literally"
                 )
                 return
-        self.argv([w.text or "" for w in cmd.argv], depth)
+            if word.glob and word.text[:1] in ("*", "?", "[") and not options_end:
+                self.f.problems.append(
+                    f"the glob `{word.source}` could expand to a file name starting with `-` "
+                    f"that is read as an option; write `./{word.source}` instead"
+                )
+                return
+            options_end = options_end or word.text == "--"
+            argv.extend(expand_braces(word.text) if word.glob else [word.text])
+        self.argv(argv, depth)
 
     def argv(self, argv: list[str], depth: int, dynamic_tail: bool = False) -> None:
         prog = program_name(argv[0], self.workspace)

@@ -184,9 +184,11 @@ def _chain(
             return []
         parsed = read[0]
         is_preset = real.parent == preset_dir().resolve()
-        label = f"preset {real.stem}" if is_preset else origin
-        if repo is not None and not is_preset and current != path:
-            label = f"repo {_relative(real, repo)}"
+        label = origin
+        if is_preset:
+            label = f"preset {real.stem}"
+        elif current != path:
+            label = f"repo {_relative(real, repo)}" if repo is not None else f"file {current}"
         chain.insert(0, _Layer(real, parsed, label, trusted or is_preset))
         current = _extends_target(parsed, current, read[1], errors) if parsed.extends else None
     return chain

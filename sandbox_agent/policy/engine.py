@@ -16,6 +16,7 @@ from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.commands import CommandFacts, collect_facts
 from sandbox_agent.policy.model import Policy
 from sandbox_agent.policy.paths import (
+    expand_braces,
     glob_match,
     inside,
     relative_to,
@@ -204,7 +205,8 @@ class RuleEngine:
 
     def _cwds(self, facts: CommandFacts) -> list[str]:
         cwds = [self.workspace]
-        for target in facts.cds:
+        targets = [word for raw in facts.cds for word in expand_braces(raw)]
+        for target in targets:
             for cwd in list(cwds):
                 new = resolve(target, cwd, self.home)
                 if new is not None and inside(new, self.workspace) and new not in cwds:
@@ -216,10 +218,11 @@ class RuleEngine:
     def _path_check(self, facts: CommandFacts) -> Decision | None:
         cwds = self._cwds(facts)
         for raw in facts.reads:
-            for cwd in cwds:
-                denied = self._outside(raw, resolve(raw, cwd, self.home))
-                if denied:
-                    return denied
+            for word in expand_braces(raw):
+                for cwd in cwds:
+                    denied = self._outside(raw, resolve(word, cwd, self.home))
+                    if denied:
+                        return denied
         for raw in facts.writes:
             if "{}" in raw:
                 return _deny(
@@ -227,7 +230,7 @@ class RuleEngine:
                     "name the files explicitly",
                     _STATIC,
                 )
-            if any(ch in raw for ch in "*?["):
+            if any(ch in raw for ch in "*?[") or expand_braces(raw) != [raw]:
                 return _deny(
                     f"the write target `{raw}` is a glob, which may match protected files; "
                     "name the files explicitly",

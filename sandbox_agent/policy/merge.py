@@ -81,6 +81,7 @@ class _Merge:
         if isinstance(value, BaseModel):
             value = value.model_dump()
         if value == old:
+            self.origins[f"{section}:{key}"] = self.origin
             return
         if not self.trusted and not _tighter(f"{section}.{key}", old, value):
             self.ignored(f"{section}.{key} = {value!r} (was {old!r})")

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = [
+    "expand_braces",
     "glob_match",
     "inside",
     "looks_like_path",
@@ -34,9 +35,43 @@ def looks_like_path(arg: str) -> bool:
         return False
     if arg[0] in "/~":
         return True
-    if any(ch in _GLOB for ch in arg):
+    if any(ch in _GLOB for ch in arg) or ("{" in arg and ("," in arg or ".." in arg)):
         return True
     return any(part == ".." for part in arg.split("/"))
+
+
+def expand_braces(text: str, limit: int = 64) -> list[str]:
+    """Every word bash brace expansion could make of ``text`` (``a{b,c}`` -> ``ab``, ``ac``).
+
+    ``{x..y}`` sequences yield their two ends. Past ``limit`` words the rest is dropped and
+    the caller treats the word as unknowable.
+    """
+    start = text.find("{")
+    while start >= 0:
+        depth = 0
+        commas: list[int] = []
+        for i in range(start, len(text)):
+            ch = text[i]
+            depth += (ch == "{") - (ch == "}")
+            if ch == "," and depth == 1:
+                commas.append(i)
+            if depth == 0:
+                inner = text[start + 1 : i]
+                if commas:
+                    cuts = [start, *commas, i]
+                    options = [text[a + 1 : b] for a, b in zip(cuts, cuts[1:], strict=False)]
+                elif ".." in inner:
+                    options = inner.split("..", 1)
+                else:
+                    break
+                out: list[str] = []
+                for option in options:
+                    out.extend(expand_braces(text[:start] + option + text[i + 1 :], limit))
+                    if len(out) >= limit:
+                        return out[:limit]
+                return out
+        start = text.find("{", start + 1)
+    return [text]
 
 
 def resolve(path: str, cwd: str, home: str) -> str | None:

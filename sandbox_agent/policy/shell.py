@@ -365,7 +365,9 @@ def _static(node: Node) -> tuple[str | None, bool]:
         parts = [_static(child) for child in node.children]
         if any(text is None for text, _ in parts):
             return None, False
-        return "".join(text or "" for text, _ in parts), any(g for _, g in parts)
+        bare = "".join(_text(c) for c in node.children if c.type == "word")
+        brace = "{" in bare and ("," in bare or ".." in bare)
+        return "".join(text or "" for text, _ in parts), brace or any(g for _, g in parts)
     return None, False
 
 
@@ -385,7 +387,7 @@ def _unquoted_word(raw: str) -> tuple[str, bool]:
         comma = comma or (brace and (ch == "," or raw.startswith("..", i)))
         out.append(ch)
         i += 1
-    return "".join(out), glob or comma or raw in ("{", "}")
+    return "".join(out), glob or comma
 
 
 def _double_quoted(node: Node) -> str | None:

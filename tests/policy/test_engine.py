@@ -1,0 +1,154 @@
+"""RuleEngine.decide on every tool, decisions' rules and reasons, protected paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.policy.base import PolicyEngine
+from sandbox_agent.policy.config import load_policy
+from sandbox_agent.policy.engine import RuleEngine, allowed_programs
+from sandbox_agent.policy.model import Policy
+from sandbox_agent.types import ToolCall
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory) -> Policy:
+    return load_policy(tmp_path_factory.mktemp("repo")).policy
+
+
+@pytest.fixture(scope="module")
+def engine(policy: Policy) -> RuleEngine:
+    return RuleEngine(policy)
+
+
+def call(tool: str, **arguments: object) -> ToolCall:
+    return ToolCall(id="c1", tool_name=tool, arguments=arguments)
+
+
+def test_engine_is_a_policy_engine(engine: RuleEngine) -> None:
+    checked: PolicyEngine = engine
+    assert checked.decide(call("bash", command="git status")).decision == "allow"
+
+
+def test_bash_rule_names_origin_and_text(engine: RuleEngine) -> None:
+    decision = engine.decide(call("bash", command="git diff HEAD~1 -- a.py"))
+    assert decision.decision == "allow"
+    assert decision.rule == "preset default: git diff"
+
+
+def test_denied_program_reason_lists_allowed_programs(engine: RuleEngine) -> None:
+    decision = engine.decide(call("bash", command="curl https://example.com"))
+    assert decision.decision == "deny"
+    assert decision.reason.startswith("`curl` is not allowed here; allowed programs include git,")
+    assert "pytest" in decision.reason
+
+
+def test_timeout_above_the_limit_is_denied(engine: RuleEngine) -> None:
+    over = engine.decide(call("bash", command="pytest", timeout_s=601))
+    assert over.decision == "deny"
+    assert "600" in over.reason
+    assert over.rule == "preset default: max_command_timeout_s = 600"
+    assert engine.decide(call("bash", command="pytest", timeout_s=600)).decision == "allow"
+
+
+def test_ask_rule_returns_ask(engine: RuleEngine) -> None:
+    decision = engine.decide(call("bash", command="rm --recursive --force build"))
+    assert decision.decision == "ask"
+    assert decision.rule == "preset default: rm -r"
+
+
+def test_deny_wins_over_ask_and_allow(engine: RuleEngine) -> None:
+    assert engine.check_command("rm -fr /").decision == "deny"
+
+
+def test_read_file_inside_is_allowed(engine: RuleEngine) -> None:
+    decision = engine.decide(call("read_file", path="src/app.py", start_line=1))
+    assert decision.decision == "allow"
+    assert decision.rule == "preset default: **"
+
+
+@pytest.mark.parametrize(
+    "path", ["../secret", "/etc/passwd", "~/.ssh/id_rsa", "src/../../x", "/workspace/../etc"]
+)
+def test_file_tools_refuse_paths_outside(engine: RuleEngine, path: str) -> None:
+    for tool in ("read_file", "write_file", "edit_file"):
+        decision = engine.decide(call(tool, path=path, content="x", old_text="a", new_text="b"))
+        assert decision.decision == "deny"
+        assert decision.rule == "built-in: workspace boundary"
+
+
+@pytest.mark.parametrize(
+    ("path", "glob"),
+    [
+        ("tests/test_app.py", "tests/**"),
+        ("src/pkg/test_util.py", "**/test_*.py"),
+        ("conftest.py", "**/conftest.py"),
+        ("web/app.spec.ts", "**/*.spec.*"),
+        (".github/workflows/ci.yml", ".github/**"),
+        (".sandbox-agent.toml", ".sandbox-agent.toml"),
+        ("poetry.lock", "**/poetry.lock"),
+        (".git/config", ".git/**"),
+        ("/workspace/tests/x.py", "tests/**"),
+    ],
+)
+def test_write_tools_refuse_protected_paths(engine: RuleEngine, path: str, glob: str) -> None:
+    decision = engine.decide(call("write_file", path=path, content="x"))
+    assert decision.decision == "deny"
+    assert decision.rule == f"preset default: {glob}"
+    assert "protected" in decision.reason
+    assert engine.decide(call("read_file", path=path)).decision == "allow"
+
+
+def test_is_protected_and_globs(engine: RuleEngine) -> None:
+    assert engine.is_protected("tests/test_app.py")
+    assert engine.is_protected("./tests/test_app.py")
+    assert not engine.is_protected("src/app.py")
+    assert "tests/**" in engine.protect_globs
+
+
+def test_edit_file_of_source_is_allowed(engine: RuleEngine) -> None:
+    decision = engine.decide(call("edit_file", path="src/app.py", old_text="a", new_text="b"))
+    assert decision.decision == "allow"
+
+
+def test_symlink_leading_outside_is_refused(policy: Policy, tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "ok.py").write_text("x = 1\n")
+    (tmp_path / "escape").symlink_to("/etc")
+    engine = RuleEngine(policy, host_workspace=tmp_path)
+    assert engine.decide(call("read_file", path="src/ok.py")).decision == "allow"
+    denied = engine.decide(call("read_file", path="escape/passwd"))
+    assert denied.decision == "deny"
+    assert "symlink" in denied.reason
+    assert engine.check_command("echo x > escape/motd").decision == "deny"
+
+
+def test_unknown_tool_and_bad_arguments_are_denied(engine: RuleEngine) -> None:
+    assert engine.decide(call("launch_missiles")).decision == "deny"
+    assert engine.decide(call("bash", command=3)).decision == "deny"
+    assert engine.decide(call("read_file", path="")).decision == "deny"
+
+
+def test_custom_workspace_and_home(policy: Policy) -> None:
+    engine = RuleEngine(policy, workspace="/repo", home="/root")
+    assert engine.check_command("cat /repo/a.py").decision == "allow"
+    assert "`/root/.x`" in engine.check_command("cat ~/.x").reason
+
+
+def test_allowed_programs_lists_useful_names_first(policy: Policy) -> None:
+    names = allowed_programs(policy)
+    assert names[:2] == ["git", "pytest"]
+    assert "curl" not in names
+    assert len(names) == len(set(names))
+
+
+def test_readonly_policy_denies_all_writes(tmp_path: Path) -> None:
+    preset = Path(__file__).parents[2] / "policies" / "readonly.toml"
+    engine = RuleEngine(load_policy(tmp_path, preset).policy)
+    assert engine.decide(call("write_file", path="src/a.py", content="x")).decision == "deny"
+    assert engine.check_command("echo x > notes.txt").decision == "deny"
+    assert engine.check_command("touch notes.txt").decision == "deny"
+    assert engine.check_command("git log --oneline").decision == "allow"
+    assert engine.check_command("pytest -q > /tmp/out.txt").decision == "allow"

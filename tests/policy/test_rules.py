@@ -1,0 +1,79 @@
+"""Rule syntax and matching: argv prefixes, wildcards, basenames, flag normalisation."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule, program_name
+
+
+@pytest.mark.parametrize(
+    ("rule", "argv", "hit"),
+    [
+        ("git diff", "git diff HEAD~1 -- a.py", True),
+        ("git diff", "git dif", False),
+        ("git diff", "git", False),
+        ("python -m pytest", "python -m pytest -q", True),
+        ("python -m pytest", "python -c x -m pytest", False),
+        ("git * --stat", "git show --stat", True),
+        ("git * --stat", "git show -p", False),
+        ("npm run *", "npm run", True),
+        ("*", "anything at all", True),
+        ("/usr/bin/git log", "git log", True),
+    ],
+)
+def test_allow_rules_match_prefixes(rule: str, argv: str, hit: bool) -> None:
+    assert parse_rule(rule).matches_prefix(tuple(argv.split())) is hit
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "rm -rf x",
+        "rm -fr x",
+        "rm -r -f x",
+        "rm --recursive --force x",
+        "rm -R -f x",
+        "rm x -rfv",
+        "rm -f -- x -r",
+    ],
+)
+def test_deny_rules_match_however_flags_are_written(argv: str) -> None:
+    if argv == "rm -f -- x -r":
+        assert not parse_rule("rm -rf").matches_normalised(tuple(argv.split()))
+    else:
+        assert parse_rule("rm -rf").matches_normalised(tuple(argv.split()))
+
+
+def test_option_values_match_in_both_spellings() -> None:
+    rule = parse_rule("git push --repo=origin")
+    assert rule.matches_normalised(("git", "push", "--repo", "origin"))
+    assert rule.matches_normalised(("git", "push", "--repo=origin"))
+    assert not rule.matches_normalised(("git", "push", "--repo=other"))
+
+
+def test_deny_rule_words_may_be_separated_by_option_values() -> None:
+    rule = parse_rule("git push origin")
+    assert rule.matches_normalised(("git", "push", "-o", "ci.skip", "origin"))
+    assert not rule.matches_normalised(("git", "log", "push", "origin"))
+
+
+@pytest.mark.parametrize(
+    ("arg0", "name"),
+    [
+        ("git", "git"),
+        ("/usr/bin/git", "git"),
+        ("./git", "./git"),
+        ("bin/x", "./bin/x"),
+        ("/workspace/run.sh", "./run.sh"),
+        ("../x", "../x"),
+    ],
+)
+def test_program_names(arg0: str, name: str) -> None:
+    assert program_name(arg0) == name
+
+
+@pytest.mark.parametrize("text", ["", "   ", "'unclosed", "* git"])
+def test_bad_rules_raise(text: str) -> None:
+    with pytest.raises(RuleSyntaxError):
+        parse_rule(text)
