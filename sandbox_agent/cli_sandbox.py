@@ -29,9 +29,14 @@ def build(
     """Build the sandbox image from Dockerfile.sandbox, showing every build step."""
     try:
         client = engine.connect()
+    except UserError as e:
+        raise _fail(e, 2) from e
+    try:
         build_image(client, tag=tag, base_image=base_image, no_cache=no_cache, progress=typer.echo)
     except UserError as e:
         raise _fail(e, 2) from e
+    finally:
+        client.close()
     typer.echo(f"built {tag}")
 
 
@@ -55,6 +60,9 @@ def gc(
         report = collect_garbage(client, roots=roots, include_live=include_live, dry_run=dry_run)
     except SandboxError as e:
         raise _fail(e, 1) from e
+    finally:
+        if client is not None:
+            client.close()
     verb = "would remove" if dry_run else "removed"
     for name in report.containers:
         typer.echo(f"{verb} container {name}")

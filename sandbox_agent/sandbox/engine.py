@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 import docker
 import docker.errors
 import requests.exceptions
@@ -27,7 +30,7 @@ START_HINT = (
 
 def _explain(exc: BaseException) -> str:
     text = str(exc)
-    if "Permission denied" in text or isinstance(exc.__context__, PermissionError):
+    if isinstance(exc, PermissionError) or "Permission denied" in text:
         return (
             "permission denied on the Docker socket: add your user to the `docker` group "
             "(`sudo usermod -aG docker $USER`, then log in again) or use rootless Docker"
@@ -37,18 +40,44 @@ def _explain(exc: BaseException) -> str:
     return f"the Docker engine cannot be used ({text}): {START_HINT}"
 
 
+def _probe_unix_socket() -> None:
+    """Try the engine's unix socket first: the SDK leaks a socket when its first call fails."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        return
+    path = host.removeprefix("unix://")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(5)
+        probe.connect(path)
+    except PermissionError as e:
+        raise EngineUnavailableError(_explain(e)) from e
+    except OSError as e:
+        raise EngineUnavailableError(
+            f"no Docker engine answers at {path} ({e.strerror}): {START_HINT}"
+        ) from e
+    finally:
+        probe.close()
+
+
 def connect(timeout_s: float = 30.0) -> docker.DockerClient:
     """Return a client whose engine answered a ping.
 
     Raises:
         EngineUnavailableError: no engine, no permission, or the engine does not answer.
     """
+    _probe_unix_socket()
     try:
         client = docker.from_env(timeout=int(timeout_s))
+    except (docker.errors.DockerException, PermissionError) as e:
+        raise EngineUnavailableError(_explain(e)) from e
+    try:
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        client.close()
         raise EngineUnavailableError(_explain(e)) from e
     except PermissionError as e:
+        client.close()
         raise EngineUnavailableError(_explain(e)) from e
     return client
 

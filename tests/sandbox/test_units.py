@@ -1,0 +1,135 @@
+"""Pieces that need no engine: framing, output decoding, git parsing, build and engine errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import docker
+import pytest
+
+from sandbox_agent.errors import EngineUnavailableError, SandboxError
+from sandbox_agent.sandbox import engine, gitops
+from sandbox_agent.sandbox.base import HeadTailBuffer
+from sandbox_agent.sandbox.doctor import run_checks
+from sandbox_agent.sandbox.executor import ChannelClosedError, FrameReader, decode_stream
+from sandbox_agent.sandbox.image import _follow_build
+from sandbox_agent.sandbox.incontainer import _HeadTail
+
+
+def frame(stream: int, payload: bytes) -> bytes:
+    return struct.pack(">BxxxI", stream, len(payload)) + payload
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    a, b = socket.socketpair()
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_frame_reader_splits_lines_across_frames_and_keeps_stderr(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+    theirs.sendall(frame(1, b'{"a": ') + frame(2, b"warning\n") + frame(1, b'1}\n{"b": 2}\n'))
+    reader = FrameReader(ours)
+    assert json.loads(reader.read_line()) == {"a": 1}
+    assert json.loads(reader.read_line()) == {"b": 2}
+    assert reader.stderr_tail == b"warning\n"
+
+
+def test_frame_reader_reports_a_closed_stream(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, theirs = pair
+    theirs.sendall(frame(1, b"partial"))
+    theirs.close()
+    with pytest.raises(ChannelClosedError, match="ended"):
+        FrameReader(ours).read_line()
+
+
+@pytest.mark.parametrize("size", [0, 10, 100, 101, 5000])
+def test_executor_capture_matches_head_tail_buffer(size: int) -> None:
+    data = bytes(i % 251 for i in range(size)).replace(b"\xff", b"x")
+    ours, theirs = _HeadTail(100), HeadTailBuffer(100)
+    for i in range(0, len(data), 7):
+        ours.feed(data[i : i + 7])
+        theirs.feed(data[i : i + 7])
+    text, dropped = decode_stream(ours.dump())
+    assert (text, dropped) == (theirs.text(), theirs.dropped)
+
+
+def test_parse_name_status_keeps_both_names_of_a_rename() -> None:
+    out = "M\0a.py\0R100\0old.py\0new.py\0D\0gone.txt\0A\0sp ace\0"
+    assert gitops.parse_name_status(out) == ("a.py", "old.py", "new.py", "gone.txt", "sp ace")
+
+
+def test_git_scripts_refuse_a_non_sha_baseline() -> None:
+    with pytest.raises(ValueError, match="not a commit sha"):
+        gitops.diff_argv("HEAD; rm -rf /")
+    argv = gitops.diff_argv("a" * 40)
+    assert argv[-1] == "a" * 40
+    assert "--no-ext-diff" in argv[2]
+    assert "core.hooksPath=/dev/null" in argv[2]
+
+
+def test_build_failure_names_the_failing_step() -> None:
+    events: list[dict[str, Any]] = [
+        {"stream": "Step 1/4 : ARG BASE_IMAGE=debian:bookworm-slim\n"},
+        {"stream": "Step 2/4 : FROM ${BASE_IMAGE}\n"},
+        {"stream": "Step 3/4 : RUN apt-get update\n"},
+        {"stream": "E: Could not resolve deb.debian.org\n"},
+        {"error": "The command '/bin/sh -c apt-get update' returned a non-zero code: 100"},
+    ]
+    lines: list[str] = []
+    with pytest.raises(EngineUnavailableError) as info:
+        _follow_build(iter(events), lines.append, "sandbox-agent:test")
+    message = str(info.value)
+    assert "failed at Step 3/4 : RUN apt-get update" in message
+    assert "non-zero code: 100" in message
+    assert "Could not resolve" in message
+    assert lines[0].startswith("Step 1/4")
+
+
+def test_no_engine_is_a_user_error_saying_how_to_start_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(EngineUnavailableError) as info:
+        engine.connect(timeout_s=5)
+    assert "no Docker engine answers" in str(info.value)
+    assert ".ci/docker-up" in str(info.value)
+
+
+def test_doctor_without_an_engine_says_what_to_do() -> None:
+    def no_engine() -> docker.DockerClient:
+        raise EngineUnavailableError("no Docker engine answers")
+
+    checks = {c.name: c for c in run_checks(connect=no_engine)}
+    assert not checks["engine"].ok
+    assert "apt-get install docker.io" in checks["engine"].fix
+
+
+def test_describe_death_names_oom_and_exit_code() -> None:
+    assert "OOMKilled" in engine.describe_death({"OOMKilled": True, "ExitCode": 137})
+    text = engine.describe_death({"Status": "exited", "ExitCode": 137, "OOMKilled": False})
+    assert "exit code 137" in text
+    assert "no longer exists" in engine.describe_death({})
+
+
+def test_decode_stream_marks_the_cut() -> None:
+    dump = {
+        "head": base64.b64encode(b"ab").decode(),
+        "tail": base64.b64encode(b"yz").decode(),
+        "dropped": 5,
+    }
+    assert decode_stream(dump) == ("ab\n[... 5 bytes cut ...]\nyz", 5)
+
+
+def test_sandbox_error_is_structured() -> None:
+    err = SandboxError("x", op="exec", context={"ExitCode": "137"})
+    assert (err.op, err.context, err.retryable) == ("exec", {"ExitCode": "137"}, False)
