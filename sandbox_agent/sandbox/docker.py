@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import atexit
 import base64
-import os
-import secrets
-import shutil
 import signal
-import socket
 import threading
 import time
 import weakref
@@ -23,80 +19,35 @@ from typing import Any, Literal
 
 import docker
 import docker.errors
-from docker.types import Mount
-from pydantic import Field
 
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
+from sandbox_agent.sandbox.container import (
+    CONTAINER_ENV,
+    DEFAULT_CONFIG,
+    DockerSandboxConfig,
+    auto_workspace_root,
+    cleanup_failed_start,
+    container_kwargs,
+    remove_container,
+    start_container,
+    user_and_owner,
+)
 from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, decode_stream
-from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, ensure_image
+from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.workspace import (
-    Owner,
     Workspace,
     check_repo,
     new_workspace_dir,
     remove_workspace,
     snapshot_into,
 )
-from sandbox_agent.types import Frozen
 
-CONTAINER_HOME = "/home/agent"
-CONTAINER_ENV = {
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": CONTAINER_HOME,
-    "LANG": "C.UTF-8",
-    "TERM": "dumb",
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0",
-    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-}
-"""The container's whole environment: nothing comes from the host (no API key inside)."""
+__all__ = ["DEFAULT_CONFIG", "DockerSandbox", "DockerSandboxConfig"]
 
-_REAPER = (
-    "import os, signal\n"
-    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
-    "while True:\n"
-    "    try:\n"
-    "        while os.waitpid(-1, os.WNOHANG)[0]:\n"
-    "            pass\n"
-    "    except ChildProcessError:\n"
-    "        pass\n"
-    "    signal.sigtimedwait([signal.SIGCHLD], 5)\n"
-)
-"""PID 1 of every container: reaps orphans as they exit; immune to signals from inside."""
-_IN_MEMORY_MIN_FREE = 4 << 30
 _CHANNEL_MARGIN_S = 30.0
 _FILE_OP_TIMEOUT_S = 120.0
-
-
-class DockerSandboxConfig(Frozen):
-    """How sandbox containers are made (the policy's ``[sandbox]`` section feeds it)."""
-
-    image: str = DEFAULT_IMAGE
-    """Image to run; the default is built from ``Dockerfile.sandbox`` on first use."""
-    network: bool = False
-    """Give the container a network (``bridge``); off means ``network_mode=none``."""
-    cpus: float = Field(default=2.0, gt=0)
-    """CPU limit, in CPUs."""
-    memory: str = Field(default="2g", pattern=r"^\d+[bkmg]?$")
-    """Memory limit (swap included), docker syntax: ``512m``, ``2g``."""
-    pids: int = Field(default=512, ge=16)
-    """Most processes and threads alive at once (stops fork bombs)."""
-    timeout_s: float = Field(default=120.0, gt=0)
-    """Default per-command timeout for callers that do not pass one."""
-    tmp_size: str = Field(default="1g", pattern=r"^\d+[kmg]?$")
-    """Size of each tmpfs (``/tmp`` and the home directory)."""
-    max_write_bytes: int = Field(default=10 << 20, gt=0)
-    """Largest content ``write_file`` accepts."""
-    user_when_root: str = Field(default="1000:1000", pattern=r"^\d+:\d+$")
-    """``uid:gid`` inside the container when the host user is root (never root inside)."""
-    workspace_in_memory: bool = True
-    """Put the workspace under ``/dev/shm`` when it has 4 GiB free: copying is much faster."""
-
-
-DEFAULT_CONFIG = DockerSandboxConfig()
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -107,60 +58,6 @@ def _close_live() -> None:
 
 
 atexit.register(_close_live)
-
-
-def _user_and_owner(config: DockerSandboxConfig) -> tuple[str, Owner]:
-    """The container user; when the host user is root, the workspace is chowned to it."""
-    uid, gid = os.getuid(), os.getgid()
-    if uid != 0:
-        return f"{uid}:{gid}", None
-    cuid, cgid = (int(x) for x in config.user_when_root.split(":"))
-    return config.user_when_root, (cuid, cgid)
-
-
-def _auto_workspace_root(config: DockerSandboxConfig) -> Path | None:
-    shm = Path("/dev/shm")
-    if not config.workspace_in_memory or not shm.is_dir() or not os.access(shm, os.W_OK):
-        return None
-    return shm if shutil.disk_usage(shm).free >= _IN_MEMORY_MIN_FREE else None
-
-
-def _container_kwargs(
-    config: DockerSandboxConfig, run_id: str, root: Path, user: str
-) -> dict[str, Any]:
-    tmpfs_opts = f"rw,exec,nosuid,nodev,size={config.tmp_size}"
-    uid, _, gid = user.partition(":")
-    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
-    return {
-        "image": config.image,
-        "command": ["python3", "-c", _REAPER],
-        "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
-        "labels": {
-            engine.RUN_LABEL: run_id,
-            engine.WORKSPACE_LABEL: str(root),
-            engine.OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}",
-        },
-        "user": user,
-        "working_dir": "/workspace",
-        "environment": CONTAINER_ENV,
-        "network_mode": "bridge" if config.network else "none",
-        "read_only": True,
-        "tmpfs": {
-            "/tmp": f"{tmpfs_opts},mode=1777",
-            CONTAINER_HOME: f"{tmpfs_opts},mode=700,uid={uid},gid={gid}",
-        },
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges:true"],
-        "privileged": False,
-        "pids_limit": config.pids,
-        "mem_limit": config.memory,
-        "memswap_limit": config.memory,
-        "nano_cpus": int(config.cpus * 1e9),
-        "ipc_mode": "private",
-        "hostname": "sandbox",
-        "mounts": [Mount("/workspace", str(root / "repo"), type="bind", read_only=False)],
-        "detach": True,
-    }
 
 
 class DockerSandbox:
@@ -205,7 +102,7 @@ class DockerSandbox:
         *,
         run_id: str,
         workspace_root: Path | None = None,
-        progress: Progress = print,
+        progress: Progress = print_to_stderr,
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
@@ -219,16 +116,16 @@ class DockerSandbox:
         client = engine.connect()
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
-        user, owner = _user_and_owner(config)
-        root = new_workspace_dir(run_id, workspace_root or _auto_workspace_root(config))
+        user, owner = user_and_owner(config)
+        root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
+        starter = threading.Thread(
+            target=start_container,
+            args=(client, container_kwargs(config, run_id, root, user), started),
+            daemon=True,
+        )
         try:
             (root / "repo").mkdir()
-            starter = threading.Thread(
-                target=_start_container,
-                args=(client, _container_kwargs(config, run_id, root, user), started),
-                daemon=True,
-            )
             starter.start()
             try:
                 ws = snapshot_into(source, root, owner)
@@ -238,10 +135,7 @@ class DockerSandbox:
                 raise started["error"]
             return cls(client, started["id"], ws, user=user, config=config)
         except BaseException:
-            starter_id = started.get("id")
-            if starter_id:
-                _remove_container(client, starter_id)
-            remove_workspace(root)
+            cleanup_failed_start(client, starter, started, root)
             raise
 
     def _open_channel(self) -> ExecutorChannel:
@@ -380,7 +274,7 @@ class DockerSandbox:
         try:
             self._channel.close()
             try:
-                _remove_container(self._client, self.container_id)
+                remove_container(self._client, self.container_id)
             finally:
                 remove_workspace(self._ws.root)
         finally:
@@ -398,29 +292,3 @@ class DockerSandbox:
     ) -> Literal[False]:
         self.close()
         return False
-
-
-def _start_container(
-    client: docker.DockerClient, kwargs: dict[str, Any], out: dict[str, Any]
-) -> None:
-    """Thread body: create and start the container; put its id or the error in ``out``."""
-    try:
-        container = client.containers.create(**{k: v for k, v in kwargs.items() if k != "detach"})
-        out["id"] = container.id
-        container.start()
-    except docker.errors.ImageNotFound as e:
-        out["error"] = SandboxError(f"image {kwargs['image']} disappeared: {e}", op="start")
-    except docker.errors.DockerException as e:
-        out["error"] = SandboxError(f"could not start the container: {e}", op="start")
-
-
-def _remove_container(client: docker.DockerClient, container_id: str) -> None:
-    try:
-        client.api.remove_container(container_id, force=True, v=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.DockerException as e:
-        raise SandboxError(
-            f"could not remove container {container_id[:12]}: {e}; `sandbox-agent gc` will",
-            op="close",
-        ) from e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,12 @@ DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 
 Progress = Callable[[str], None]
 """Receives one line of build output at a time."""
+
+
+def print_to_stderr(line: str) -> None:
+    """The default progress sink: stderr, so stdout stays clean for ``--json``."""
+    print(line, file=sys.stderr, flush=True)
+
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _DOCKERFILE_CANDIDATES = (
@@ -79,7 +86,7 @@ def build_image(
     *,
     tag: str = DEFAULT_IMAGE,
     base_image: str = DEFAULT_BASE_IMAGE,
-    progress: Progress = print,
+    progress: Progress = print_to_stderr,
     no_cache: bool = False,
     dockerfile: Path | None = None,
 ) -> None:
@@ -105,7 +112,9 @@ def build_image(
         raise EngineUnavailableError(f"building {tag} failed: {e}") from e
 
 
-def ensure_image(client: docker.DockerClient, tag: str, *, progress: Progress = print) -> None:
+def ensure_image(
+    client: docker.DockerClient, tag: str, *, progress: Progress = print_to_stderr
+) -> None:
     """Make sure ``tag`` exists: build the default image on first use, or pull another.
 
     Raises:
