@@ -133,3 +133,9 @@ def test_decode_stream_marks_the_cut() -> None:
 def test_sandbox_error_is_structured() -> None:
     err = SandboxError("x", op="exec", context={"ExitCode": "137"})
     assert (err.op, err.context, err.retryable) == ("exec", {"ExitCode": "137"}, False)
+
+
+def test_permission_denied_says_how_to_get_access() -> None:
+    message = engine._explain(PermissionError(13, "Permission denied"))
+    assert "docker` group" in message
+    assert "usermod -aG docker" in message
