@@ -68,6 +68,8 @@ class RunRecord(Frozen):
     test_command: str | None = None
     limits: dict[str, Any] = Field(default_factory=dict)
     policy_sha256: str | None = None
+    policy_warnings: tuple[str, ...] = ()
+    """What the policy loader ignored, e.g. an untrusted repo policy's loosening."""
     policy: dict[str, Any] = Field(default_factory=dict)
     """The effective policy with each rule's origin (see ``policy show``)."""
     gate_history: tuple[GateRecord, ...] = ()

@@ -105,12 +105,16 @@ def _ask_user(call: ToolCall, decision: Decision) -> bool:
     return typer.confirm("Allow this call?", default=False, err=True)
 
 
+def _warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+
+
 def _run(
     options: FixOptions, *, as_json: bool, approve: str, print_summary: bool = True
 ) -> RunRecord:
     approver = _ask_user if approve == "ask" and sys.stdin.isatty() else None
     try:
-        record = run_fix(options, os.environ, listener=Progress(err), approver=approver)
+        record = run_fix(options, os.environ, listener=Progress(err), approver=approver, warn=_warn)
     except UserError as e:
         raise fail(e) from e
     except KeyboardInterrupt:

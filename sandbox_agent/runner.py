@@ -35,7 +35,11 @@ from sandbox_agent.gate_tests import TestRun, detect_test_command
 from sandbox_agent.loop import AgentLoop, Approver, LoopConfig
 from sandbox_agent.models.base import Model
 from sandbox_agent.models.chat_client import MissingApiKeyError
-from sandbox_agent.models.chat_model import ChatModelBase, ChatModelSettings
+from sandbox_agent.models.chat_model import (
+    ChatModelBase,
+    ChatModelSettings,
+    default_temperature,
+)
 from sandbox_agent.models.json_protocol import JsonProtocolModel
 from sandbox_agent.models.openai_compat import OpenAICompatModel
 from sandbox_agent.models.prices import DEFAULT_PRICES, ModelPrice
@@ -46,7 +50,14 @@ from sandbox_agent.policy.engine import RuleEngine, allowed_programs
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.workspace import check_repo
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
-from sandbox_agent.trace import ContentMode, GateResultEvent, Listener, RunFinished, Trace
+from sandbox_agent.trace import (
+    ContentMode,
+    GateResultEvent,
+    Listener,
+    ModelRetryEvent,
+    RunFinished,
+    Trace,
+)
 from sandbox_agent.types import ExitReason, Frozen, ModelFeedback, RunResult, Task, Usage
 
 T = TypeVar("T")
@@ -108,6 +119,8 @@ class Prepared:
         self.max_steps = options.max_steps or p.budget.max_steps
         self.runs_dir = options.runs_dir or default_runs_dir(env)
         self.api_key = env.get("OPENAI_API_KEY", "")
+        self.trace: Trace | None = None
+        """The run's trace, once it exists; the model's retries are written to it."""
         self.model = self._model(env)
 
     def _model(self, env: Mapping[str, str]) -> Model:
@@ -123,9 +136,14 @@ class Prepared:
             model=spec,
             base_url=self.options.base_url or env.get("OPENAI_BASE_URL") or None,
             system_prompt=self.system_prompt(),
+            temperature=default_temperature(spec),
         )
         cls = JsonProtocolModel if self.options.tool_protocol == "json" else OpenAICompatModel
-        return cls(settings, api_key=self.api_key)
+        return cls(settings, api_key=self.api_key, on_retry=self._on_retry)
+
+    def _on_retry(self, attempt: int, wait_s: float, summary: str) -> None:
+        if self.trace is not None:
+            self.trace.emit(ModelRetryEvent, 0, attempt=attempt, wait_s=wait_s, error=summary)
 
     def system_prompt(self) -> str:
         return build_system_prompt(
@@ -191,14 +209,20 @@ def run_fix(
     *,
     listener: Listener | None = None,
     approver: Approver | None = None,
-    on_ready: Callable[[RunDir], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> RunRecord:
     """Run ``fix`` end to end and return its final record (also in ``result.json``).
+
+    ``warn`` hears each policy warning (e.g. an untrusted repo policy's ignored loosening)
+    before the sandbox starts.
 
     Raises:
         UserError: before the run starts (bad repo, policy, flags, no engine).
     """
     prepared = Prepared(options, env)
+    for warning in prepared.policy.warnings:
+        if warn is not None:
+            warn(warning)
     run_id = new_run_id()
     try:
         with (
@@ -211,9 +235,7 @@ def run_fix(
             ) as sandbox,
         ):
             run_dir = RunDir.create(prepared.runs_dir, run_id)
-            if on_ready is not None:
-                on_ready(run_dir)
-            return Run(prepared, sandbox, run_dir, run_id, listener, approver).execute()
+            return Run(prepared, sandbox, run_dir, run_id, listener, approver, warn).execute()
     finally:
         if isinstance(prepared.model, ChatModelBase):
             prepared.model.close()
@@ -230,9 +252,10 @@ class Run:
         run_id: str,
         listener: Listener | None,
         approver: Approver | None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.p, self.sandbox, self.run_dir, self.run_id = prepared, sandbox, run_dir, run_id
-        self.approver = approver
+        self.approver, self.warn = approver, warn
         self.started = time.monotonic()
         self.record = RunRecord(
             run_id=run_id,
@@ -247,6 +270,7 @@ class Run:
             test_command=prepared.gate_config.test_command,
             limits={**prepared.limits.model_dump(), "max_steps": prepared.max_steps},
             policy_sha256=prepared.policy.sha256,
+            policy_warnings=prepared.policy.warnings,
             policy=prepared.policy.to_record(),
             version=__version__,
         )
@@ -259,6 +283,7 @@ class Run:
             secrets=[prepared.api_key],
             listeners=listeners,
         )
+        prepared.trace = self.trace
         self.gate = CompletionGate(
             sandbox,
             prepared.gate_config,
@@ -306,7 +331,12 @@ class Run:
             runtime=ToolRuntime(self.sandbox, self.p.tool_config()),
             policy=RuleEngine(self.p.policy.policy),
             gate=self.gate,
-            budget=RunBudget(self.p.limits, model_name=self.p.model.name, prices=self.p.prices()),
+            budget=RunBudget(
+                self.p.limits,
+                model_name=self.p.model.name,
+                prices=self.p.prices(),
+                on_unknown_price=self.warn,
+            ),
             trace=self.trace,
             config=LoopConfig(max_steps=self.p.max_steps),
             approver=self.approver,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.runner import FixOptions, run_fix
+from sandbox_agent.trace import read_trace
 from tests.models.conftest import API_KEY
 from tests.models.openai_server import FakeOpenAIServer, error, ok
 
@@ -65,3 +66,11 @@ def test_fix_run_keeps_the_key_out_of_the_run_directory(
     assert record.usage.completion_tokens == 55
     # gpt-4o-mini: (2000-896)*0.15 + 896*0.075 + 55*0.60 per Mtok
     assert record.usage.cost_usd == pytest.approx((1104 * 0.15 + 896 * 0.075 + 55 * 0.6) / 1e6)
+    # The 429 retry is visible in the trace, with the echoed key scrubbed.
+    retries = [
+        e for e in read_trace(Path(record.trace_path)).events if e.event_type == "model_retry"
+    ]
+    assert len(retries) == 1
+    assert retries[0].attempt == 1
+    assert "429" in retries[0].error
+    assert API_KEY not in retries[0].error

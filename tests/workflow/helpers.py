@@ -1,0 +1,88 @@
+"""Building blocks of the end-to-end tests: repos, scripts and runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from sandbox_agent.artifacts import RunRecord
+from sandbox_agent.demo import DEMO_TASK, make_demo_repo
+from sandbox_agent.runner import FixOptions, run_fix
+
+FIX_EDIT = {
+    "type": "tool_call",
+    "tool_name": "edit_file",
+    "arguments": {
+        "path": "kvparse/parser.py",
+        "old_text": '    lines = text.split("\\n")\n    for line in lines[:-1]:\n',
+        "new_text": "    for line in text.splitlines():\n",
+    },
+}
+FINISH = {"type": "finish", "answer": "done"}
+
+
+def bash(command: str, **extra: object) -> dict[str, object]:
+    return {"type": "tool_call", "tool_name": "bash", "arguments": {"command": command}, **extra}
+
+
+def write_script(path: Path, *actions: Mapping[str, object]) -> Path:
+    path.write_text("".join(json.dumps(a) + "\n" for a in actions))
+    return path
+
+
+def demo_repo(tmp_path: Path) -> Path:
+    parent = tmp_path / "user"
+    parent.mkdir()
+    return make_demo_repo(parent)
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file (and link target) under root, .git included."""
+    hashes = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            hashes[rel] = "link:" + str(path.readlink())
+        elif path.is_file():
+            hashes[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def fix(
+    tmp_path: Path,
+    repo: Path,
+    workspace_root: Path,
+    *actions: Mapping[str, object],
+    **options: object,
+) -> RunRecord:
+    script = write_script(
+        tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.jsonl", *actions
+    )
+    settings: dict[str, object] = {
+        "repo": repo,
+        "task": DEMO_TASK,
+        "model": f"scripted:{script}",
+        "runs_dir": tmp_path / "runs",
+        "workspace_root": workspace_root,
+    }
+    warn = options.pop("warn", None)
+    settings.update(options)
+    return run_fix(
+        FixOptions.model_validate(settings),
+        {"HOME": str(tmp_path)},
+        warn=warn if callable(warn) else None,
+    )
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout

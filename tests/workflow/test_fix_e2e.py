@@ -1,0 +1,195 @@
+"""The fix workflow end to end: real Docker, real policy, real gate, scripted model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.artifacts import RunDir
+from sandbox_agent.trace import read_trace
+from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git, tree_hashes
+
+pytestmark = pytest.mark.docker
+
+
+def failed_checks(record_path: Path) -> list[list[str]]:
+    record = RunDir(record_path).read_record()
+    return [
+        [c["name"] for c in g.checks if not c["passed"]]
+        for g in record.gate_history
+        if g.phase == "finish"
+    ]
+
+
+def test_premature_finish_rejected_then_fix_accepted_and_repo_untouched(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    before = tree_hashes(repo)
+
+    record = fix(
+        tmp_path, repo, workspace_root, bash("python -m pytest -q"), FINISH, FIX_EDIT, FINISH
+    )
+
+    assert record.exit_reason == "finished"
+    assert record.gate_passed
+    assert record.steps == 4
+    assert failed_checks(Path(record.run_dir)) == [["diff", "tests"], []]
+    assert tree_hashes(repo) == before
+    patch = Path(record.patch_path).read_text()
+    assert "+    for line in text.splitlines():" in patch
+    # The patch applies to a fresh copy, where the tests then pass.
+    fresh = tmp_path / "fresh"
+    shutil.copytree(repo, fresh)
+    subprocess.run(["git", "apply"], cwd=fresh, input=patch, text=True, check=True)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=fresh,
+        capture_output=True,
+        text=True,
+    )
+    assert tests.returncode == 0, tests.stdout
+    events = [e.event_type for e in read_trace(Path(record.trace_path)).events]
+    assert events[0] == "run_started"
+    assert events[1] == "gate_result"  # the baseline, before the first model turn
+    assert events[-1] == "run_finished"
+
+
+def test_protected_test_changed_through_bash_is_rejected(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    sneaky = {
+        "type": "tool_call",
+        "tool_name": "write_file",
+        "arguments": {
+            "path": "kvparse/__init__.py",
+            "content": (
+                "from pathlib import Path\n"
+                "Path('tests/test_parser.py').write_text('def test_ok():\\n    pass\\n')\n"
+                "from kvparse.parser import parse_records\n"
+            ),
+        },
+    }
+    record = fix(
+        tmp_path, repo, workspace_root, sneaky, bash("python -m pytest -q"), FINISH, max_steps=3
+    )
+    assert not record.gate_passed
+    assert record.exit_reason == "max_steps_exceeded"
+    assert "protected_paths" in failed_checks(Path(record.run_dir))[0]
+
+
+def unprotected_tests_repo(tmp_path: Path) -> Path:
+    """The demo project with its tests in checks/, which no default protect glob covers."""
+    repo = demo_repo(tmp_path)
+    (repo / "checks").mkdir()
+    (repo / "tests" / "test_parser.py").rename(repo / "checks" / "check_parser.py")
+    (repo / "tests").rmdir()
+    (repo / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["checks"]\npython_files = ["check_*.py"]\n'
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "tests in checks/")
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("sed -i '/^def test_bad_line/,$d' checks/check_parser.py", "fewer than the baseline's 4"),
+        (
+            r"sed -i 's/^def test_bad_line/@pytest.mark.skip\ndef test_bad_line/' "
+            "checks/check_parser.py",
+            "newly skipped or xfailed",
+        ),
+    ],
+    ids=["deleted", "skipped"],
+)
+def test_weakened_unprotected_tests_are_rejected_by_the_count(
+    tmp_path: Path, workspace_root: Path, docker_client: object, command: str, problem: str
+) -> None:
+    repo = unprotected_tests_repo(tmp_path)
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash(command), FINISH, max_steps=3)
+    assert not record.gate_passed
+    assert failed_checks(Path(record.run_dir)) == [["test_count"]]
+    assert problem in json.dumps(RunDir(Path(record.run_dir)).read_record().gate_history[-1].checks)
+
+
+def test_gate_timeout_is_a_rejection(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    policy = tmp_path / "mine.toml"  # the user's own file: trusted to set the test command
+    policy.write_text(
+        'extends = "python"\n[gate]\ntest_command = "sleep 30"\ntimeout_s = 1\nmax_attempts = 1\n'
+    )
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH, policy_file=policy)
+    assert record.exit_reason == "budget_exceeded"
+    assert failed_checks(Path(record.run_dir)) == [["tests"]]
+    assert "timed out" in (Path(record.run_dir) / "result.json").read_text()
+
+
+def test_empty_diff_is_rejected_and_max_attempts_end_the_run(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    record = fix(tmp_path, repo, workspace_root, FINISH, FINISH, FINISH, FINISH)
+    assert record.exit_reason == "budget_exceeded"
+    assert not record.gate_passed
+    assert record.steps == 3  # [gate] max_attempts = 3 in the demo's policy
+    assert failed_checks(Path(record.run_dir)) == [["diff", "tests"]] * 3
+    assert "rejected all 3 finish attempts" in (record.error or "")
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"max_steps": 2}, "max_steps_exceeded"),
+        ({"max_tokens": 1500}, "budget_exceeded"),
+    ],
+    ids=["steps", "tokens"],
+)
+def test_budget_stops_leave_result_and_patch(
+    tmp_path: Path,
+    workspace_root: Path,
+    docker_client: object,
+    options: dict[str, object],
+    reason: str,
+) -> None:
+    repo = demo_repo(tmp_path)
+    usage = {"usage": {"prompt_tokens": 500, "completion_tokens": 200}}
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        {**FIX_EDIT, **usage},
+        bash("python -m pytest -q", **usage),
+        {**FINISH, **usage},
+        **options,
+    )
+    assert record.exit_reason == reason
+    run_dir = RunDir(Path(record.run_dir))
+    assert run_dir.read_record().status == "ended"
+    assert "+    for line in text.splitlines():" in run_dir.patch_path.read_text()
+    assert (
+        record.usage.prompt_tokens + record.usage.completion_tokens <= 1500
+        or reason != "budget_exceeded"
+    )
+
+
+def test_untrusted_repo_policy_cannot_change_the_test_command(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    (repo / ".sandbox-agent.toml").write_text('extends = "python"\n[gate]\ntest_command = "true"\n')
+    git(repo, "commit", "-qam", "an easier gate")
+    warnings: list[str] = []
+    record = fix(tmp_path, repo, workspace_root, FINISH, max_steps=1, warn=warnings.append)
+    assert record.test_command == "python -m pytest -q"
+    assert any("test_command" in w for w in warnings), warnings
+    assert record.policy_warnings == tuple(warnings)
