@@ -222,10 +222,28 @@ class DockerSandbox:
         }
         self._call(payload, _FILE_OP_TIMEOUT_S)
 
+    def _revive(self) -> None:
+        """Start a container that died (OOM, killed) again, so the diff can still be taken."""
+        with self._lock:
+            if self._closed or not self._channel.closed:
+                return
+            try:
+                self._client.api.start(self.container_id)
+            except docker.errors.DockerException as e:
+                raise SandboxError(f"could not restart the container: {e}", op="revive") from e
+            self._channel = self._open_channel()
+
     def _git(self, argv: list[str], what: str) -> bytes:
+        """Run git in the container; a dead container is restarted once (work is kept)."""
         payload = {"op": "run", "argv": argv, "env": gitops.GIT_ENV, "timeout_s": 600}
         try:
-            answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
+            try:
+                answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
+            except SandboxError:
+                if self._closed:
+                    raise
+                self._revive()
+                answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
         except ToolError as e:
             raise SandboxError(f"{what} failed: {e.message}", op="git") from e
         if answer["exit_code"] != 0:

@@ -50,6 +50,8 @@ def test_killed_container_is_a_sandbox_error_with_the_reason(
     assert "container stopped" in str(info.value)
     assert info.value.context["ExitCode"] == "137"
     assert (sb.workspace / "work.txt").read_text() == "produced so far\n"
+    assert "+produced so far" in sb.diff()  # the container is restarted to take the diff
+    assert sb.changed_paths() == ("work.txt",)
 
 
 def test_container_dying_mid_command_is_a_sandbox_error(
