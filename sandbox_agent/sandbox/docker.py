@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import signal
 import threading
 import time
@@ -20,7 +21,7 @@ from typing import Any, Literal
 import docker
 import docker.errors
 
-from sandbox_agent.errors import SandboxError, ToolError
+from sandbox_agent.errors import RunInterrupted, SandboxError, ToolError
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
 from sandbox_agent.sandbox.container import (
@@ -165,8 +166,13 @@ class DockerSandbox:
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox is closed", op=str(payload.get("op")))
+            if self._channel.closed:
+                self._channel = self._open_channel()
             try:
                 answer = self._channel.request(payload, timeout_s=timeout_s)
+            except (KeyboardInterrupt, RunInterrupted):
+                self._abandon_channel()
+                raise
             except ChannelClosedError as e:
                 self._raise_if_dead(e)
                 self._channel = self._open_channel()
@@ -178,6 +184,20 @@ class DockerSandbox:
         if not answer.get("ok"):
             raise ToolError(answer["kind"], answer["message"])
         return answer
+
+    def _abandon_channel(self) -> None:
+        """After an interrupt mid-call: drop the channel and kill what it was running.
+
+        The pending answer will never be read, so the channel cannot be reused; the command it
+        was running (a ``sleep 600``, say) is killed with every other process of the sandbox
+        user, PID 1 excepted, so the next call (the run's final diff) does not wait behind it.
+        The next call opens a new channel.
+        """
+        self._channel.close()
+        with contextlib.suppress(docker.errors.DockerException):
+            api = self._client.api
+            exec_id = api.exec_create(self.container_id, ["kill", "-KILL", "-1"], user=self._user)
+            api.exec_start(exec_id["Id"])
 
     def exec(
         self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
