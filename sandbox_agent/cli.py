@@ -18,6 +18,7 @@ from rich.console import Console
 
 from sandbox_agent import __version__
 from sandbox_agent.artifacts import RunRecord, default_runs_dir, find_run, list_runs
+from sandbox_agent.cli_policy import policy_app
 from sandbox_agent.cli_sandbox import register as register_sandbox_commands
 from sandbox_agent.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.errors import UserError
@@ -38,6 +39,7 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
+app.add_typer(policy_app, name="policy")
 register_sandbox_commands(app)
 
 err = Console(stderr=True, highlight=False)

@@ -1,0 +1,79 @@
+"""Ctrl-C and SIGTERM during a run: `interrupted`, artifacts kept, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.workflow.helpers import FIX_EDIT, bash, demo_repo, write_script
+
+pytestmark = pytest.mark.docker
+
+
+def wait_for(predicate: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_interrupt_keeps_artifacts_and_removes_container_and_workspace(
+    tmp_path: Path, docker_client: docker.DockerClient, signum: int
+) -> None:
+    repo = demo_repo(tmp_path)
+    script = write_script(tmp_path / "s.jsonl", FIX_EDIT, bash("sleep 600"))
+    runs, workspaces = tmp_path / "runs", tmp_path / "workspaces"
+    workspaces.mkdir()
+    env = {**os.environ, "TMPDIR": str(workspaces)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sandbox_agent",
+            "fix",
+            "--repo",
+            str(repo),
+            "--model",
+            f"scripted:{script}",
+            "--runs-dir",
+            str(runs),
+            "--json",
+            "x",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+    def sleeping() -> bool:
+        traces = list(runs.glob("*/trace.jsonl"))
+        return bool(traces) and '"tool_name":"bash"' in traces[0].read_text().replace(" ", "")
+
+    try:
+        wait_for(sleeping)
+        time.sleep(0.5)  # let the sleep start inside the container
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    record = json.loads(out)
+    assert record["exit_reason"] == "interrupted"
+    run_dir = Path(record["run_dir"])
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "ended"
+    assert "+    for line in text.splitlines():" in (run_dir / "patch.diff").read_text()
+    label = f"sandbox-agent.run={record['run_id']}"
+    assert docker_client.containers.list(all=True, filters={"label": label}) == []
+    assert [p.name for p in workspaces.iterdir() if "sandbox-agent" in p.name] == []
