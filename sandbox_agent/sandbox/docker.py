@@ -140,9 +140,13 @@ class DockerSandbox:
             raise
 
     def _open_channel(self) -> ExecutorChannel:
-        channel = ExecutorChannel(
-            self._client.api, self.container_id, user=self._user, env=CONTAINER_ENV
-        )
+        try:
+            channel = ExecutorChannel(
+                self._client.api, self.container_id, user=self._user, env=CONTAINER_ENV
+            )
+        except SandboxError as e:
+            self._raise_if_dead(e)
+            raise
         try:
             channel.request({"op": "ping"}, timeout_s=60)
         except ChannelClosedError as e:

@@ -117,6 +117,11 @@ class ExecutorChannel:
         except (OSError, ChannelClosedError) as e:
             self.close()
             raise ChannelClosedError(f"{e}; executor stderr: {self.stderr()}") from e
+        except BaseException:
+            # Interrupted mid-request (Ctrl-C, SIGTERM): the answer would arrive out of turn.
+            # Closing the stream makes the executor kill the command and exit.
+            self.close()
+            raise
         answer: dict[str, Any] = json.loads(line)
         return answer
 

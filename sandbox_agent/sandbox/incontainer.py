@@ -104,15 +104,49 @@ def _spawn(command: str) -> subprocess.Popen[bytes]:
     raise _Refused("tool_failed", "cannot start a process: the sandbox's process limit is reached")
 
 
+class _Requests:
+    """Request lines from stdin (fd 0), read unbuffered so ``_pump`` can watch for EOF too."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.eof = False
+
+    def fill(self) -> None:
+        data = os.read(0, _READ_CHUNK)
+        self.buf += data
+        self.eof = not data
+
+    def next_line(self) -> bytes | None:
+        while b"\n" not in self.buf:
+            if self.eof:
+                return None
+            self.fill()
+        line, _, rest = bytes(self.buf).partition(b"\n")
+        self.buf[:] = rest
+        return line
+
+
+_REQUESTS = _Requests()
+
+
+class _Cancelled(Exception):
+    """The host closed the channel mid-command (it was interrupted): kill and exit."""
+
+
 def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout: float) -> bool:
-    """Read both pipes until EOF, the timeout (returns True) or a lingering background child."""
+    """Read both pipes until EOF, the timeout (returns True) or a lingering background child.
+
+    Raises:
+        _Cancelled: stdin closed, so nobody waits for the answer any more.
+    """
     sel = selectors.DefaultSelector()
     for fd in streams:
         sel.register(fd, selectors.EVENT_READ)
+    sel.register(0, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
     exited_at = None
     try:
-        while sel.get_map():
+        while len(sel.get_map()) > 1:
             now = time.monotonic()
             if now >= deadline:
                 return True
@@ -121,6 +155,11 @@ def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout:
             if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_S:
                 break  # a background child holds the pipes open; stop waiting for it
             for key, _ in sel.select(min(deadline - now, 0.1)):
+                if key.fd == 0:
+                    _REQUESTS.fill()
+                    if _REQUESTS.eof:
+                        raise _Cancelled
+                    continue
                 data = os.read(key.fd, _READ_CHUNK)
                 if data:
                     streams[key.fd].feed(data)
@@ -141,7 +180,11 @@ def op_exec(req: dict[str, Any]) -> dict[str, Any]:
     out, err = _HeadTail(limit), _HeadTail(limit)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     timeout = float(req["timeout_s"])
-    timed_out = _pump(proc, streams, timeout)
+    try:
+        timed_out = _pump(proc, streams, timeout)
+    except _Cancelled:
+        _kill_group(proc)
+        raise
     if not timed_out:
         # EOF on the pipes comes a moment before the process is reapable: wait for its exit
         # (within the timeout) rather than killing a command that is already finishing.
@@ -253,8 +296,11 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     """Serve requests from stdin until it closes."""
     out = sys.stdout.buffer
-    for line in sys.stdin.buffer:
-        answer = handle(json.loads(line))
+    while (line := _REQUESTS.next_line()) is not None:
+        try:
+            answer = handle(json.loads(line))
+        except _Cancelled:
+            return
         out.write(json.dumps(answer).encode() + b"\n")
         out.flush()
 

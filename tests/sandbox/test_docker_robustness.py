@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import resource
+import signal
 import threading
 from pathlib import Path
 
@@ -102,3 +104,23 @@ def test_close_is_idempotent_and_removes_everything(
         docker_client.api.inspect_container(container_id)
     with pytest.raises(SandboxError, match="closed"):
         sb.exec("true", timeout_s=5)
+
+
+def test_interrupted_call_kills_its_command_and_the_sandbox_goes_on(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo)
+    sb.write_file("kept.txt", "before the interrupt\n")
+    timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sb.exec("sleep 600", timeout_s=900)
+    finally:
+        timer.cancel()
+    r = sb.exec(
+        "for i in $(seq 100); do pgrep -x sleep >/dev/null || exit 0; sleep 0.05; done; exit 1",
+        timeout_s=30,
+    )
+    assert r.exit_code == 0, "the interrupted command still runs"
+    assert "+before the interrupt" in sb.diff()
