@@ -13,6 +13,7 @@ import posixpath
 import re
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 
 __all__ = [
@@ -59,7 +60,7 @@ def expand_braces(text: str, limit: int = 64) -> list[str]:
                 inner = text[start + 1 : i]
                 if commas:
                     cuts = [start, *commas, i]
-                    options = [text[a + 1 : b] for a, b in zip(cuts, cuts[1:], strict=False)]
+                    options = [text[a + 1 : b] for a, b in pairwise(cuts)]
                 elif ".." in inner:
                     options = inner.split("..", 1)
                 else:

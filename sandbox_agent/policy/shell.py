@@ -13,6 +13,7 @@ the real bash grammar and reports, for the engine to judge:
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -22,6 +23,7 @@ from tree_sitter import Language, Node, Parser
 __all__ = ["Redirect", "ShellAnalysis", "SimpleCommand", "Word", "analyze"]
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
+_SOURCE: ContextVar[bytes] = ContextVar("_SOURCE", default=b"")
 _MAX_DEPTH = 8
 _GLOB_CHARS = frozenset("*?[")
 _STATEMENTS = frozenset(
@@ -39,7 +41,6 @@ _STATEMENTS = frozenset(
         "negated_command",
         "case_statement",
         "case_item",
-        "for_statement",
     }
 )
 _TEST_EXPRESSIONS = frozenset(
@@ -130,14 +131,21 @@ def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
     if bad:
         result.problems.append(bad)
         return result
-    tree = _PARSER.parse(command.encode("utf-8", "surrogatepass"))
+    source = command.encode("utf-8")
+    # tree-sitter-bash 0.25 can crash (SIGSEGV) on some non-ASCII code points. No non-ASCII
+    # character is shell syntax, so parse an ASCII stand-in of the same byte length and read
+    # every word's text from the real bytes.
+    tree = _PARSER.parse(bytes(b if b < 0x80 else 0x78 for b in source))
     if tree.root_node.has_error:
         result.problems.append("the command does not parse as bash; fix the quoting or syntax")
         return result
+    token = _SOURCE.set(source)
     try:
         _Walker(result).statement(tree.root_node)
     except RecursionError:
         result.problems.append("the command is nested too deeply to analyse")
+    finally:
+        _SOURCE.reset(token)
     return result
 
 
@@ -212,8 +220,8 @@ class _Walker:
 
     def _function(self, node: Node) -> None:
         name = node.child_by_field_name("name")
-        if name is not None and name.text is not None:
-            self.out.functions.add(name.text.decode("utf-8", "replace"))
+        if name is not None:
+            self.out.functions.add(_text(name))
         body = node.child_by_field_name("body")
         if body is not None:
             self.statement(body)
@@ -345,7 +353,7 @@ _WORD_KINDS = frozenset(
 
 
 def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
+    return _SOURCE.get()[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 def _static(node: Node) -> tuple[str | None, bool]:

@@ -142,7 +142,7 @@ def test_wrong_type_says_what_is_expected(tmp_path: Path) -> None:
 
 
 def test_extends_cycle_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(PolicyFileError, match="cycle: cycle_a.toml -> cycle_b.toml -> cycle_a"):
+    with pytest.raises(PolicyFileError, match=r"cycle: cycle_a\.toml -> cycle_b\.toml -> cycle_a"):
         load_policy(tmp_path, FIXTURES / "cycle_a.toml")
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from sandbox_agent.policy.shell import analyze
@@ -110,3 +113,20 @@ def test_unanalysable_commands_have_problems(command: str) -> None:
 def test_very_deep_nesting_is_a_problem_not_a_crash() -> None:
     command = "$(" * 2000 + "a" + ")" * 2000
     assert analyze(command).problems
+
+
+def test_code_points_that_crash_tree_sitter_bash_are_safe() -> None:
+    """tree-sitter-bash 0.25 segfaults on e.g. ``{`` + U+F35B5; the analysis must not."""
+    code = (
+        "from sandbox_agent.policy.shell import analyze, _analyze_cached\n"
+        "for i in range(300):\n"
+        "    _analyze_cached.cache_clear()\n"
+        "    r = analyze('echo {\\U000f35b5 \\U000e0001{\\U0010fffd')\n"
+        "    assert r.commands[0].argv[1].text == '{\\U000f35b5'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+def test_non_ascii_words_keep_their_text() -> None:
+    assert argvs("cat 'файл 😀.txt' über") == [["cat", "файл 😀.txt", "über"]]

@@ -1,0 +1,91 @@
+"""Property: no input crashes the engine; every input gets a Decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sandbox_agent.policy.base import Decision
+from sandbox_agent.policy.config import load_policy
+from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.types import ToolCall
+
+ENGINE = RuleEngine(load_policy(Path(__file__).parent).policy)
+
+SHELLISH = st.text(
+    alphabet=st.sampled_from(list("ab /.-~*?[]{},;|&<>()$`'\"\\\n\t=!#%0123456789"))
+    | st.characters(),
+    max_size=80,
+)
+WORDS = st.lists(
+    st.sampled_from(
+        [
+            "git",
+            "diff",
+            "-c",
+            "find",
+            ".",
+            "-exec",
+            "{}",
+            ";",
+            "+",
+            "bash",
+            "-c",
+            "sed",
+            "s/a/b/e",
+            "$(",
+            ")",
+            "`",
+            "'",
+            '"',
+            "|",
+            "&&",
+            "<<EOF",
+            "EOF",
+            "\n",
+            ">",
+            "/etc/x",
+            "..",
+            "~",
+            "env",
+            "X=1",
+            "xargs",
+            "rm",
+            "-rf",
+            "--",
+            "*",
+            "{a,b}",
+            "$'\\x41'",
+            "((",
+            "))",
+        ]
+    ),
+    max_size=14,
+).map(" ".join)
+
+
+def _check(decision: Decision) -> None:
+    assert decision.decision in ("allow", "deny", "ask")
+    assert decision.reason
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SHELLISH)
+def test_arbitrary_strings_get_a_decision(command: str) -> None:
+    _check(ENGINE.check_command(command))
+
+
+@settings(max_examples=300, deadline=None)
+@given(WORDS)
+def test_shell_word_soup_gets_a_decision(command: str) -> None:
+    _check(ENGINE.check_command(command))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80))
+def test_arbitrary_bytes_decoded_get_a_decision(data: bytes) -> None:
+    command = data.decode("utf-8", errors="surrogateescape")
+    _check(ENGINE.decide(ToolCall(id="1", tool_name="bash", arguments={"command": command})))
+    _check(ENGINE.decide(ToolCall(id="2", tool_name="write_file", arguments={"path": command})))
