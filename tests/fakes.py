@@ -18,6 +18,7 @@ from sandbox_agent.errors import ToolError
 from sandbox_agent.gate import GateCheck, GateVerdict
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
+from sandbox_agent.sandbox.gitops import parse_name_status
 from sandbox_agent.types import Finish, ToolCall
 
 _GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false"]
@@ -136,16 +137,7 @@ class TempDirSandbox:
         return self._staged("--binary")
 
     def changed_paths(self) -> tuple[str, ...]:
-        out = self._staged("--name-status", "-z", "--find-renames")
-        fields = [f for f in out.split("\0") if f]
-        paths: list[str] = []
-        i = 0
-        while i < len(fields):
-            status = fields[i]
-            count = 2 if status[:1] in ("R", "C") else 1
-            paths.extend(fields[i + 1 : i + 1 + count])
-            i += 1 + count
-        return tuple(paths)
+        return parse_name_status(self._staged("--name-status", "-z", "--find-renames"))
 
 
 class FakePolicy:

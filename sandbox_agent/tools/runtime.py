@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.text import truncate_middle
 from sandbox_agent.tools.specs import (
     BashArgs,
     EditFileArgs,
@@ -42,18 +43,6 @@ class ToolRuntimeConfig(Frozen):
 
 
 DEFAULT_TOOL_RUNTIME_CONFIG = ToolRuntimeConfig()
-
-READ_MORE_HINT = "use read_file with start_line/end_line, or grep/head/tail, to see the rest"
-
-
-def truncate_middle(text: str, limit: int, hint: str = READ_MORE_HINT) -> str:
-    """Keep the head and tail of ``text`` within ``limit`` characters, saying what was cut."""
-    if len(text) <= limit:
-        return text
-    keep = limit - 120
-    head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
-    cut = len(text) - len(head) - len(tail)
-    return f"{head}\n[... {cut} characters cut; {hint} ...]\n{tail}"
 
 
 def validation_message(tool_name: str, error: ValidationError) -> str:

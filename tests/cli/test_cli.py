@@ -35,6 +35,15 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str
     return result.exit_code, result.stdout, result.stderr
 
 
+def demo_fix(
+    tmp_path: Path, repo: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    """`fix` on a demo repo with the demo's scripted model, runs kept under tmp_path/runs."""
+    model = f"scripted:{demo_script()}"
+    runs = str(tmp_path / "runs")
+    return invoke("fix", "--repo", str(repo), "--model", model, "--runs-dir", runs, *extra, env=env)
+
+
 def test_module_entry_point_help() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "sandbox_agent", "--help"], capture_output=True, text=True
@@ -88,14 +97,9 @@ def test_missing_api_key_exits_2(tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_no_engine_exits_2_before_the_run(tmp_path: Path) -> None:
     repo = demo_repo(tmp_path)
-    code, _, err = invoke(
-        "fix",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{demo_script()}",
-        "--runs-dir",
-        str(tmp_path / "runs"),
+    code, _, err = demo_fix(
+        tmp_path,
+        repo,
         "x",
         env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"},
     )
@@ -109,14 +113,9 @@ def test_json_output_is_one_object_with_the_contract_fields(
     tmp_path: Path, docker_client: object
 ) -> None:
     repo = demo_repo(tmp_path)
-    code, out, err = invoke(
-        "fix",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{demo_script()}",
-        "--runs-dir",
-        str(tmp_path / "runs"),
+    code, out, err = demo_fix(
+        tmp_path,
+        repo,
         "--json",
         "the parser drops the last line",
     )
@@ -159,9 +158,7 @@ def test_show_runs_and_apply_refusing_conflicting_changes(
 ) -> None:
     repo = demo_repo(tmp_path)
     runs = str(tmp_path / "runs")
-    code, _, _ = invoke(
-        "fix", "--repo", str(repo), "--model", f"scripted:{demo_script()}", "--runs-dir", runs, "x"
-    )
+    code, _, _ = demo_fix(tmp_path, repo, "x")
     assert code == 0
     code, out, _ = invoke("show", "--runs-dir", runs)
     assert code == 0
@@ -187,14 +184,9 @@ def test_show_runs_and_apply_refusing_conflicting_changes(
 @pytest.mark.docker
 def test_trace_show_prints_the_timeline(tmp_path: Path, docker_client: object) -> None:
     repo = demo_repo(tmp_path)
-    code, out, _ = invoke(
-        "fix",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{demo_script()}",
-        "--runs-dir",
-        str(tmp_path / "runs"),
+    code, out, _ = demo_fix(
+        tmp_path,
+        repo,
         "--json",
         "x",
     )
