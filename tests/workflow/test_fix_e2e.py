@@ -193,3 +193,54 @@ def test_untrusted_repo_policy_cannot_change_the_test_command(
     assert record.test_command == "python -m pytest -q"
     assert any("test_command" in w for w in warnings), warnings
     assert record.policy_warnings == tuple(warnings)
+
+
+def test_setup_runs_with_network_then_the_agent_has_none_and_the_diff_excludes_it(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    policy = tmp_path / "mine.toml"
+    policy.write_text(
+        'extends = "python"\n'
+        "[setup]\n"
+        'commands = ["test -e /sys/class/net/eth0", "echo built > build.txt"]\n'
+        "network = true\n"
+        "[paths]\n"
+        'allow_outside = ["/sys/**"]\n'
+        "[gate]\n"
+        'test_command = "python -m pytest -q"\n'
+    )
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        bash("ls /sys/class/net"),
+        FIX_EDIT,
+        FINISH,
+        policy_file=policy,
+        trace_content="full",
+    )
+    assert record.exit_reason == "finished", record.error
+    observations = [
+        e for e in read_trace(Path(record.trace_path)).events if e.event_type == "observation"
+    ]
+    assert observations[0].content.text is not None
+    assert observations[0].content.text.split("[stdout]\n")[1].split() == ["lo"]
+    patch = Path(record.patch_path).read_text()
+    assert "build.txt" not in patch
+    assert "kvparse/parser.py" in patch
+
+
+def test_failing_setup_ends_the_run_with_its_output(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    policy = tmp_path / "mine.toml"
+    policy.write_text(
+        'extends = "python"\n[setup]\ncommands = ["echo no such dependency >&2; exit 3"]\n'
+    )
+    record = fix(tmp_path, repo, workspace_root, FINISH, policy_file=policy)
+    assert record.exit_reason == "sandbox_error"
+    assert record.steps == 0
+    assert "setup command `echo no such dependency >&2; exit 3` exited 3" in (record.error or "")
+    assert "no such dependency" in (record.error or "")
