@@ -1,0 +1,146 @@
+"""`sandbox-agent policy` commands through typer's CliRunner, and one real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sandbox_agent.cli_policy import policy_app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+runner = CliRunner()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "repo").mkdir()
+    return tmp_path / "repo"
+
+
+def test_check_prints_one_line_with_decision_rule_reason(repo: Path) -> None:
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", "git diff HEAD"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == (
+        "allow: every program matches an allow rule and every path stays in the workspace "
+        "[rule: preset default: git diff]"
+    )
+
+
+def test_check_json_is_exactly_one_object(repo: Path) -> None:
+    result = runner.invoke(
+        policy_app, ["check", "--repo", str(repo), "--json", "--", "curl", "https://x"]
+    )
+    assert result.exit_code == 0
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"decision", "rule", "reason"}
+    assert payload["decision"] == "deny"
+    assert payload["reason"].startswith("`curl` is not allowed here")
+
+
+def test_check_joins_several_words_as_an_argv(repo: Path) -> None:
+    result = runner.invoke(
+        policy_app, ["check", "--repo", str(repo), "--json", "--", "cat", "a b; curl x"]
+    )
+    assert json.loads(result.stdout)["decision"] == "allow"
+
+
+def test_check_ask_exits_zero(repo: Path) -> None:
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", "rm -rf build"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("ask: ")
+
+
+def test_bad_policy_file_exits_2_with_one_line(repo: Path) -> None:
+    bad = FIXTURES / "unknown_key.toml"
+    result = runner.invoke(
+        policy_app, ["check", "--repo", str(repo), "--policy", str(bad), "--", "ls"]
+    )
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"error: {bad}:5: [sandbox].netwrok: unknown key; expected one of: image, network, cpus, "
+        "memory, pids, command_timeout_s, max_command_timeout_s"
+    ]
+
+
+def test_untrusted_loosening_is_warned_on_stderr(repo: Path) -> None:
+    (repo / ".sandbox-agent.toml").write_text('[commands]\nallow = ["curl"]\n')
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--json", "--", "curl x"])
+    assert json.loads(result.stdout)["decision"] == "deny"
+    assert "ignored commands.allow entry 'curl'" in result.stderr
+    trusted = runner.invoke(
+        policy_app,
+        ["check", "--repo", str(repo), "--trust-repo-policy", "--json", "--", "curl x"],
+    )
+    assert json.loads(trusted.stdout)["decision"] == "allow"
+
+
+def test_show_lists_rules_with_origins(repo: Path) -> None:
+    result = runner.invoke(
+        policy_app, ["show", "--repo", str(repo), "--policy", str(FIXTURES / "chain_child.toml")]
+    )
+    assert result.exit_code == 0
+    assert '"git diff",  # preset default' in result.stdout
+    assert '"make test",  # file ' in result.stdout
+    assert "max_steps = 7  # file " in result.stdout
+
+
+def test_show_json(repo: Path) -> None:
+    result = runner.invoke(policy_app, ["show", "--repo", str(repo), "--json"])
+    record = json.loads(result.stdout)
+    assert record["origins"]["commands.allow:git diff"] == "preset default"
+    assert len(record["sha256"]) == 64
+
+
+def test_schema_is_json() -> None:
+    result = runner.invoke(policy_app, ["schema"])
+    assert json.loads(result.stdout)["title"] == "sandbox-agent policy file"
+
+
+def test_lint_lists_all_problems_and_exits_1() -> None:
+    result = runner.invoke(policy_app, ["lint", str(FIXTURES / "many_problems.toml")])
+    assert result.exit_code == 1
+    assert len(result.stdout.strip().splitlines()) >= 3
+
+
+def test_lint_ok() -> None:
+    result = runner.invoke(policy_app, ["lint", str(FIXTURES / "chain_child.toml")])
+    assert result.exit_code == 0
+    assert result.stdout.strip().endswith(": ok")
+
+
+def test_mounted_as_a_subcommand_in_a_real_process(repo: Path) -> None:
+    code = (
+        "import typer, sys\n"
+        "from sandbox_agent.cli_policy import policy_app\n"
+        "app = typer.Typer()\n"
+        "app.add_typer(policy_app, name='policy')\n"
+        "@app.callback()\n"
+        "def main() -> None: ...\n"
+        "app()\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "policy",
+            "check",
+            "--repo",
+            str(repo),
+            "--json",
+            "--",
+            "cat /etc/shadow",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rule"] == "built-in: workspace boundary"
