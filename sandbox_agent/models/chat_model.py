@@ -17,7 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.errors import InvalidModelOutputError, ModelError
 from sandbox_agent.models.chat_client import ChatClient, ContextLengthError
-from sandbox_agent.models.context import Compactor, TokenEstimator, context_window_for
+from sandbox_agent.models.context import (
+    Compactor,
+    Result,
+    TokenEstimator,
+    Turn,
+    context_window_for,
+    conversation,
+    observation_text,
+    said_text,
+)
 from sandbox_agent.models.retry import DEFAULT_RETRY, OnRetry, RetrySettings
 from sandbox_agent.types import CallEstimate, HistoryItem, ModelTurn, Task, ToolSpec, Usage
 
@@ -114,11 +123,46 @@ class ChatModelBase(ABC):
     def name(self) -> str:
         return self.settings.model
 
-    @abstractmethod
     def _render(
         self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec], horizon: int
     ) -> Prepared:
-        """The request for this history, with observations before ``horizon`` stubbed."""
+        """The request for this history, with observations before ``horizon`` stubbed.
+
+        The order is the wire contract of both formats: system prompt, the task, then each
+        event of the conversation; a subclass says only how each message looks.
+        """
+        max_chars = self.settings.observation_max_chars
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self._system_text(tools)},
+            {"role": "user", "content": task.text},
+        ]
+        for event in conversation(history):
+            stub = event.index < horizon
+            if isinstance(event, Turn):
+                messages.append(self._turn_message(event.turn, stub=stub))
+            elif isinstance(event, Result):
+                content = observation_text(event, stub=stub, max_chars=max_chars)
+                messages.append(self._result_message(event, content))
+            else:
+                content = said_text(event, stub=stub, max_chars=max_chars)
+                messages.append({"role": "user", "content": content})
+        return Prepared(messages, self._tool_specs(tools))
+
+    @abstractmethod
+    def _system_text(self, tools: Sequence[ToolSpec]) -> str:
+        """The system message."""
+
+    @abstractmethod
+    def _turn_message(self, turn: ModelTurn, *, stub: bool) -> dict[str, Any]:
+        """The assistant message for one of the model's turns."""
+
+    @abstractmethod
+    def _result_message(self, result: Result, content: str) -> dict[str, Any]:
+        """The message carrying one tool call's (possibly stubbed) output."""
+
+    def _tool_specs(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+        """Native tool specs sent with the request (none by default)."""
+        return []
 
     @abstractmethod
     def _parse(

@@ -21,16 +21,12 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
-from sandbox_agent.models.chat_model import ChatModelBase, ChatModelSettings, Prepared
+from sandbox_agent.models.chat_model import ChatModelBase, ChatModelSettings
 from sandbox_agent.models.context import (
     Result,
-    Turn,
-    conversation,
-    observation_text,
-    said_text,
     stub_arguments,
 )
-from sandbox_agent.types import Finish, HistoryItem, ModelTurn, Task, ToolCall, ToolSpec
+from sandbox_agent.types import Finish, HistoryItem, ModelTurn, ToolCall, ToolSpec
 
 __all__ = ["ChatModelSettings", "JsonProtocolModel", "parse_action", "protocol_prompt"]
 
@@ -130,30 +126,15 @@ class JsonProtocolModel(ChatModelBase):
         sleep: How retries wait.
     """
 
-    def _render(
-        self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec], horizon: int
-    ) -> Prepared:
-        max_chars = self.settings.observation_max_chars
-        system = f"{self.settings.system_prompt}\n\n{protocol_prompt(tools)}"
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": task.text},
-        ]
-        for event in conversation(history):
-            stub = event.index < horizon
-            if isinstance(event, Turn):
-                messages.append(
-                    {"role": "assistant", "content": _action_text(event.turn, stub=stub)}
-                )
-            elif isinstance(event, Result):
-                content = observation_text(event, stub=stub, max_chars=max_chars)
-                header = f"Result of {event.tool_name} ({event.call_id}):"
-                messages.append({"role": "user", "content": f"{header}\n{content}"})
-            else:
-                messages.append(
-                    {"role": "user", "content": said_text(event, stub=stub, max_chars=max_chars)}
-                )
-        return Prepared(messages, [])
+    def _system_text(self, tools: Sequence[ToolSpec]) -> str:
+        return f"{self.settings.system_prompt}\n\n{protocol_prompt(tools)}"
+
+    def _turn_message(self, turn: ModelTurn, *, stub: bool) -> dict[str, Any]:
+        return {"role": "assistant", "content": _action_text(turn, stub=stub)}
+
+    def _result_message(self, result: Result, content: str) -> dict[str, Any]:
+        header = f"Result of {result.tool_name} ({result.call_id}):"
+        return {"role": "user", "content": f"{header}\n{content}"}
 
     def _parse(
         self, completion: ChatCompletion, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]

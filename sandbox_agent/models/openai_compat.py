@@ -17,16 +17,12 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
-from sandbox_agent.models.chat_model import ChatModelBase, ChatModelSettings, Prepared
+from sandbox_agent.models.chat_model import ChatModelBase, ChatModelSettings
 from sandbox_agent.models.context import (
     Result,
-    Turn,
-    conversation,
-    observation_text,
-    said_text,
     stub_arguments,
 )
-from sandbox_agent.types import Finish, HistoryItem, ModelTurn, Task, ToolCall, ToolSpec
+from sandbox_agent.types import Finish, HistoryItem, ModelTurn, ToolCall, ToolSpec
 
 __all__ = ["FINISH_SPEC", "ChatModelSettings", "OpenAICompatModel", "with_finish"]
 
@@ -89,25 +85,17 @@ class OpenAICompatModel(ChatModelBase):
         sleep: How retries wait.
     """
 
-    def _render(
-        self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec], horizon: int
-    ) -> Prepared:
-        max_chars = self.settings.observation_max_chars
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self.settings.system_prompt},
-            {"role": "user", "content": task.text},
-        ]
-        for event in conversation(history):
-            stub = event.index < horizon
-            if isinstance(event, Turn):
-                messages.append(_assistant(event.turn, stub=stub))
-            elif isinstance(event, Result):
-                content = observation_text(event, stub=stub, max_chars=max_chars)
-                messages.append({"role": "tool", "tool_call_id": event.call_id, "content": content})
-            else:
-                content = said_text(event, stub=stub, max_chars=max_chars)
-                messages.append({"role": "user", "content": content})
-        specs = [
+    def _system_text(self, tools: Sequence[ToolSpec]) -> str:
+        return self.settings.system_prompt
+
+    def _turn_message(self, turn: ModelTurn, *, stub: bool) -> dict[str, Any]:
+        return _assistant(turn, stub=stub)
+
+    def _result_message(self, result: Result, content: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": result.call_id, "content": content}
+
+    def _tool_specs(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+        return [
             {
                 "type": "function",
                 "function": {
@@ -118,7 +106,6 @@ class OpenAICompatModel(ChatModelBase):
             }
             for t in with_finish(tools)
         ]
-        return Prepared(messages, specs)
 
     def _parse(
         self, completion: ChatCompletion, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]
