@@ -143,7 +143,7 @@ def _opts(effect: Effect, *names: str, value: bool = True, reason: str = "") -> 
     return dict.fromkeys(names, Opt(effect, value, reason))
 
 
-_RUNS = "runs another program"
+_FILE_LIST = "reads a list of files the policy cannot check; name the files instead"
 
 WRAPPERS: Mapping[str, WrapperSpec] = MappingProxyType(
     {
@@ -288,6 +288,7 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
                 **_opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
                 **_opts("write", "-fprint", "-fprint0", "-fls"),
                 **_opts("deny", "-fprintf", reason="writes a file"),
+                **_opts("deny", "-files0-from", reason=_FILE_LIST),
                 **_opts(
                     "deny", "-delete", value=False, reason="deletes files not named in advance"
                 ),
@@ -333,6 +334,17 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
                     **_opts("deny", "-E", "--exec", reason="runs an awk script file"),
                     **_opts("pattern", "-v", "--assign", "-F", "--field-separator"),
                     **_opts("script", "-e", "--source"),
+                    **_opts(
+                        "deny",
+                        "-p",
+                        "--profile",
+                        "-d",
+                        "--dump-variables",
+                        "-o",
+                        "--pretty-print",
+                        value=False,
+                        reason="writes a file",
+                    ),
                 },
                 pattern_first=True,
                 script="awk",
@@ -353,8 +365,18 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "scp": ProgramSpec(_opts("program", "-S")),
         "ssh": ProgramSpec(_opts("deny", "-o", reason="options like ProxyCommand run programs")),
         "sort": ProgramSpec(
-            {**_opts("program", "--compress-program"), **_opts("write", "-o", "--output")}
+            {
+                **_opts("program", "--compress-program"),
+                **_opts("write", "-o", "--output"),
+                **_opts("deny", "--files0-from", reason=_FILE_LIST),
+            }
         ),
+        "wc": ProgramSpec(_opts("deny", "--files0-from", reason=_FILE_LIST)),
+        "du": ProgramSpec(_opts("deny", "--files0-from", reason=_FILE_LIST)),
+        **{
+            name: ProgramSpec(_opts("deny", "-c", "--check", value=False, reason=_FILE_LIST))
+            for name in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum")
+        },
         "man": ProgramSpec(
             {
                 **_opts("shell", "-P", "--pager", "-H", "--html"),

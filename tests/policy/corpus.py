@@ -131,6 +131,12 @@ DENY: list[tuple[str, str]] = [
     ("rsync -e 'sh -c id' a b:", "rsync -e"),
     ("man -P 'sh -c id' ls", "man pager"),
     ("less '+!id' x", "less is not allowed"),
+    ("sort --files0-from=list.txt", "reads files named inside another file"),
+    ("wc --files0-from=list.txt", "reads files named inside another file"),
+    ("sha256sum -c sums.txt", "reads files named inside another file"),
+    ("awk --profile=/tmp/x 'BEGIN{}'", "gawk writes a profile file"),
+    ("pytest -o cache_dir=/", "ini override pointing outside"),
+    ("pytest --junitxml=tests/report.xml", "report written over a protected path"),
     # environment that changes what a program runs
     ("LD_PRELOAD=/tmp/x.so ls", "LD_PRELOAD"),
     ("PYTHONPATH=/tmp pytest", "PYTHONPATH"),
