@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sandbox_agent.policy.git import GIT_GLOBAL, GIT_SUBCOMMANDS
 from sandbox_agent.policy.paths import expand_braces, looks_like_path
 from sandbox_agent.policy.programs import (
     FOREIGN_SHELLS,
-    GIT_GLOBAL,
-    GIT_SUBCOMMANDS,
     PROGRAMS,
     SHELLS,
     WRAPPERS,

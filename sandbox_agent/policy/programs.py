@@ -18,7 +18,6 @@ from typing import Literal
 __all__ = [
     "ALIASES",
     "FOREIGN_SHELLS",
-    "GIT_GLOBAL",
     "PROGRAMS",
     "SHELLS",
     "WRAPPERS",
@@ -27,6 +26,7 @@ __all__ = [
     "ProgramSpec",
     "WrapperSpec",
     "find_option",
+    "opts",
 ]
 
 Effect = Literal[
@@ -139,7 +139,8 @@ class WrapperSpec:
     """Options that cannot be analysed, with the reason."""
 
 
-def _opts(effect: Effect, *names: str, value: bool = True, reason: str = "") -> dict[str, Opt]:
+def opts(effect: Effect, *names: str, value: bool = True, reason: str = "") -> dict[str, Opt]:
+    """The same ``Opt`` under several spellings."""
     return dict.fromkeys(names, Opt(effect, value, reason))
 
 
@@ -196,77 +197,6 @@ SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
 FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
 """Shells whose language is not bash: never analysable."""
 
-_GIT_DIFF = ProgramSpec(
-    {
-        **_opts("deny", "--ext-diff", value=False, reason="runs an external diff program"),
-        **_opts("write", "--output"),
-        **_opts("deny", "--textconv", value=False, reason="runs configured textconv filters"),
-    }
-)
-_GIT_REMOTE = ProgramSpec(
-    {
-        **_opts("shell", "--upload-pack", "-u", "--receive-pack", "--exec"),
-        **_opts("deny", "--config", "-c", reason="sets configuration that can run programs"),
-    }
-)
-
-GIT_SUBCOMMANDS: Mapping[str, ProgramSpec] = MappingProxyType(
-    {
-        **dict.fromkeys(
-            ("diff", "log", "show", "whatchanged", "diff-tree", "diff-index", "diff-files"),
-            _GIT_DIFF,
-        ),
-        **dict.fromkeys(("format-patch", "range-diff", "stash", "reflog", "blame"), _GIT_DIFF),
-        "grep": ProgramSpec(
-            {
-                **_opts("shell", "--open-files-in-pager", "-O"),
-                **_opts("script", "-e"),
-                **_opts("script_file", "-f"),
-                **_opts("deny", "--ext-grep", value=False, reason="runs an external grep"),
-            },
-            pattern_first=True,
-        ),
-        **dict.fromkeys(
-            ("fetch", "pull", "clone", "ls-remote", "push", "archive", "submodule"), _GIT_REMOTE
-        ),
-        "rebase": ProgramSpec(_opts("shell", "--exec", "-x")),
-        "difftool": ProgramSpec(_opts("shell", "--extcmd", "-x")),
-        "config": ProgramSpec(_opts("deny", "--edit", "-e", value=False, reason="opens an editor")),
-        "help": ProgramSpec(_opts("deny", "--web", "-w", value=False, reason="starts a browser")),
-        "filter-branch": ProgramSpec(_opts("deny", "", reason="runs shell filters")),
-        "bisect": ProgramSpec(),
-        "commit": ProgramSpec(_opts("deny", "--template", "-t", reason="reads any file")),
-    }
-)
-"""``git <subcommand>`` option knowledge (only options that run programs or write files)."""
-
-GIT_GLOBAL: Mapping[str, Opt] = MappingProxyType(
-    {
-        **_opts(
-            "deny", "-c", reason="sets configuration (pager, aliases, hooks) that runs programs"
-        ),
-        **_opts("deny", "--config-env", reason="sets configuration that can run programs"),
-        **_opts("deny", "--exec-path", reason="changes where git looks for its programs"),
-        **_opts("deny", "-p", "--paginate", value=False, reason="starts a pager"),
-        **_opts("read", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"),
-        **_opts(
-            "pattern",
-            "--no-pager",
-            "-P",
-            "--no-optional-locks",
-            "--literal-pathspecs",
-            "--glob-pathspecs",
-            "--noglob-pathspecs",
-            "--icase-pathspecs",
-            "--no-replace-objects",
-            "--bare",
-            "--no-advice",
-            value=False,
-        ),
-    }
-)
-"""git's options before the subcommand: path values are checked, the rest are stripped."""
-
 _FIND_PATTERNS = (
     "-name",
     "-iname",
@@ -285,23 +215,21 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
         "find": ProgramSpec(
             {
-                **_opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
-                **_opts("write", "-fprint", "-fprint0", "-fls"),
-                **_opts("deny", "-fprintf", reason="writes a file"),
-                **_opts("deny", "-files0-from", reason=_FILE_LIST),
-                **_opts(
-                    "deny", "-delete", value=False, reason="deletes files not named in advance"
-                ),
-                **_opts("pattern", *_FIND_PATTERNS),
+                **opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
+                **opts("write", "-fprint", "-fprint0", "-fls"),
+                **opts("deny", "-fprintf", reason="writes a file"),
+                **opts("deny", "-files0-from", reason=_FILE_LIST),
+                **opts("deny", "-delete", value=False, reason="deletes files not named in advance"),
+                **opts("pattern", *_FIND_PATTERNS),
             },
             single_dash_long=True,
         ),
         **{
             name: ProgramSpec(
                 {
-                    **_opts("script", "-e", "--regexp"),
-                    **_opts("script_file", "-f", "--file"),
-                    **_opts("pattern", *_GREP_VALUES),
+                    **opts("script", "-e", "--regexp"),
+                    **opts("script_file", "-f", "--file"),
+                    **opts("pattern", *_GREP_VALUES),
                 },
                 pattern_first=True,
             )
@@ -309,19 +237,19 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         },
         "rg": ProgramSpec(
             {
-                **_opts("program", "--pre"),
-                **_opts("script", "-e", "--regexp"),
-                **_opts("script_file", "-f", "--file"),
-                **_opts("pattern", *_RG_VALUES),
-                **_opts("deny", "--search-zip", "-z", value=False, reason="runs decompressors"),
+                **opts("program", "--pre"),
+                **opts("script", "-e", "--regexp"),
+                **opts("script_file", "-f", "--file"),
+                **opts("pattern", *_RG_VALUES),
+                **opts("deny", "--search-zip", "-z", value=False, reason="runs decompressors"),
             },
             pattern_first=True,
         ),
         "sed": ProgramSpec(
             {
-                **_opts("script", "-e", "--expression"),
-                **_opts("deny", "-f", "--file", reason="reads a sed script that cannot be checked"),
-                **_opts("write", "-i", "--in-place", value=False),
+                **opts("script", "-e", "--expression"),
+                **opts("deny", "-f", "--file", reason="reads a sed script that cannot be checked"),
+                **opts("write", "-i", "--in-place", value=False),
             },
             pattern_first=True,
             script="sed",
@@ -329,12 +257,12 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         **{
             name: ProgramSpec(
                 {
-                    **_opts("deny", "-f", "--file", reason="runs an awk script file"),
-                    **_opts("deny", "-l", "--load", "-i", "--include", reason="loads code"),
-                    **_opts("deny", "-E", "--exec", reason="runs an awk script file"),
-                    **_opts("pattern", "-v", "--assign", "-F", "--field-separator"),
-                    **_opts("script", "-e", "--source"),
-                    **_opts(
+                    **opts("deny", "-f", "--file", reason="runs an awk script file"),
+                    **opts("deny", "-l", "--load", "-i", "--include", reason="loads code"),
+                    **opts("deny", "-E", "--exec", reason="runs an awk script file"),
+                    **opts("pattern", "-v", "--assign", "-F", "--field-separator"),
+                    **opts("script", "-e", "--source"),
+                    **opts(
                         "deny",
                         "-p",
                         "--profile",
@@ -353,65 +281,65 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         },
         "tar": ProgramSpec(
             {
-                **_opts("shell", "--to-command", "-I", "--use-compress-program"),
-                **_opts("shell", "--rsh-command", "--info-script", "-F", "--new-volume-script"),
-                **_opts("deny", "--checkpoint-action", reason="runs an action program"),
+                **opts("shell", "--to-command", "-I", "--use-compress-program"),
+                **opts("shell", "--rsh-command", "--info-script", "-F", "--new-volume-script"),
+                **opts("deny", "--checkpoint-action", reason="runs an action program"),
             }
         ),
         "zip": ProgramSpec(
-            {**_opts("shell", "-TT", "--unzip-command"), **_opts("write", "-O", "--output-file")}
+            {**opts("shell", "-TT", "--unzip-command"), **opts("write", "-O", "--output-file")}
         ),
-        "rsync": ProgramSpec(_opts("shell", "-e", "--rsh", "--rsync-path")),
-        "scp": ProgramSpec(_opts("program", "-S")),
-        "ssh": ProgramSpec(_opts("deny", "-o", reason="options like ProxyCommand run programs")),
+        "rsync": ProgramSpec(opts("shell", "-e", "--rsh", "--rsync-path")),
+        "scp": ProgramSpec(opts("program", "-S")),
+        "ssh": ProgramSpec(opts("deny", "-o", reason="options like ProxyCommand run programs")),
         "sort": ProgramSpec(
             {
-                **_opts("program", "--compress-program"),
-                **_opts("write", "-o", "--output"),
-                **_opts("deny", "--files0-from", reason=_FILE_LIST),
+                **opts("program", "--compress-program"),
+                **opts("write", "-o", "--output"),
+                **opts("deny", "--files0-from", reason=_FILE_LIST),
             }
         ),
-        "wc": ProgramSpec(_opts("deny", "--files0-from", reason=_FILE_LIST)),
-        "du": ProgramSpec(_opts("deny", "--files0-from", reason=_FILE_LIST)),
+        "wc": ProgramSpec(opts("deny", "--files0-from", reason=_FILE_LIST)),
+        "du": ProgramSpec(opts("deny", "--files0-from", reason=_FILE_LIST)),
         **{
-            name: ProgramSpec(_opts("deny", "-c", "--check", value=False, reason=_FILE_LIST))
+            name: ProgramSpec(opts("deny", "-c", "--check", value=False, reason=_FILE_LIST))
             for name in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum")
         },
         "man": ProgramSpec(
             {
-                **_opts("shell", "-P", "--pager", "-H", "--html"),
-                **_opts("deny", "-l", "--local-file", value=False, reason="renders any file"),
+                **opts("shell", "-P", "--pager", "-H", "--html"),
+                **opts("deny", "-l", "--local-file", value=False, reason="renders any file"),
             }
         ),
         "less": ProgramSpec(
-            _opts("deny", "-k", "--lesskey-file", "--lesskey-src", reason="binds commands")
+            opts("deny", "-k", "--lesskey-file", "--lesskey-src", reason="binds commands")
         ),
-        "diff": ProgramSpec(_opts("deny", "--diff-program", reason="runs another program")),
+        "diff": ProgramSpec(opts("deny", "--diff-program", reason="runs another program")),
         "git": ProgramSpec(),
         "tee": ProgramSpec(writes="all"),
-        "tree": ProgramSpec(_opts("write", "-o")),
-        "touch": ProgramSpec(writes="all", options=_opts("read", "-r", "--reference")),
+        "tree": ProgramSpec(opts("write", "-o")),
+        "touch": ProgramSpec(writes="all", options=opts("read", "-r", "--reference")),
         "mkdir": ProgramSpec(writes="all"),
         "rm": ProgramSpec(writes="all"),
         "rmdir": ProgramSpec(writes="all"),
         "truncate": ProgramSpec(writes="all"),
         "shred": ProgramSpec(writes="all"),
         "chmod": ProgramSpec(writes="all"),
-        "cp": ProgramSpec(writes="last", options=_opts("write", "-t", "--target-directory")),
-        "mv": ProgramSpec(writes="all", options=_opts("write", "-t", "--target-directory")),
-        "ln": ProgramSpec(writes="last", options=_opts("write", "-t", "--target-directory")),
-        "install": ProgramSpec(writes="last", options=_opts("write", "-t", "--target-directory")),
+        "cp": ProgramSpec(writes="last", options=opts("write", "-t", "--target-directory")),
+        "mv": ProgramSpec(writes="all", options=opts("write", "-t", "--target-directory")),
+        "ln": ProgramSpec(writes="last", options=opts("write", "-t", "--target-directory")),
+        "install": ProgramSpec(writes="last", options=opts("write", "-t", "--target-directory")),
         "uniq": ProgramSpec(writes="second"),
-        "shuf": ProgramSpec(_opts("write", "-o", "--output")),
+        "shuf": ProgramSpec(opts("write", "-o", "--output")),
         "split": ProgramSpec(writes="second"),
-        "patch": ProgramSpec(_opts("write", "-o", "--output")),
+        "patch": ProgramSpec(opts("write", "-o", "--output")),
         "echo": ProgramSpec(no_paths=True),
-        "printf": ProgramSpec(no_paths=True, options=_opts("deny", "-v", reason="sets a variable")),
+        "printf": ProgramSpec(no_paths=True, options=opts("deny", "-v", reason="sets a variable")),
         "true": ProgramSpec(no_paths=True),
         "false": ProgramSpec(no_paths=True),
         "sleep": ProgramSpec(no_paths=True),
         "seq": ProgramSpec(no_paths=True),
-        "pytest": ProgramSpec(_opts("write", "--junitxml", "--junit-xml", "--result-log")),
+        "pytest": ProgramSpec(opts("write", "--junitxml", "--junit-xml", "--result-log")),
         "python": ProgramSpec(),
         "python3": ProgramSpec(),
     }

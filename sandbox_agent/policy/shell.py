@@ -13,19 +13,18 @@ the real bash grammar and reports, for the engine to judge:
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+from sandbox_agent.policy.words import SOURCE, node_text, static_value
+
 __all__ = ["Redirect", "ShellAnalysis", "SimpleCommand", "Word", "analyze"]
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
-_SOURCE: ContextVar[bytes] = ContextVar("_SOURCE", default=b"")
 _MAX_DEPTH = 8
-_GLOB_CHARS = frozenset("*?[")
 _STATEMENTS = frozenset(
     {
         "program",
@@ -55,21 +54,6 @@ _SUBSTITUTIONS = frozenset(
     }
 )
 _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "variable_name", "file_descriptor"})
-_ANSI_ESCAPES = {
-    "n": "\n",
-    "t": "\t",
-    "r": "\r",
-    "a": "\a",
-    "b": "\b",
-    "e": "\x1b",
-    "E": "\x1b",
-    "f": "\f",
-    "v": "\v",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
-    "?": "?",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +123,13 @@ def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
     if tree.root_node.has_error:
         result.problems.append("the command does not parse as bash; fix the quoting or syntax")
         return result
-    token = _SOURCE.set(source)
+    token = SOURCE.set(source)
     try:
         _Walker(result).statement(tree.root_node)
     except RecursionError:
         result.problems.append("the command is nested too deeply to analyse")
     finally:
-        _SOURCE.reset(token)
+        SOURCE.reset(token)
     return result
 
 
@@ -208,7 +192,7 @@ class _Walker:
         """``for NAME in ...`` assigns NAME like ``NAME=value`` does."""
         variable = node.child_by_field_name("variable")
         if variable is not None:
-            name = _text(variable)
+            name = node_text(variable)
             self.out.commands.append(SimpleCommand((), ((name, Word(None, name)),)))
 
     def _compound(self, node: Node) -> None:
@@ -221,7 +205,7 @@ class _Walker:
     def _function(self, node: Node) -> None:
         name = node.child_by_field_name("name")
         if name is not None:
-            self.out.functions.add(_text(name))
+            self.out.functions.add(node_text(name))
         body = node.child_by_field_name("body")
         if body is not None:
             self.statement(body)
@@ -279,7 +263,7 @@ class _Walker:
                     words.append(Word(child.type, child.type))
             return words
         if node.type in ("test_operator", "extglob_pattern", "regex"):
-            return [Word(_text(node), _text(node))]
+            return [Word(node_text(node), node_text(node))]
         return [self.word(node)]
 
     def _assignments_only(self, node: Node) -> None:
@@ -290,7 +274,7 @@ class _Walker:
     def _assignment(self, node: Node) -> tuple[str, Word]:
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
-        name = _text(name_node) if name_node is not None else ""
+        name = node_text(name_node) if name_node is not None else ""
         if name_node is not None and name_node.type != "variable_name":
             self.scan(name_node)
             name = "<subscript>"
@@ -330,8 +314,8 @@ class _Walker:
     def word(self, node: Node) -> Word:
         """Quote-remove a word; nested substitutions are analysed as commands too."""
         self.scan(node)
-        source = _text(node)
-        text, glob = _static(node)
+        source = node_text(node)
+        text, glob = static_value(node)
         return Word(text, source, glob)
 
 
@@ -350,114 +334,6 @@ _WORD_KINDS = frozenset(
         "brace_expression",
     }
 )
-
-
-def _text(node: Node) -> str:
-    return _SOURCE.get()[node.start_byte : node.end_byte].decode("utf-8", "replace")
-
-
-def _static(node: Node) -> tuple[str | None, bool]:
-    """The word's value after quote removal and whether it globs; ``None`` if dynamic."""
-    kind = node.type
-    if kind == "word":
-        return _unquoted_word(_text(node))
-    if kind == "number" and node.child_count == 0:
-        return _text(node), False
-    if kind == "raw_string":
-        return _text(node)[1:-1], False
-    if kind == "ansi_c_string":
-        return _ansi_c(_text(node)[2:-1]), False
-    if kind == "string":
-        return _double_quoted(node), False
-    if kind == "concatenation":
-        parts = [_static(child) for child in node.children]
-        if any(text is None for text, _ in parts):
-            return None, False
-        bare = "".join(_text(c) for c in node.children if c.type == "word")
-        brace = "{" in bare and ("," in bare or ".." in bare)
-        return "".join(text or "" for text, _ in parts), brace or any(g for _, g in parts)
-    return None, False
-
-
-def _unquoted_word(raw: str) -> tuple[str, bool]:
-    out: list[str] = []
-    glob = False
-    brace = comma = False
-    i = 0
-    while i < len(raw):
-        ch = raw[i]
-        if ch == "\\" and i + 1 < len(raw):
-            out.append(raw[i + 1])
-            i += 2
-            continue
-        glob = glob or ch in _GLOB_CHARS
-        brace = brace or ch == "{"
-        comma = comma or (brace and (ch == "," or raw.startswith("..", i)))
-        out.append(ch)
-        i += 1
-    return "".join(out), glob or comma
-
-
-def _double_quoted(node: Node) -> str | None:
-    out: list[str] = []
-    for child in node.children:
-        if not child.is_named:
-            continue
-        if child.type != "string_content":
-            return None
-        raw = _text(child)
-        i = 0
-        while i < len(raw):
-            if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
-                if raw[i + 1] != "\n":
-                    out.append(raw[i + 1])
-                i += 2
-                continue
-            out.append(raw[i])
-            i += 1
-    return "".join(out)
-
-
-def _ansi_c(raw: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        if raw[i] != "\\" or i + 1 >= len(raw):
-            out.append(raw[i])
-            i += 1
-            continue
-        ch = raw[i + 1]
-        if ch in _ANSI_ESCAPES:
-            out.append(_ANSI_ESCAPES[ch])
-            i += 2
-        elif ch in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[ch]
-            i = _hex_escape(raw, i + 2, width, out)
-        elif ch in "01234567":
-            j = i + 1
-            while j < len(raw) and j < i + 4 and raw[j] in "01234567":
-                j += 1
-            out.append(chr(int(raw[i + 1 : j], 8) & 0xFF))
-            i = j
-        elif ch == "c" and i + 2 < len(raw):
-            out.append(chr(ord(raw[i + 2]) & 0x1F))
-            i += 3
-        else:
-            out.append("\\" + ch)
-            i += 2
-    return "".join(out)
-
-
-def _hex_escape(raw: str, start: int, width: int, out: list[str]) -> int:
-    j = start
-    while j < len(raw) and j < start + width and raw[j] in "0123456789abcdefABCDEF":
-        j += 1
-    if j == start:
-        out.append("\\" + raw[start - 1])
-        return start
-    value = int(raw[start:j], 16)
-    out.append(chr(value) if value <= 0x10FFFF else "\ufffd")
-    return j
 
 
 def parse_depth_analyze(command: str, depth: int) -> ShellAnalysis:

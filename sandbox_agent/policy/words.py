@@ -1,0 +1,142 @@
+"""Shell words after quote removal, as bash does it for literal words.
+
+``static_value`` turns a tree-sitter word node (word, '...', "...", $'...', concatenations)
+into its value and whether it contains unquoted glob or brace-expansion characters; anything
+bash expands at run time has no static value.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from tree_sitter import Node
+
+__all__ = ["SOURCE", "node_text", "static_value"]
+
+SOURCE: ContextVar[bytes] = ContextVar("SOURCE", default=b"")
+"""The real bytes of the command being walked (the tree is built from an ASCII stand-in)."""
+_GLOB_CHARS = frozenset("*?[")
+_ANSI_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+def node_text(node: Node) -> str:
+    """The source text of a node, read from the real command bytes."""
+    return SOURCE.get()[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def static_value(node: Node) -> tuple[str | None, bool]:
+    """A word's value after quote removal and whether it globs; ``None`` if dynamic."""
+    kind = node.type
+    if kind == "word":
+        return _unquoted_word(node_text(node))
+    if kind == "number" and node.child_count == 0:
+        return node_text(node), False
+    if kind == "raw_string":
+        return node_text(node)[1:-1], False
+    if kind == "ansi_c_string":
+        return _ansi_c(node_text(node)[2:-1]), False
+    if kind == "string":
+        return _double_quoted(node), False
+    if kind == "concatenation":
+        parts = [static_value(child) for child in node.children]
+        if any(text is None for text, _ in parts):
+            return None, False
+        bare = "".join(node_text(c) for c in node.children if c.type == "word")
+        brace = "{" in bare and ("," in bare or ".." in bare)
+        return "".join(text or "" for text, _ in parts), brace or any(g for _, g in parts)
+    return None, False
+
+
+def _unquoted_word(raw: str) -> tuple[str, bool]:
+    out: list[str] = []
+    glob = False
+    brace = comma = False
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1])
+            i += 2
+            continue
+        glob = glob or ch in _GLOB_CHARS
+        brace = brace or ch == "{"
+        comma = comma or (brace and (ch == "," or raw.startswith("..", i)))
+        out.append(ch)
+        i += 1
+    return "".join(out), glob or comma
+
+
+def _double_quoted(node: Node) -> str | None:
+    out: list[str] = []
+    for child in node.children:
+        if not child.is_named:
+            continue
+        if child.type != "string_content":
+            return None
+        raw = node_text(child)
+        i = 0
+        while i < len(raw):
+            if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+                if raw[i + 1] != "\n":
+                    out.append(raw[i + 1])
+                i += 2
+                continue
+            out.append(raw[i])
+            i += 1
+    return "".join(out)
+
+
+def _ansi_c(raw: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        if raw[i] != "\\" or i + 1 >= len(raw):
+            out.append(raw[i])
+            i += 1
+            continue
+        ch = raw[i + 1]
+        if ch in _ANSI_ESCAPES:
+            out.append(_ANSI_ESCAPES[ch])
+            i += 2
+        elif ch in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[ch]
+            i = _hex_escape(raw, i + 2, width, out)
+        elif ch in "01234567":
+            j = i + 1
+            while j < len(raw) and j < i + 4 and raw[j] in "01234567":
+                j += 1
+            out.append(chr(int(raw[i + 1 : j], 8) & 0xFF))
+            i = j
+        elif ch == "c" and i + 2 < len(raw):
+            out.append(chr(ord(raw[i + 2]) & 0x1F))
+            i += 3
+        else:
+            out.append("\\" + ch)
+            i += 2
+    return "".join(out)
+
+
+def _hex_escape(raw: str, start: int, width: int, out: list[str]) -> int:
+    j = start
+    while j < len(raw) and j < start + width and raw[j] in "0123456789abcdefABCDEF":
+        j += 1
+    if j == start:
+        out.append("\\" + raw[start - 1])
+        return start
+    value = int(raw[start:j], 16)
+    out.append(chr(value) if value <= 0x10FFFF else "\ufffd")
+    return j
