@@ -12,6 +12,7 @@ to read this file's source.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import selectors
@@ -87,18 +88,34 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.01)
 
 
-def _spawn(command: str) -> subprocess.Popen[bytes]:
-    """Start ``bash -c command`` in its own process group; retry while the pids limit is hit."""
-    for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6):
+def _popen(command: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=WORKSPACE,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _spawn(command: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``bash -c command`` in its own process group, with a note for the model.
+
+    When the pids limit is hit (a runaway background process), wait a little, then kill every
+    process but PID 1 and this executor, and say so in the note.
+    """
+    for delay in (0.05, 0.1, 0.2, 0.4):
         try:
-            return subprocess.Popen(
-                ["bash", "-c", command],
-                cwd=WORKSPACE,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            return _popen(command), ""
+        except BlockingIOError:
+            time.sleep(delay)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+    for delay in (0.1, 0.2, 0.4, 0.8, 1.6):
+        try:
+            note = "[sandbox: process limit reached; every background process was killed]\n"
+            return _popen(command), note
         except BlockingIOError:
             time.sleep(delay)
     raise _Refused("tool_failed", "cannot start a process: the sandbox's process limit is reached")
@@ -133,8 +150,11 @@ class _Cancelled(Exception):
     """The host closed the channel mid-command (it was interrupted): kill and exit."""
 
 
-def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout: float) -> bool:
-    """Read both pipes until EOF, the timeout (returns True) or a lingering background child.
+def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout: float) -> str:
+    """Read both pipes until EOF (``done``), the timeout (``timeout``) or ``lingering``.
+
+    ``lingering``: the command exited but background children still hold its pipes open;
+    their output can never be delivered, so the caller kills them.
 
     Raises:
         _Cancelled: stdin closed, so nobody waits for the answer any more.
@@ -149,11 +169,11 @@ def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout:
         while len(sel.get_map()) > 1:
             now = time.monotonic()
             if now >= deadline:
-                return True
+                return "timeout"
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_S:
-                break  # a background child holds the pipes open; stop waiting for it
+                return "lingering"
             for key, _ in sel.select(min(deadline - now, 0.1)):
                 if key.fd == 0:
                     _REQUESTS.fill()
@@ -167,24 +187,28 @@ def _pump(proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail], timeout:
                     sel.unregister(key.fd)
     finally:
         sel.close()
-    return False
+    return "done"
 
 
 def op_exec(req: dict[str, Any]) -> dict[str, Any]:
     """Run a bash command with a timeout; keep the head and tail of its output."""
     limit = int(req.get("max_output_bytes", 65536))
     start = time.monotonic()
-    proc = _spawn(req["command"])
+    proc, note = _spawn(req["command"])
     assert proc.stdout is not None
     assert proc.stderr is not None
     out, err = _HeadTail(limit), _HeadTail(limit)
+    err.feed(note.encode())
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     timeout = float(req["timeout_s"])
     try:
-        timed_out = _pump(proc, streams, timeout)
+        outcome = _pump(proc, streams, timeout)
     except _Cancelled:
         _kill_group(proc)
         raise
+    timed_out = outcome == "timeout"
+    if outcome == "lingering":
+        _kill_group(proc)
     if not timed_out:
         # EOF on the pipes comes a moment before the process is reapable: wait for its exit
         # (within the timeout) rather than killing a command that is already finishing.

@@ -124,3 +124,14 @@ def test_interrupted_call_kills_its_command_and_the_sandbox_goes_on(
     )
     assert r.exit_code == 0, "the interrupted command still runs"
     assert "+before the interrupt" in sb.diff()
+
+
+def test_background_child_holding_the_pipes_is_killed_not_waited_for(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo)
+    r = sb.exec("sleep 1000 & echo started; exit 7", timeout_s=600)
+    assert (r.exit_code, r.stdout, r.timed_out) == (7, "started\n", False)
+    detached = sb.exec("sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/pid", timeout_s=60)
+    assert detached.exit_code == 0
+    assert sb.exec("kill -0 $(cat /tmp/pid) && echo running", timeout_s=30).stdout == "running\n"
