@@ -82,7 +82,7 @@ class RuleEngine:
         self._allow_rules = self._rules("commands.allow", cmds.allow)
         self._allow_env = frozenset(cmds.allow_env)
         programs = allowed_programs(policy)
-        shown = ", ".join(programs[:14]) + (", ..." if len(programs) > 14 else "")
+        shown = ", ".join(programs[:10]) + (", ..." if len(programs) > 10 else "")
         self._allowed_text = f"allowed programs include {shown}" if programs else "none is"
 
     def _rules(self, kind: str, texts: tuple[str, ...]) -> list[tuple[Rule, str]]:
@@ -140,6 +140,7 @@ class RuleEngine:
             or self._program_check(facts, unknown_only=False)
             or self._env_check(facts)
             or self._path_check(facts)
+            or self._symlink_check(facts)
             or self._ask_or_allow(facts)
         )
 
@@ -240,6 +241,24 @@ class RuleEngine:
                 denied = self._write_target(raw, resolve(raw, cwd, self.home))
                 if denied:
                     return denied
+        return None
+
+    def _symlink_check(self, facts: CommandFacts) -> Decision | None:
+        """With the host copy at hand, refuse any argument that is a symlink leading outside."""
+        if self.host_workspace is None:
+            return None
+        words = {a for argv in facts.invocations for a in argv[1:] if not a.startswith("-")}
+        words.update(facts.reads, facts.writes)
+        for word in sorted(words):
+            for cwd in self._cwds(facts):
+                resolved = resolve(word, cwd, self.home)
+                if resolved is None or not inside(resolved, self.workspace):
+                    continue
+                rel = relative_to(resolved, self.workspace)
+                if resolve_on_host(self.host_workspace, rel) is None:
+                    return _deny(
+                        f"`{word}` is a symlink that leads outside the repository", _BOUNDARY
+                    )
         return None
 
     def _outside(self, raw: str, resolved: str | None) -> Decision | None:

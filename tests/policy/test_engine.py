@@ -152,3 +152,15 @@ def test_readonly_policy_denies_all_writes(tmp_path: Path) -> None:
     assert engine.check_command("touch notes.txt").decision == "deny"
     assert engine.check_command("git log --oneline").decision == "allow"
     assert engine.check_command("pytest -q > /tmp/out.txt").decision == "allow"
+
+
+def test_shell_arguments_that_are_symlinks_outside_are_refused(
+    policy: Policy, tmp_path: Path
+) -> None:
+    (tmp_path / "passwd").symlink_to("/etc/passwd")
+    (tmp_path / "inner").symlink_to("src")
+    engine = RuleEngine(policy, host_workspace=tmp_path)
+    assert engine.check_command("cat passwd").decision == "deny"
+    assert engine.check_command("grep -n root passwd").decision == "deny"
+    assert engine.check_command("cat inner/app.py").decision == "allow"
+    assert RuleEngine(policy).check_command("cat passwd").decision == "allow"
