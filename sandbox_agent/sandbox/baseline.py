@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -38,6 +39,9 @@ HOST_GIT = (
 """Host git with hooks, fsmonitor, signing and line-ending conversion switched off."""
 
 _BASELINE_MESSAGE = b"sandbox-agent baseline"
+_PLAIN_PATH = re.compile(r'^[^"\x00-\x1f\x7f-\U0010ffff][^\x00-\x1f\x7f-\U0010ffff]*$')
+"""Printable ASCII not starting with a quote: fast-import takes it unquoted."""
+_FLUSH_BYTES = 1 << 20
 
 
 def host_git_env() -> dict[str, str]:
@@ -105,6 +109,7 @@ class BaselineWriter:
         )
         assert self._proc.stdin is not None
         self._out = self._proc.stdin
+        self._pending = bytearray()
         self._out.write(
             b"commit refs/heads/main\ncommitter sandbox-agent <sandbox-agent@localhost> "
             b"946684800 +0000\ndata %d\n%s\n" % (len(_BASELINE_MESSAGE), _BASELINE_MESSAGE)
@@ -112,13 +117,17 @@ class BaselineWriter:
 
     def add(self, name: str, mode: int, data: bytes) -> None:
         """Add one file (``mode`` is a git mode: 100644, 100755 or 120000 for a symlink)."""
-        header = b"M %o inline %s\ndata %d\n" % (mode, quote_path(name), len(data))
+        path = name.encode() if _PLAIN_PATH.match(name) else quote_path(name)
+        self._pending += b"M %o inline %s\ndata %d\n%s\n" % (mode, path, len(data), data)
+        if len(self._pending) >= _FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
         try:
-            self._out.write(header)
-            self._out.write(data)
-            self._out.write(b"\n")
+            self._out.write(self._pending)
         except BrokenPipeError as e:
             raise SandboxError(self._failure(), op="snapshot") from e
+        self._pending.clear()
 
     def _failure(self) -> str:
         self._proc.wait()
@@ -132,6 +141,7 @@ class BaselineWriter:
         Raises:
             SandboxError: fast-import or git failed.
         """
+        self._flush()
         try:
             self._out.write(b"\n")
             self._out.close()

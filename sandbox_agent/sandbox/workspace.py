@@ -101,36 +101,66 @@ def list_files(repo: Path) -> list[str]:
     return sorted(set(names))
 
 
-def _copy_one(src: Path, dst: Path, owner: Owner) -> tuple[int, bytes] | None:
-    """Copy one regular file or symlink (never followed); return its git mode and content."""
-    st = os.lstat(src)
+def current_umask() -> int:
+    """This process's umask, read without changing it (all bits set when unknown)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o777
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    chunks = [os.read(fd, size + 1)]
+    while chunks[-1]:
+        chunks.append(os.read(fd, 1 << 20))
+    return b"".join(chunks)
+
+
+def _copy_one(src: str, dst: str, owner: Owner, umask: int) -> tuple[int, bytes] | None:
+    """Copy one regular file or symlink (never followed); return its git mode and content.
+
+    Plain ``str`` paths and raw ``os`` calls: this runs once per file of the repo.
+    """
+    try:
+        st = os.lstat(src)
+    except FileNotFoundError:
+        return None  # tracked but deleted in the worktree: the deletion is part of the baseline
     if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(src)  # noqa: PTH115 -- str paths: 10,000 files in this loop
+        target = os.readlink(src)  # noqa: PTH115 -- hot loop, see docstring
         os.symlink(target, dst)  # noqa: PTH211
         if owner:
             os.lchown(dst, *owner)
         return 0o120000, os.fsencode(target)
     if not stat.S_ISREG(st.st_mode):
         return None
-    with open(src, "rb") as f:  # noqa: PTH123 -- hot loop
-        data = f.read()
-    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        data = _read_all(fd, st.st_size)
+    finally:
+        os.close(fd)
+    mode = stat.S_IMODE(st.st_mode)
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        if mode & umask:  # the umask stripped some bits at creation: put them back
+            os.fchmod(fd, mode)
         if owner:
             os.fchown(fd, *owner)
     finally:
         os.close(fd)
-    return (0o100755 if st.st_mode & 0o100 else 0o100644), data
+    return (0o100755 if mode & 0o100 else 0o100644), data
 
 
-def _safe_parent(repo: Path, parent: str, cache: dict[str, bool]) -> bool:
+def _safe_parent(repo: str, parent: str, cache: dict[str, bool]) -> bool:
     """Whether ``parent`` is a real directory of ``repo`` (not reached through a symlink)."""
     if parent not in cache:
-        cache[parent] = os.path.realpath(repo / parent) == str(repo / parent)
+        path = f"{repo}/{parent}"
+        cache[parent] = os.path.realpath(path) == path
     return cache[parent]
 
 
@@ -144,16 +174,18 @@ def copy_tree(
     Returns:
         The number of entries copied.
     """
+    src_root, dst_root = str(repo), str(dest)
     safe: dict[str, bool] = {"": True}
     made: set[str] = {""}
     copied = 0
+    umask = current_umask()
     for name in names:
-        parent = os.path.dirname(name)  # noqa: PTH120 -- hot loop over str names
-        if not _safe_parent(repo, parent, safe) or not os.path.lexists(repo / name):
-            continue  # through a symlinked dir, or tracked but deleted (part of the baseline)
+        parent = name.rpartition("/")[0]
+        if not _safe_parent(src_root, parent, safe):
+            continue  # reached through a symlinked directory: never follow it
         if parent not in made:
             _make_dirs(dest, parent, made, owner)
-        entry = _copy_one(repo / name, dest / name, owner)
+        entry = _copy_one(f"{src_root}/{name}", f"{dst_root}/{name}", owner, umask)
         if entry is not None:
             writer.add(name, *entry)
             copied += 1
