@@ -7,13 +7,12 @@ global config are all switched off, and the identity is fixed.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import subprocess
 from pathlib import Path
 
 from sandbox_agent.errors import SandboxError, UserError
+from sandbox_agent.sandbox.packwriter import PackWriter
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "sandbox-agent",
@@ -39,9 +38,6 @@ HOST_GIT = (
 """Host git with hooks, fsmonitor, signing and line-ending conversion switched off."""
 
 _BASELINE_MESSAGE = b"sandbox-agent baseline"
-_PLAIN_PATH = re.compile(r'^[^"\x00-\x1f\x7f-\U0010ffff][^\x00-\x1f\x7f-\U0010ffff]*$')
-"""Printable ASCII not starting with a quote: fast-import takes it unquoted."""
-_FLUSH_BYTES = 1 << 20
 
 
 def host_git_env() -> dict[str, str]:
@@ -76,81 +72,29 @@ def host_git(cwd: Path, *args: str) -> bytes:
     return done.stdout
 
 
-def quote_path(path: str) -> bytes:
-    """C-style quote a path for ``git fast-import`` (accepted for every path)."""
-    out = bytearray(b'"')
-    for byte in path.encode("utf-8", "surrogateescape"):
-        if byte in (0x22, 0x5C):
-            out += b"\\" + bytes([byte])
-        elif 0x20 <= byte < 0x7F:
-            out.append(byte)
-        else:
-            out += b"\\%03o" % byte
-    out += b'"'
-    return bytes(out)
-
-
 class BaselineWriter:
-    """Streams files into ``git fast-import`` as the baseline commit: one pack, no loose objects.
+    """Builds the baseline commit of a fresh copy while its files are being copied.
 
-    Writing 10,000 loose objects with ``git add`` costs about a second on a slow disk; one
-    fast-import pack costs a fraction, and it runs beside the copy on another CPU.
+    Every file goes into one pack written in-process (:class:`PackWriter`); the index is then
+    made by ``git read-tree`` and ``git update-index --refresh``, before any container exists.
     """
 
     def __init__(self, copy: Path) -> None:
         self._copy = copy
         host_git(copy, "init", "-q", "-b", "main")
-        self._proc = subprocess.Popen(
-            [*HOST_GIT, "fast-import", "--quiet", "--date-format=raw"],
-            cwd=copy,
-            env=host_git_env(),
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        assert self._proc.stdin is not None
-        self._out = self._proc.stdin
-        self._pending = bytearray()
-        self._out.write(
-            b"commit refs/heads/main\ncommitter sandbox-agent <sandbox-agent@localhost> "
-            b"946684800 +0000\ndata %d\n%s\n" % (len(_BASELINE_MESSAGE), _BASELINE_MESSAGE)
-        )
+        self._pack = PackWriter(copy / ".git")
 
     def add(self, name: str, mode: int, data: bytes) -> None:
         """Add one file (``mode`` is a git mode: 100644, 100755 or 120000 for a symlink)."""
-        path = name.encode() if _PLAIN_PATH.match(name) else quote_path(name)
-        self._pending += b"M %o inline %s\ndata %d\n%s\n" % (mode, path, len(data), data)
-        if len(self._pending) >= _FLUSH_BYTES:
-            self._flush()
-
-    def _flush(self) -> None:
-        try:
-            self._out.write(self._pending)
-        except BrokenPipeError as e:
-            raise SandboxError(self._failure(), op="snapshot") from e
-        self._pending.clear()
-
-    def _failure(self) -> str:
-        self._proc.wait()
-        assert self._proc.stderr is not None
-        err = self._proc.stderr.read().decode("utf-8", "replace").strip()
-        return f"git fast-import failed in {self._copy}: {err}"
+        self._pack.add_file(os.fsencode(name), mode, data)
 
     def finish(self) -> str:
-        """End the commit, build the index and return the baseline sha.
+        """Write the commit, build the index and return the baseline sha.
 
         Raises:
-            SandboxError: fast-import or git failed.
+            SandboxError: git failed.
         """
-        self._flush()
-        try:
-            self._out.write(b"\n")
-            self._out.close()
-        except BrokenPipeError as e:
-            raise SandboxError(self._failure(), op="snapshot") from e
-        if self._proc.wait() != 0:
-            raise SandboxError(self._failure(), op="snapshot")
-        if self._proc.stderr is not None:
-            self._proc.stderr.close()
+        sha = self._pack.finish(_BASELINE_MESSAGE)
         host_git(self._copy, "read-tree", "main")
         subprocess.run(
             [*HOST_GIT, "update-index", "-q", "--refresh"],
@@ -159,14 +103,8 @@ class BaselineWriter:
             capture_output=True,
             check=False,
         )
-        return host_git(self._copy, "rev-parse", "HEAD").decode().strip()
+        return sha
 
     def abort(self) -> None:
-        """Stop fast-import (on a failed copy)."""
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(BrokenPipeError):
-                    stream.close()
+        """Drop the half-written pack (on a failed copy)."""
+        self._pack.abort()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.sandbox.baseline import quote_path
 from sandbox_agent.sandbox.workspace import (
     OWNER_FILE,
     WORKSPACE_PREFIX,
@@ -113,20 +112,36 @@ def test_files_under_a_symlinked_directory_are_not_followed(tmp_path: Path) -> N
 def test_odd_file_names_survive_the_baseline(tmp_path: Path) -> None:
     plain = tmp_path / "odd"
     plain.mkdir()
-    names = ["sp ace.txt", 'quo"te.txt', "back\\slash.txt", "uni-ç.txt", "new\nline.txt"]
+    names = ["sp ace.txt", 'quo"te.txt', "back\\slash.txt", "uni-ç.txt", "new\nline.txt", "a.b"]
     for name in names:
         (plain / name).write_text(name)
+    (plain / "a").mkdir()  # tree order: "a.b" sorts before the directory "a" ("a/")
+    (plain / "a" / "x").write_text("x")
+    (plain / "a-b").write_text("dash")
+    (plain / "same1").write_text("same content")
+    (plain / "same2").write_text("same content")
+    (plain / "empty").write_text("")
     ws = snapshot(plain, run_id="odd", workspace_root=tmp_path / "ws")
     try:
         listed = git(ws.repo, "-c", "core.quotePath=false", "ls-files", "-z").split("\0")
-        assert sorted(n for n in listed if n) == sorted(names)
+        expected = [*names, "a/x", "a-b", "same1", "same2", "empty"]
+        assert sorted(n for n in listed if n) == sorted(expected)
         assert git(ws.repo, "status", "--porcelain") == ""
+        git(ws.repo, "fsck", "--full", "--strict")
     finally:
         remove_workspace(ws.root)
 
 
-def test_quote_path_escapes_for_fast_import() -> None:
-    assert quote_path('a"b\\c\nd é') == b'"a\\"b\\\\c\\012d \\303\\251"'
+def test_baseline_pack_passes_fsck(sample_repo: Path, tmp_path: Path) -> None:
+    ws = snapshot(sample_repo, run_id="fsck", workspace_root=tmp_path / "ws")
+    try:
+        git(ws.repo, "fsck", "--full", "--strict")
+        assert git(ws.repo, "log", "--format=%an <%ae> %s") == (
+            "sandbox-agent <sandbox-agent@localhost> sandbox-agent baseline\n"
+        )
+        assert git(ws.repo, "cat-file", "-p", "HEAD:link_inside") == "README.md"
+    finally:
+        remove_workspace(ws.root)
 
 
 def test_missing_repo_is_a_user_error(tmp_path: Path) -> None:
