@@ -1,0 +1,257 @@
+"""Differential check against real bash: an allowed command runs no program the engine missed.
+
+Every program name in the sandbox image's PATH is replaced by a stub that logs its name (and,
+for programs that start others, then runs the real one). Each command the engine allows is run
+with real ``bash -c`` in a network-less container; every program bash actually started must be
+one the engine saw and judged.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+from docker.models.containers import Container
+
+from sandbox_agent.policy.commands import collect_facts
+from sandbox_agent.policy.config import load_policy
+from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.sandbox import engine as docker_engine
+from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from tests.policy.corpus import ALLOW, DENY
+from tests.sandbox.conftest import OWNER
+
+pytestmark = pytest.mark.docker
+
+LOGGED = [
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "nl",
+    "ls",
+    "tree",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "diff",
+    "cmp",
+    "comm",
+    "column",
+    "file",
+    "stat",
+    "du",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "od",
+    "md5sum",
+    "sha256sum",
+    "which",
+    "date",
+    "sleep",
+    "seq",
+    "jq",
+    "mkdir",
+    "touch",
+    "cp",
+    "mv",
+    "rm",
+    "tee",
+    "pytest",
+    "python",
+    "python3",
+    "curl",
+    "wget",
+    "id",
+    "nc",
+    "perl",
+    "node",
+    "sudo",
+    "su",
+    "make",
+    "less",
+    "man",
+    "zip",
+    "rsync",
+    "ssh",
+    "dd",
+    "base64",
+    "whoami",
+    "vim",
+    "nohup",
+    "stdbuf",
+]
+PASSTHROUGH = ["bash", "sh", "timeout", "nice", "env", "find", "xargs", "git", "sed", "awk", "tar"]
+SOUP = [
+    "git",
+    "status",
+    "diff",
+    "log",
+    "cat",
+    "ls",
+    "grep",
+    "-n",
+    "-r",
+    "src",
+    ".",
+    "|",
+    "&&",
+    ";",
+    "||",
+    "(",
+    ")",
+    "{",
+    "}",
+    "$(",
+    ")",
+    "`",
+    "echo",
+    "bash",
+    "-c",
+    "sh",
+    "timeout",
+    "5",
+    "find",
+    "-exec",
+    "{}",
+    "+",
+    "\\;",
+    "sed",
+    "-n",
+    "1p",
+    "awk",
+    "'{print}'",
+    "'curl",
+    "x'",
+    '"id"',
+    ">",
+    "/tmp/o",
+    "2>&1",
+    "<",
+    "src/app.py",
+    "<<<",
+    "x",
+    "$'\\x69d'",
+    "tee",
+    "a.txt",
+    "xargs",
+    "env",
+    "nice",
+    "-n",
+    "1",
+    "command",
+    "-v",
+    "time",
+    "pytest",
+    "-q",
+]
+
+SETUP = r"""
+set -e
+mkdir -p /stubs /out /workspace/src /workspace/tests
+cd /workspace
+printf 'def main():\n    return 1\n' > src/app.py
+cp src/app.py src/old.py
+printf 'a\nb\n' > a.txt; cp a.txt b.txt; cp a.txt data.txt; printf 'x,y\n' > data.csv
+printf '{"name": "x"}\n' > package.json; printf 'hi\n' > README.md
+git init -q . && git add -A && git -c user.email=a@b -c user.name=a commit -qm base
+for name in $LOGGED; do
+  printf '#!/bin/bash\necho "${0##*/}" >> "$LOG"\n' > /stubs/$name
+done
+for name in $PASSTHROUGH; do
+  real=$(command -v $name)
+  printf '#!/bin/bash\necho "${0##*/}" >> "$LOG"\nexec %s "$@"\n' "$real" > /stubs/$name
+done
+chmod +x /stubs/*
+"""
+
+RUN = r"""
+cd /workspace
+for f in /out/cmd_*; do
+  i=${f##*_}
+  env -i LOG=/out/log_$i PATH=/stubs HOME=/home/agent /usr/bin/timeout 5 /bin/bash -c "$(cat $f)" \
+    </dev/null >/dev/null 2>&1 || true
+  touch /out/log_$i
+done
+"""
+
+
+@pytest.fixture(scope="module")
+def container(docker_client: docker.DockerClient) -> Iterator[Container]:
+    name = f"policy-diff-{socket.gethostname()}"[:60]
+    box = docker_client.containers.run(
+        DEFAULT_IMAGE,
+        ["sleep", "600"],
+        detach=True,
+        network_disabled=True,
+        user="root",
+        labels={docker_engine.OWNER_LABEL: OWNER},
+        name=name,
+        environment={"LOGGED": " ".join(LOGGED), "PASSTHROUGH": " ".join(PASSTHROUGH)},
+    )
+    try:
+        result = box.exec_run(["bash", "-c", SETUP])
+        assert result.exit_code == 0, result.output.decode()
+        yield box
+    finally:
+        box.remove(force=True)
+
+
+def candidates() -> list[str]:
+    rng = random.Random(4)
+    soup = [" ".join(rng.choices(SOUP, k=rng.randint(1, 9))) for _ in range(6000)]
+    return [c for c, _ in ALLOW] + [c for c, _ in DENY] + soup
+
+
+def test_allowed_commands_run_only_programs_the_engine_saw(
+    container: Container, tmp_path: Path
+) -> None:
+    engine = RuleEngine(load_policy(tmp_path).policy)
+    allowed = sorted({c for c in candidates() if engine.check_command(c).decision == "allow"})
+    assert len(allowed) >= 80
+    ran = run_in_bash(container, [*CONTROLS, *allowed])
+    for (command, expected), programs in zip(CONTROLS.items(), ran, strict=False):
+        assert expected <= programs, f"the harness did not see {command!r} run {expected}"
+    missed = []
+    for command, programs in zip(allowed, ran[len(CONTROLS) :], strict=True):
+        seen = {argv[0] for argv in collect_facts(command).invocations}
+        if not programs <= seen:
+            missed.append((command, sorted(programs - seen)))
+    assert not missed, missed
+
+
+CONTROLS = {
+    "bash -c 'curl x'": {"bash", "curl"},
+    "find . -maxdepth 0 -exec id \\;": {"find", "id"},
+    "git -c alias.x='!id' x": {"git", "id"},
+    "echo x | sed 'e whoami'": {"sed", "whoami"},
+}
+"""Denied commands whose programs the stubs must log: proof that the harness sees executions."""
+
+
+def run_in_bash(container: Container, commands: list[str]) -> list[set[str]]:
+    """Run each command with real ``bash -c`` in the container; the programs each started."""
+    script = "rm -f /out/*\n" + "".join(
+        f"printf %s {shlex.quote(c)} > /out/cmd_{i:05d}\n" for i, c in enumerate(commands)
+    )
+    setup = container.exec_run(["bash", "-c", script])
+    assert setup.exit_code == 0, setup.output.decode()
+    assert container.exec_run(["bash", "-c", RUN]).exit_code == 0
+    dump = container.exec_run(
+        ["bash", "-c", 'for f in /out/log_*; do echo "=="; cat "$f"; done']
+    ).output.decode()
+    logs = [set(chunk.split()) for chunk in dump.split("==")[1:]]
+    assert len(logs) == len(commands)
+    return logs
