@@ -203,7 +203,7 @@ def container(docker_client: docker.DockerClient) -> Iterator[Container]:
     )
     try:
         result = box.exec_run(["bash", "-c", SETUP])
-        assert result.exit_code == 0, result.output.decode()
+        assert result.exit_code == 0, _text(result.output)
         yield box
     finally:
         box.remove(force=True)
@@ -247,11 +247,18 @@ def run_in_bash(container: Container, commands: list[str]) -> list[set[str]]:
         f"printf %s {shlex.quote(c)} > /out/cmd_{i:05d}\n" for i, c in enumerate(commands)
     )
     setup = container.exec_run(["bash", "-c", script])
-    assert setup.exit_code == 0, setup.output.decode()
+    assert setup.exit_code == 0, _text(setup.output)
     assert container.exec_run(["bash", "-c", RUN]).exit_code == 0
-    dump = container.exec_run(
-        ["bash", "-c", 'for f in /out/log_*; do echo "=="; cat "$f"; done']
-    ).output.decode()
+    dump = _text(
+        container.exec_run(
+            ["bash", "-c", 'for f in /out/log_*; do echo "=="; cat "$f"; done']
+        ).output
+    )
     logs = [set(chunk.split()) for chunk in dump.split("==")[1:]]
     assert len(logs) == len(commands)
     return logs
+
+
+def _text(output: bytes | Iterator[bytes]) -> str:
+    data = output if isinstance(output, bytes) else b"".join(output)
+    return data.decode("utf-8", "replace")
