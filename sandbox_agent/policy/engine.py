@@ -331,15 +331,21 @@ class RuleEngine:
         rel = relative_to(resolved, self.workspace)
         if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
             return _deny(f"`{path}` is a symlink that leads outside the repository", _BOUNDARY)
-        if write:
-            denied = self._writable(path, rel)
-            if denied:
-                return denied
-            return Decision(decision="allow", rule="paths.write", reason="the path is writable")
-        for pattern in self.policy.paths.read:
+        key = "write" if write else "read"
+        denied = self._writable(path, rel) if write else None
+        return (
+            denied
+            or self._glob_allow(key, rel)
+            or _deny(f"`{path}` is not {key}able under this policy (paths.{key})", None)
+        )
+
+    def _glob_allow(self, key: str, rel: str) -> Decision | None:
+        for pattern in getattr(self.policy.paths, key):
             if glob_match(rel, pattern):
-                origin = self.policy.origin("paths.read", pattern)
+                origin = self.policy.origin(f"paths.{key}", pattern)
                 return Decision(
-                    decision="allow", rule=f"{origin}: {pattern}", reason="the path is readable"
+                    decision="allow",
+                    rule=f"{origin}: {pattern}",
+                    reason=f"`{rel}` matches paths.{key}",
                 )
-        return _deny(f"`{path}` is not readable under this policy (paths.read)", None)
+        return None

@@ -2,7 +2,8 @@
 
 ``static_value`` turns a tree-sitter word node (word, '...', "...", $'...', concatenations)
 into its value and whether it contains unquoted glob or brace-expansion characters; anything
-bash expands at run time has no static value.
+bash expands at run time has no static value, except the numeric special parameters ``$?``,
+``$#``, ``$$`` and ``$!``, which stand for the literal ``0``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def static_value(node: Node) -> tuple[str | None, bool]:
         return _ansi_c(node_text(node)[2:-1]), False
     if kind == "string":
         return _double_quoted(node), False
+    if _numeric_parameter(node):
+        return "0", False
     if kind == "concatenation":
         parts = [static_value(child) for child in node.children]
         if any(text is None for text, _ in parts):
@@ -80,10 +83,21 @@ def _unquoted_word(raw: str) -> tuple[str, bool]:
     return "".join(out), glob or comma
 
 
+def _numeric_parameter(node: Node) -> bool:
+    """``$?``, ``$#``, ``$$``, ``$!``: always a number, so as safe as a literal ``0``."""
+    if node.type != "simple_expansion" or node.named_child_count != 1:
+        return False
+    child = node.named_children[0]
+    return child.type == "special_variable_name" and node_text(child) in ("?", "#", "$", "!")
+
+
 def _double_quoted(node: Node) -> str | None:
     out: list[str] = []
     for child in node.children:
         if not child.is_named:
+            continue
+        if _numeric_parameter(child):
+            out.append("0")
             continue
         if child.type != "string_content":
             return None

@@ -282,4 +282,5 @@ ALLOW: list[tuple[str, str]] = [
     ("echo $'tab\\there'", "ANSI-C quoted literal"),
     ("wc -l ./*.py src/*.py", "globs that cannot start with a dash"),
     ("cat src/app.{py,txt}", "brace expansion inside the workspace"),
+    ('pytest -q; echo "exit code: $?"', "numeric special parameter"),
 ]

@@ -53,7 +53,9 @@ def test_quote_removal_matches_bash(word: str, text: str) -> None:
     assert argvs(f"echo {word}") == [["echo", text]]
 
 
-@pytest.mark.parametrize("word", ["$x", "${x}", '"$x"', "$(a)", "`a`", "a$x", '$"t"'])
+@pytest.mark.parametrize(
+    "word", ["$x", "${x}", '"$x"', "$(a)", "`a`", "a$x", '$"t"', "$-", "$0", "$1", "$@", "$*"]
+)
 def test_expansions_are_dynamic(word: str) -> None:
     commands = [c for c in analyze(f"echo {word}").commands if c.argv and c.argv[0].text]
     assert commands[-1].argv[1].text is None
