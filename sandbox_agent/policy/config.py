@@ -34,6 +34,7 @@ from sandbox_agent.policy.model import (
 
 __all__ = [
     "REPO_POLICY_NAME",
+    "UNTRUSTED",
     "BudgetSection",
     "CommandsSection",
     "GateSection",
@@ -50,6 +51,8 @@ __all__ = [
 ]
 
 REPO_POLICY_NAME = ".sandbox-agent.toml"
+UNTRUSTED = "(untrusted)"
+"""Appended to the origin of a layer that may only tighten (its ask rules never admit)."""
 _MAX_CHAIN = 16
 
 
@@ -149,13 +152,14 @@ def _layers(
         layers += _chain(repo_file, f"repo {REPO_POLICY_NAME}", trusted, errors, repo=repo)
     if policy_file is not None:
         layers += _chain(policy_file, f"file {policy_file}", True, errors)
-    seen: set[Path] = set()
-    unique = []
+    unique: dict[Path, _Layer] = {}
     for layer in layers:
-        if layer.path not in seen:
-            seen.add(layer.path)
-            unique.append(layer)
-    return unique
+        first = unique.get(layer.path)
+        if first is None:
+            unique[layer.path] = layer
+        elif layer.trusted and not first.trusted:  # the user named the repo's file: trust it
+            unique[layer.path] = _Layer(first.path, first.parsed, layer.origin, True)
+    return list(unique.values())
 
 
 def _chain(
@@ -189,6 +193,8 @@ def _chain(
             label = f"preset {real.stem}"
         elif current != path:
             label = f"repo {_relative(real, repo)}" if repo is not None else f"file {current}"
+        if not (trusted or is_preset):
+            label += f" {UNTRUSTED}"
         chain.insert(0, _Layer(real, parsed, label, trusted or is_preset))
         current = _extends_target(parsed, current, read[1], errors) if parsed.extends else None
     return chain

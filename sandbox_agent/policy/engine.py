@@ -31,6 +31,7 @@ __all__ = ["RuleEngine", "allowed_programs"]
 _BOUNDARY = "built-in: workspace boundary"
 _STATIC = "built-in: static analysis"
 _MAX_CWDS = 16
+_UNTRUSTED = "(untrusted)"
 
 
 _FIRST = ("git", "pytest", "python", "python3", "rg", "grep", "cat", "sed", "ls", "find", "npm")
@@ -79,6 +80,10 @@ class RuleEngine:
         cmds = policy.commands
         self._deny_rules = self._rules("commands.deny", cmds.deny)
         self._ask_rules = self._rules("commands.ask", cmds.ask)
+        self._admitting_ask_rules = [
+            (rule, origin) for rule, origin in self._ask_rules if not origin.endswith(_UNTRUSTED)
+        ]
+        """Ask rules that admit a program no allow rule admits (an untrusted one only tightens)."""
         self._allow_rules = self._rules("commands.allow", cmds.allow)
         self._allow_env = frozenset(cmds.allow_env)
         programs = allowed_programs(policy)
@@ -177,7 +182,7 @@ class RuleEngine:
     def _program_check(self, facts: CommandFacts, *, unknown_only: bool) -> Decision | None:
         """Deny the first program no ask/allow rule admits (``unknown_only``: no rule names it)."""
         for argv in facts.invocations:
-            if self._first(self._ask_rules, argv, normalised=True):
+            if self._first(self._admitting_ask_rules, argv, normalised=True):
                 continue
             if self._first(self._allow_rules, argv, normalised=False):
                 continue

@@ -87,7 +87,7 @@ def test_untrusted_repo_policy_only_tightens(tmp_path: Path) -> None:
         assert what in ignored
     engine = RuleEngine(policy)
     assert engine.check_command("curl x").decision == "deny"
-    assert engine.check_command("git log").rule == f"repo {REPO_POLICY_NAME}: git log"
+    assert engine.check_command("git log").rule == f"repo {REPO_POLICY_NAME} (untrusted): git log"
 
 
 def test_trusted_repo_policy_may_loosen(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_to_record_has_the_effective_policy(tmp_path: Path) -> None:
     record = loaded.to_record()
     assert record["sha256"] == loaded.sha256
     assert record["effective"]["budget"]["max_steps"] == 10
-    assert record["sources"][-1] == f"repo {REPO_POLICY_NAME}"
+    assert record["sources"][-1] == f"repo {REPO_POLICY_NAME} (untrusted)"
     assert record["warnings"]
     assert "origins" not in record["effective"]
 
@@ -191,3 +191,23 @@ def test_schema_forbids_unknown_keys() -> None:
     assert {"extends", "commands", "paths", "sandbox", "budget", "gate", "setup"} <= set(
         schema["properties"]
     )
+
+
+def test_untrusted_ask_rules_only_tighten(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / REPO_POLICY_NAME).write_text('[commands]\nask = ["curl", "git log"]\n')
+    engine = RuleEngine(load_policy(repo).policy)
+    assert engine.check_command("curl x").decision == "deny"
+    asked = engine.check_command("git log -1")
+    assert asked.decision == "ask"
+    assert asked.rule == f"repo {REPO_POLICY_NAME} (untrusted): git log"
+    trusted = RuleEngine(load_policy(repo, trust_repo_policy=True).policy)
+    assert trusted.check_command("curl x").decision == "ask"
+
+
+def test_naming_the_repo_file_with_policy_trusts_it(tmp_path: Path) -> None:
+    repo = _repo_with(tmp_path, "tighten.toml")
+    loaded = load_policy(repo, repo / REPO_POLICY_NAME)
+    assert "curl" in loaded.policy.commands.allow
+    assert loaded.warnings == ()
