@@ -22,6 +22,7 @@ from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.sandbox.workspace import Owner, remove_workspace
 from sandbox_agent.types import Frozen
@@ -141,15 +142,28 @@ def container_kwargs(
 def start_container(
     client: docker.DockerClient, kwargs: dict[str, Any], out: dict[str, Any]
 ) -> None:
-    """Thread body: create and start the container; put its id or the error in ``out``."""
+    """Thread body: create and start the container and its executor channel.
+
+    Puts ``id`` and ``channel`` in ``out``, or ``error`` (a ``SandboxError``).
+    """
     try:
         container = client.containers.create(**{k: v for k, v in kwargs.items() if k != "detach"})
         out["id"] = container.id
         container.start()
-    except docker.errors.ImageNotFound as e:
-        out["error"] = SandboxError(f"image {kwargs['image']} disappeared: {e}", op="start")
+        channel = ExecutorChannel(
+            client.api, str(container.id), user=kwargs["user"], env=CONTAINER_ENV
+        )
+        out["channel"] = channel
+        channel.request({"op": "ping"}, timeout_s=60)
     except docker.errors.DockerException as e:
-        out["error"] = SandboxError(f"could not start the container: {e}", op="start")
+        hint = " (the image must provide python3)" if "python3" in str(e) else ""
+        out["error"] = SandboxError(f"could not start the container{hint}: {e}", op="start")
+    except SandboxError as e:
+        out["error"] = e
+    except ChannelClosedError as e:
+        state = engine.container_state(client.api, str(out["id"]))
+        reason = engine.describe_death(state) if not state.get("Running") else str(e)
+        out["error"] = SandboxError(f"the executor did not start: {reason}", op="start")
 
 
 def cleanup_failed_start(
@@ -162,6 +176,9 @@ def cleanup_failed_start(
     try:
         if starter.is_alive():
             starter.join(timeout=120)
+        channel = started.get("channel")
+        if channel is not None:
+            channel.close()
         container_id = started.get("id")
         if container_id:
             with contextlib.suppress(SandboxError):

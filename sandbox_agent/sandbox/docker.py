@@ -72,6 +72,7 @@ class DockerSandbox:
         *,
         user: str,
         config: DockerSandboxConfig,
+        channel: ExecutorChannel | None = None,
     ) -> None:
         self._client = client
         self.container_id = container_id
@@ -82,7 +83,7 @@ class DockerSandbox:
         """Sha of the commit ``diff()`` compares against."""
         self._lock = threading.RLock()
         self._closed = False
-        self._channel = self._open_channel()
+        self._channel = channel or self._open_channel()
         _LIVE.add(self)
 
     @property
@@ -134,7 +135,9 @@ class DockerSandbox:
                 starter.join()
             if "error" in started:
                 raise started["error"]
-            return cls(client, started["id"], ws, user=user, config=config)
+            return cls(
+                client, started["id"], ws, user=user, config=config, channel=started["channel"]
+            )
         except BaseException:
             cleanup_failed_start(client, starter, started, root)
             raise
