@@ -45,6 +45,7 @@ _STATEMENTS = frozenset(
 _TEST_EXPRESSIONS = frozenset(
     {"unary_expression", "binary_expression", "parenthesized_expression", "negated_expression"}
 )
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SUBSTITUTIONS = frozenset(
     {
         "command_substitution",
@@ -82,11 +83,10 @@ class Redirect:
 
 @dataclass(frozen=True, slots=True)
 class SimpleCommand:
-    """A simple command: assignments in front, the argv words, and its own redirections."""
+    """A simple command: assignments in front and the argv words (redirections are separate)."""
 
     argv: tuple[Word, ...]
     assignments: tuple[tuple[str, Word], ...] = ()
-    redirects: tuple[Redirect, ...] = ()
 
 
 @dataclass
@@ -179,8 +179,8 @@ class _Walker:
             return
         elif kind in _WORD_KINDS or kind in _SUBSTITUTIONS:
             self.scan(node)
-        elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-            self.out.redirects.append(self._redirect(node))
+        elif kind in _REDIRECTS:
+            self.out.problems.extend("words after a redirection" for _ in self._redirect(node)[:1])
         else:
             self.out.problems.append(f"the shell construct `{kind}` is not supported here")
 
@@ -212,33 +212,36 @@ class _Walker:
 
     def _redirected(self, node: Node) -> None:
         body = node.child_by_field_name("body")
-        own: list[Redirect] = []
+        extra: list[Word] = []
         for child in node.children:
-            if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                own.append(self._redirect(child))
+            if child.type in _REDIRECTS:
+                extra += self._redirect(child)
             elif child.is_named and (body is None or child != body):
                 self.statement(child)
-        self.out.redirects.extend(own)
-        if body is not None:
+        if body is not None and body.type == "command":
+            self._command(body, extra)
+        elif body is not None:
+            if extra:
+                self.out.problems.append("words after a redirection of a compound command")
             self.statement(body)
 
-    def _command(self, node: Node) -> None:
+    def _command(self, node: Node, extra: list[Word] | None = None) -> None:
+        """A simple command; ``extra`` are its words tree-sitter filed under a redirection."""
         assignments: list[tuple[str, Word]] = []
         argv: list[Word] = []
-        redirects: list[Redirect] = []
         for child in node.children:
             if child.type == "variable_assignment":
                 assignments.append(self._assignment(child))
             elif child.type == "command_name":
                 argv.extend(self.word(c) for c in child.named_children)
-            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                redirects.append(self._redirect(child))
+            elif child.type in _REDIRECTS:
+                argv += self._redirect(child)
             elif child.is_named:
                 argv.append(self.word(child))
             elif child.type == "$":
                 argv.append(Word(None, "$"))
-        self.out.redirects.extend(redirects)
-        self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments), tuple(redirects)))
+        argv += extra or []
+        self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
 
     def _pseudo_command(self, node: Node) -> None:
         """``export``/``declare``/``unset``/``[[``: a command named by its keyword."""
@@ -281,25 +284,40 @@ class _Walker:
         value = self.word(value_node) if value_node is not None else Word("", "")
         return name, value
 
-    def _redirect(self, node: Node) -> Redirect:
+    def _redirect(self, node: Node) -> list[Word]:
+        """Record a redirection; return the words after its target (they belong to the command).
+
+        tree-sitter files ``cat > out extra`` as a redirect with two words, and puts the rest of
+        the line after ``<<EOF`` (``| curl x``, ``&& y > z``) inside the heredoc redirect.
+        """
+        if node.type == "heredoc_redirect":
+            self._heredoc(node)
+            return []
         op = ""
-        target: Word | None = None
+        words: list[Word] = []
         for child in node.children:
             if not child.is_named:
-                op += child.type
-            elif child.type == "heredoc_body":
-                self.scan(child)
-            elif child.type in ("file_descriptor", "heredoc_start", "heredoc_end"):
+                op += child.type if not words else ""
+            elif child.type == "file_descriptor":
                 continue
             else:
-                target = self.word(child)
-        if node.type == "heredoc_redirect":
-            return Redirect("<<", None)
-        if op.endswith("&") and target is not None and (target.text or "").isdigit():
-            return Redirect(op, None)
-        if target is not None and target.text == "-" and op.endswith("&"):
-            return Redirect(op, None)
-        return Redirect(op, target)
+                words.append(self.word(child))
+        target = words[0] if words else None
+        duplicate = target is not None and ((target.text or "").isdigit() or target.text == "-")
+        self.out.redirects.append(Redirect(op, None if op.endswith("&") and duplicate else target))
+        return words[1:]
+
+    def _heredoc(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "heredoc_body":
+                self.scan(child)
+            elif child.type in _REDIRECTS:
+                self.out.problems.extend(
+                    "words after a heredoc redirection" for _ in self._redirect(child)[:1]
+                )
+            elif child.type not in ("heredoc_start", "heredoc_end"):
+                self.statement(child)
+        self.out.redirects.append(Redirect("<<", None))
 
     def scan(self, node: Node) -> None:
         """Analyse substitutions nested anywhere under ``node`` (a word, a heredoc body)."""

@@ -157,6 +157,7 @@ SOUP = [
     "pytest",
     "-q",
 ]
+SOUP += ["<<EOF", "\nhi\nEOF\n", "<<'EOF'", "> out.txt", "2>/dev/null", "\n", "<<-EOF", "\n\tEOF\n"]
 
 SETUP = r"""
 set -e
