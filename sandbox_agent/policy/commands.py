@@ -15,6 +15,7 @@ from sandbox_agent.policy.paths import expand_braces, looks_like_path
 from sandbox_agent.policy.programs import (
     FOREIGN_SHELLS,
     PROGRAMS,
+    PYTHONS,
     SHELLS,
     WRAPPERS,
     Opt,
@@ -163,6 +164,8 @@ class _Collector:
             self._find(args, depth)
         else:
             self.f.invocations.append((prog, *args))
+            if prog in PYTHONS and len(args) > 1 and args[0] == "-m" and args[1] in PROGRAMS:
+                prog, args = args[1], args[2:]
             self._options(prog, PROGRAMS.get(prog, ProgramSpec()), args, depth)
 
     def _wrapper(self, prog: str, spec: WrapperSpec, args: list[str], depth: int) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "ALIASES",
     "FOREIGN_SHELLS",
     "PROGRAMS",
+    "PYTHONS",
     "SHELLS",
     "WRAPPERS",
     "Effect",
@@ -192,6 +193,9 @@ WRAPPERS: Mapping[str, WrapperSpec] = MappingProxyType(
     }
 )
 
+PYTHONS = frozenset({"python", "python3", "python3.11", "python3.12", "python3.13", "pypy3"})
+"""Interpreters whose ``-m MODULE`` runs a program this table may know (``python -m pytest``)."""
+
 SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
 """Shells whose ``-c`` string is parsed with the bash grammar and checked recursively."""
 FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
@@ -237,7 +241,7 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         },
         "rg": ProgramSpec(
             {
-                **opts("program", "--pre"),
+                **opts("program", "--pre", "--hostname-bin"),
                 **opts("script", "-e", "--regexp"),
                 **opts("script_file", "-f", "--file"),
                 **opts("pattern", *_RG_VALUES),
@@ -339,9 +343,9 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "false": ProgramSpec(no_paths=True),
         "sleep": ProgramSpec(no_paths=True),
         "seq": ProgramSpec(no_paths=True),
-        "pytest": ProgramSpec(opts("write", "--junitxml", "--junit-xml", "--result-log")),
-        "python": ProgramSpec(),
-        "python3": ProgramSpec(),
+        "pytest": ProgramSpec(
+            opts("write", "--junitxml", "--junit-xml", "--result-log", "--log-file", "--report-log")
+        ),
     }
 )
 """Option knowledge by program basename."""

@@ -137,6 +137,9 @@ DENY: list[tuple[str, str]] = [
     ("awk --profile=/tmp/x 'BEGIN{}'", "gawk writes a profile file"),
     ("pytest -o cache_dir=/", "ini override pointing outside"),
     ("pytest --junitxml=tests/report.xml", "report written over a protected path"),
+    ("python -m pytest --junitxml=tests/report.xml", "the same through python -m"),
+    ("pytest --log-file=tests/test_app.py", "log written over a protected test"),
+    ("rg --hostname-bin=./evil.sh foo", "ripgrep runs a hostname program"),
     # environment that changes what a program runs
     ("LD_PRELOAD=/tmp/x.so ls", "LD_PRELOAD"),
     ("PYTHONPATH=/tmp pytest", "PYTHONPATH"),
