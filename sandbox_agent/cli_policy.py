@@ -44,6 +44,9 @@ _Trust = Annotated[
 
 
 def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
+    if not repo.is_dir():
+        typer.echo(f"error: --repo {repo}: not a directory; pass the repository's root", err=True)
+        raise typer.Exit(2)
     try:
         loaded = load_policy(
             repo, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()

@@ -69,6 +69,12 @@ def test_bad_policy_file_exits_2_with_one_line(repo: Path) -> None:
     ]
 
 
+def test_missing_repo_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(policy_app, ["check", "--repo", str(tmp_path / "nope"), "--", "ls"])
+    assert result.exit_code == 2
+    assert "not a directory" in result.stderr
+
+
 def test_untrusted_loosening_is_warned_on_stderr(repo: Path) -> None:
     (repo / ".sandbox-agent.toml").write_text('[commands]\nallow = ["curl"]\n')
     result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--json", "--", "curl x"])
