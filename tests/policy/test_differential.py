@@ -12,7 +12,6 @@ import random
 import shlex
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 
 import docker
 import pytest
@@ -216,13 +215,22 @@ def candidates() -> list[str]:
     return [c for c, _ in ALLOW] + [c for c, _ in DENY] + soup
 
 
+@pytest.fixture(scope="module")
+def allowed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    engine = RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
+    commands = sorted({c for c in candidates() if engine.check_command(c).decision == "allow"})
+    assert len(commands) >= 80
+    return commands
+
+
+@pytest.fixture(scope="module")
+def ran(container: Container, allowed: list[str]) -> list[set[str]]:
+    return run_in_bash(container, [*CONTROLS, *allowed])
+
+
 def test_allowed_commands_run_only_programs_the_engine_saw(
-    container: Container, tmp_path: Path
+    allowed: list[str], ran: list[set[str]]
 ) -> None:
-    engine = RuleEngine(load_policy(tmp_path).policy)
-    allowed = sorted({c for c in candidates() if engine.check_command(c).decision == "allow"})
-    assert len(allowed) >= 80
-    ran = run_in_bash(container, [*CONTROLS, *allowed])
     for (command, expected), programs in zip(CONTROLS.items(), ran, strict=False):
         assert expected <= programs, f"the harness did not see {command!r} run {expected}"
     missed = []
@@ -233,11 +241,24 @@ def test_allowed_commands_run_only_programs_the_engine_saw(
     assert not missed, missed
 
 
+def test_allowed_commands_change_nothing_outside_the_workspace(
+    container: Container, ran: list[set[str]]
+) -> None:
+    """Files created or changed by the run, outside /workspace, /tmp and the harness' /out."""
+    find = (
+        "find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /workspace "
+        "-o -path /tmp -o -path /out \\) -prune -o -newer /out/marker -print"
+    )
+    changed = _text(container.exec_run(["bash", "-c", find]).output).split()
+    assert changed == ["/var/tmp", "/var/tmp/control"], f"only the control may write: {changed}"
+
+
 CONTROLS = {
     "bash -c 'curl x'": {"bash", "curl"},
     "find . -maxdepth 0 -exec id \\;": {"find", "id"},
     "git -c alias.x='!id' x": {"git", "id"},
     "echo x | sed 'e whoami'": {"sed", "whoami"},
+    "echo x > /var/tmp/control": set(),
 }
 """Denied commands whose programs the stubs must log: proof that the harness sees executions."""
 
@@ -247,7 +268,7 @@ def run_in_bash(container: Container, commands: list[str]) -> list[set[str]]:
     script = "rm -f /out/*\n" + "".join(
         f"printf %s {shlex.quote(c)} > /out/cmd_{i:05d}\n" for i, c in enumerate(commands)
     )
-    setup = container.exec_run(["bash", "-c", script])
+    setup = container.exec_run(["bash", "-c", script + "touch /out/marker\n"])
     assert setup.exit_code == 0, _text(setup.output)
     assert container.exec_run(["bash", "-c", RUN]).exit_code == 0
     dump = _text(
