@@ -157,6 +157,7 @@ SOUP = [
     "-q",
 ]
 SOUP += ["<<EOF", "\nhi\nEOF\n", "<<'EOF'", "> out.txt", "2>/dev/null", "\n", "<<-EOF", "\n\tEOF\n"]
+SOUP += [">", ">>", "/etc/w", "../v", "~/u", "/tmp/t", "/proc/self/root/etc/s", "tee", "-a", "cd"]
 
 SETUP = r"""
 set -e
