@@ -51,7 +51,9 @@ def make_repo(root: Path, files: int) -> Path:
     ident = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
-    subprocess.run(["git", *ident, "commit", "-qm", "init"], cwd=repo, check=True, env=env)
+    subprocess.run(
+        ["git", *ident, "-c", "gc.auto=0", "commit", "-qm", "init"], cwd=repo, check=True, env=env
+    )
     return repo
 
 
@@ -60,20 +62,12 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--files", type=int, default=10_000)
-    parser.add_argument("--ready-runs", type=int, default=5)
-    parser.add_argument("--no-memory-workspace", action="store_true")
-    args = parser.parse_args()
-    config = DockerSandboxConfig(workspace_in_memory=not args.no_memory_workspace)
-    client = docker.from_env()
-    rows: list[tuple[str, list[float]]] = []
-    rows.append(
-        ("local bash -c true", timed(lambda: subprocess.run(["bash", "-c", "true"]), args.n))
-    )
+Rows = list[tuple[str, list[float]]]
 
+
+def docker_rows(n: int) -> Rows:
+    """``docker exec`` through the CLI and the SDK's ``exec_run``, on a plain container."""
+    client = docker.from_env()
     helper = client.containers.run(
         DEFAULT_IMAGE,
         ["sleep", "infinity"],
@@ -83,27 +77,28 @@ def main() -> None:
     )
     try:
         cli = ["docker", "exec", str(helper.id), "bash", "-c", "true"]
-        rows.append(("docker CLI exec", timed(lambda: subprocess.run(cli), max(args.n // 4, 20))))
-        rows.append(
-            (
-                "SDK exec_run",
-                timed(lambda: helper.exec_run(["bash", "-c", "true"]), max(args.n // 4, 20)),
-            )
-        )
+        sdk = partial(helper.exec_run, ["bash", "-c", "true"])
+        return [
+            ("docker CLI exec", timed(partial(subprocess.run, cli), n)),
+            ("SDK exec_run", timed(sdk, n)),
+        ]
     finally:
         helper.remove(force=True)
+        client.close()
 
+
+def lifecycle(args: argparse.Namespace, rows: Rows) -> dict[str, list[float]]:
+    """Ready, teardown and idle RSS over ``--ready-runs`` sandboxes; the first one's round trips."""
+    config = DockerSandboxConfig(workspace_in_memory=not args.no_memory_workspace)
+    out: dict[str, list[float]] = {"ready": [], "teardown": [], "idle": []}
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp), args.files)
-        ready, teardown, idle = [], [], []
         for i in range(args.ready_runs):
             gc.collect()
             before = rss_mb()
             start = time.perf_counter()
-            sandbox = DockerSandbox.create(
-                repo, config, run_id=f"bench-{i}", progress=lambda _: None
-            )
-            ready.append(time.perf_counter() - start)
+            sandbox = DockerSandbox.create(repo, config, run_id=f"bench-{i}", progress=print)
+            out["ready"].append(time.perf_counter() - start)
             if i == 0:
                 rows.append(
                     (
@@ -112,25 +107,41 @@ def main() -> None:
                     )
                 )
             gc.collect()
-            idle.append(rss_mb() - before)
+            out["idle"].append(rss_mb() - before)
             start = time.perf_counter()
             sandbox.close()
-            teardown.append(time.perf_counter() - start)
+            out["teardown"].append(time.perf_counter() - start)
+    return out
 
+
+def print_table(rows: Rows, life: dict[str, list[float]], files: int) -> None:
     local = statistics.median(rows[0][1])
     print(f"{'round trip':<22}{'p50 ms':>9}{'p95 ms':>9}{'x local':>9}")
     for name, values in rows:
         p50 = statistics.median(values)
         print(f"{name:<22}{p50 * 1e3:>9.2f}{pct(values, 0.95) * 1e3:>9.2f}{p50 / local:>9.1f}")
     print(f"{'':<22}{'median':>9}{'max':>9}{'target':>9}")
-    print(
-        f"{f'ready s ({args.files} files)':<22}{statistics.median(ready):>9.2f}"
-        f"{max(ready):>9.2f}{'<= 1.5':>9}"
-    )
-    print(
-        f"{'teardown s':<22}{statistics.median(teardown):>9.2f}{max(teardown):>9.2f}{'<= 0.5':>9}"
-    )
-    print(f"{'idle extra RSS MB':<22}{statistics.median(idle):>9.1f}{max(idle):>9.1f}{'<= 30':>9}")
+    for key, label, target in (
+        ("ready", f"ready s ({files} files)", "<= 1.5"),
+        ("teardown", "teardown s", "<= 0.5"),
+        ("idle", "idle extra RSS MB", "<= 30"),
+    ):
+        values = life[key]
+        print(f"{label:<22}{statistics.median(values):>9.2f}{max(values):>9.2f}{target:>9}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--ready-runs", type=int, default=5)
+    parser.add_argument("--no-memory-workspace", action="store_true")
+    args = parser.parse_args()
+    local = partial(subprocess.run, ["bash", "-c", "true"])
+    rows: Rows = [("local bash -c true", timed(local, args.n))]
+    rows += docker_rows(max(args.n // 4, 20))
+    life = lifecycle(args, rows)
+    print_table(rows, life, args.files)
 
 
 if __name__ == "__main__":
