@@ -81,8 +81,8 @@ class _Collector:
     def analysis(self, result: ShellAnalysis, depth: int) -> None:
         self.f.problems.extend(result.problems)
         for redirect in result.redirects:
-            if redirect.target is None:
-                continue
+            if redirect.target is None or redirect.op == "<<<":
+                continue  # a here-string is data; its substitutions were analysed
             target = redirect.target
             if target.text is None:
                 self.f.problems.append(

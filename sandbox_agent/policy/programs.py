@@ -337,6 +337,12 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "shuf": ProgramSpec(opts("write", "-o", "--output")),
         "split": ProgramSpec(writes="second"),
         "patch": ProgramSpec(opts("write", "-o", "--output")),
+        **{
+            name: ProgramSpec(
+                opts("deny", "-v", "-R", value=False, reason="evaluates array subscripts as code")
+            )
+            for name in ("[", "test")
+        },
         "echo": ProgramSpec(no_paths=True),
         "printf": ProgramSpec(no_paths=True, options=opts("deny", "-v", reason="sets a variable")),
         "true": ProgramSpec(no_paths=True),

@@ -45,6 +45,14 @@ _STATEMENTS = frozenset(
 _TEST_EXPRESSIONS = frozenset(
     {"unary_expression", "binary_expression", "parenthesized_expression", "negated_expression"}
 )
+_EXPANSION_OPERATORS = frozenset(
+    {"${", "}", "#", "##", "%", "%%", "-", ":-", "+", ":+", "?", ":?", "/", "//", "/#", "/%"}
+    | {"^", "^^", ",", ",,"}
+)
+_EXPANSION_PARTS = frozenset(
+    {"variable_name", "special_variable_name", "word", "string", "raw_string", "regex"}
+    | {"concatenation", "simple_expansion", "expansion", "command_substitution", "number"}
+)
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SUBSTITUTIONS = frozenset(
     {
@@ -291,8 +299,7 @@ class _Walker:
         the line after ``<<EOF`` (``| curl x``, ``&& y > z``) inside the heredoc redirect.
         """
         if node.type == "heredoc_redirect":
-            self._heredoc(node)
-            return []
+            return self._heredoc(node)
         op = ""
         words: list[Word] = []
         for child in node.children:
@@ -307,17 +314,20 @@ class _Walker:
         self.out.redirects.append(Redirect(op, None if op.endswith("&") and duplicate else target))
         return words[1:]
 
-    def _heredoc(self, node: Node) -> None:
+    def _heredoc(self, node: Node) -> list[Word]:
+        """A heredoc; return the command's words that follow ``<<EOF`` on its line."""
+        words: list[Word] = []
         for child in node.named_children:
             if child.type == "heredoc_body":
                 self.scan(child)
             elif child.type in _REDIRECTS:
-                self.out.problems.extend(
-                    "words after a heredoc redirection" for _ in self._redirect(child)[:1]
-                )
+                words += self._redirect(child)
+            elif child.type in _WORD_KINDS or child.type in _SUBSTITUTIONS:
+                words.append(self.word(child))
             elif child.type not in ("heredoc_start", "heredoc_end"):
                 self.statement(child)
         self.out.redirects.append(Redirect("<<", None))
+        return words
 
     def scan(self, node: Node) -> None:
         """Analyse substitutions nested anywhere under ``node`` (a word, a heredoc body)."""
@@ -325,6 +335,11 @@ class _Walker:
             self._children(node)
         elif node.type in ("arithmetic_expansion", "c_style_for_statement"):
             self.out.problems.append("arithmetic evaluation is not allowed; write the values out")
+        elif node.type == "expansion" and not _plain_expansion(node):
+            self.out.problems.append(
+                f"the parameter expansion `{node_text(node)}` can evaluate code (indirection, "
+                "subscripts, offsets, @P) or assign; use a plain `$NAME`"
+            )
         else:
             for child in node.named_children:
                 self.scan(child)
@@ -352,6 +367,17 @@ _WORD_KINDS = frozenset(
         "brace_expression",
     }
 )
+
+
+def _plain_expansion(node: Node) -> bool:
+    """``${x}``, ``${#x}``, ``${x:-word}``, ``${x%pattern}``, ...: nothing evaluated or assigned."""
+    for child in node.children:
+        if child.is_named:
+            if child.type not in _EXPANSION_PARTS:
+                return False
+        elif child.type not in _EXPANSION_OPERATORS:
+            return False
+    return True
 
 
 def parse_depth_analyze(command: str, depth: int) -> ShellAnalysis:

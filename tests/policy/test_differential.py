@@ -12,6 +12,7 @@ import random
 import shlex
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import docker
 import pytest
@@ -285,3 +286,27 @@ def run_in_bash(container: Container, commands: list[str]) -> list[set[str]]:
 def _text(output: bytes | Iterator[bytes]) -> str:
     data = output if isinstance(output, bytes) else b"".join(output)
     return data.decode("utf-8", "replace")
+
+
+VECTORS = [
+    "x='a[$(id)]'; cat <<< ${!x}",
+    "TERM='$(id)'; cat <<< ${TERM@P}",
+    "TERM='$(id)'; cat <<EOF\n${TERM@P}\nEOF",
+    "[ -v 'a[$(id)]' ]",
+    "TERM='a[$(id)]'; [[ $TERM -eq 1 ]]",
+    "TERM='a[$(id)]'; cat <<< $((TERM))",
+    "cat <<EOF | id\nhi\nEOF",
+    "nice <<EOF id\nEOF\n",
+    "git -c alias.x='!id' x",
+    "find . -maxdepth 0 -execdir id \\;",
+]
+"""Code-execution vectors through allowed programs; each must really run ``id`` in bash."""
+
+
+def test_real_injection_vectors_are_denied(container: Container, tmp_path: Path) -> None:
+    engine = RuleEngine(load_policy(tmp_path).policy)
+    for command in VECTORS:
+        assert engine.check_command(command).decision == "deny", command
+    ran = run_in_bash(container, VECTORS)
+    not_real = [c for c, programs in zip(VECTORS, ran, strict=True) if "id" not in programs]
+    assert not not_real, f"these no longer run code in bash: {not_real}"
