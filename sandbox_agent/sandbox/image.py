@@ -60,25 +60,28 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
 
 
 def _follow_build(events: Iterable[dict[str, Any]], progress: Progress, tag: str) -> None:
-    """Print build events; raise with the failing step on an error event."""
+    """Print build events; raise with the failing step on an error event.
+
+    The stream is read to its end even after an error, so its connection is released.
+    """
     step = "(before the first step)"
     recent: list[str] = []
+    error = ""
     for event in events:
         text = str(event.get("stream") or event.get("status") or "").rstrip()
-        if text:
-            for line in text.splitlines():
-                progress(line)
-                if line.startswith("Step "):
-                    step = line
-                recent = [*recent, line][-10:]
-        if "error" in event:
-            detail = str(event.get("error", "")).strip()
-            tail = "\n".join(recent[-5:])
-            raise EngineUnavailableError(
-                f"building {tag} failed at {step}: {detail}\n{tail}\n"
-                "fix the step (a package mirror must be reachable for apt-get), then rerun "
-                "`sandbox-agent sandbox build`"
-            )
+        for line in text.splitlines() if text else []:
+            progress(line)
+            if line.startswith("Step "):
+                step = line
+            recent = [*recent, line][-10:]
+        if "error" in event and not error:
+            error = f"building {tag} failed at {step}: {str(event['error']).strip()}"
+    if error:
+        tail = "\n".join(recent[-5:])
+        raise EngineUnavailableError(
+            f"{error}\n{tail}\nfix the step (a package mirror must be reachable for apt-get), "
+            "then rerun `sandbox-agent sandbox build`"
+        )
 
 
 def build_image(
