@@ -291,6 +291,24 @@ class DockerSandbox:
         out = self._git(gitops.rebaseline_argv(self.baseline), "rebaseline")
         self.baseline = out.decode().strip().splitlines()[-1]
 
+    def reset_processes(self) -> None:
+        """Kill every process in the container but PID 1 and start a fresh executor.
+
+        Nothing the model left running (a server, a daemon, a process tampering with the old
+        executor) survives; the gate can call this before it runs the tests.
+        """
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the sandbox is closed", op="reset")
+            fresh = self._open_channel()
+            try:
+                fresh.request({"op": "killall"}, timeout_s=60)
+            except ChannelClosedError as e:
+                fresh.close()
+                raise SandboxError(f"could not reset the processes: {e}", op="reset") from e
+            self._channel.close()
+            self._channel = fresh
+
     def disconnect_network(self) -> None:
         """Take the container off every network for the rest of the run (idempotent)."""
         try:

@@ -12,6 +12,7 @@ import docker.errors
 
 from sandbox_agent.errors import EngineUnavailableError, SandboxError
 from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox.container import DockerSandboxConfig, auto_workspace_root
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, image_exists
 from sandbox_agent.types import Frozen
 
@@ -100,7 +101,8 @@ def run_checks(
         if git
         else Check(name="git", ok=False, detail="git is not on PATH", fix="install git")
     )
-    checks.append(_disk_check("workspace disk", Path(tempfile.gettempdir())))
+    workspaces = auto_workspace_root(DockerSandboxConfig()) or Path(tempfile.gettempdir())
+    checks.append(_disk_check("workspace disk", workspaces))
     try:
         client = connect()
     except EngineUnavailableError as e:

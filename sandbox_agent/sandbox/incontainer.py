@@ -332,6 +332,10 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
     op = req.get("op")
     if op == "ping":
         return {"ok": True, "pid": os.getpid()}
+    if op == "killall":  # every process of this user but this one (PID 1 is immune)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        return {"ok": True}
     try:
         return _OPS[str(op)](req)
     except _Refused as e:

@@ -135,3 +135,18 @@ def test_background_child_holding_the_pipes_is_killed_not_waited_for(
     detached = sb.exec("sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/pid", timeout_s=60)
     assert detached.exit_code == 0
     assert sb.exec("kill -0 $(cat /tmp/pid) && echo running", timeout_s=30).stdout == "running\n"
+
+
+def test_reset_processes_kills_what_the_model_left_running(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo)
+    sb.exec("setsid sleep 1000 >/dev/null 2>&1 < /dev/null &", timeout_s=30)
+    assert sb.exec("pgrep -x sleep", timeout_s=30).exit_code == 0
+    sb.reset_processes()
+    r = sb.exec(
+        "for i in $(seq 100); do pgrep -x sleep >/dev/null || exit 0; sleep 0.05; done; exit 1",
+        timeout_s=30,
+    )
+    assert r.exit_code == 0, "a detached process survived reset_processes()"
+    assert sb.exec("echo fresh", timeout_s=30).stdout == "fresh\n"
