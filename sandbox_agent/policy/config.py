@@ -196,8 +196,24 @@ def _chain(
         if not (trusted or is_preset):
             label += f" {UNTRUSTED}"
         chain.insert(0, _Layer(real, parsed, label, trusted or is_preset))
-        current = _extends_target(parsed, current, read[1], errors) if parsed.extends else None
+        target = _extends_target(parsed, current, read[1], errors) if parsed.extends else None
+        if target is not None and repo is not None and not trusted and not _within(target, repo):
+            errors.append(
+                PolicyFileError(
+                    f"{parsed.extends!r} is outside the repository; an untrusted repo policy may "
+                    "extend only presets and files inside the repo",
+                    path=current,
+                    key="extends",
+                )
+            )
+            return []
+        current = target
     return chain
+
+
+def _within(path: Path, root: Path) -> bool:
+    real = root.resolve()
+    return path == real or real in path.parents or path.parent == preset_dir().resolve()
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -211,3 +211,14 @@ def test_naming_the_repo_file_with_policy_trusts_it(tmp_path: Path) -> None:
     loaded = load_policy(repo, repo / REPO_POLICY_NAME)
     assert "curl" in loaded.policy.commands.allow
     assert loaded.warnings == ()
+
+
+def test_untrusted_repo_policy_cannot_extend_files_outside_the_repo(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.toml"
+    outside.write_text('[commands]\nallow = ["curl"]\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / REPO_POLICY_NAME).write_text('extends = "../outside.toml"\n')
+    with pytest.raises(PolicyFileError, match="outside the repository"):
+        load_policy(repo)
+    assert "curl" in load_policy(repo, trust_repo_policy=True).policy.commands.allow
