@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_agent.sandbox import packwriter
 from sandbox_agent.sandbox.workspace import (
     OWNER_FILE,
     WORKSPACE_PREFIX,
@@ -167,5 +168,20 @@ def test_deleted_tracked_file_is_deleted_in_the_baseline(sample_repo: Path, tmp_
         assert not (ws.repo / "run.sh").exists()
         assert "run.sh" not in git(ws.repo, "ls-files")
         assert subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ws.repo).returncode == 0
+    finally:
+        remove_workspace(ws.root)
+
+
+def test_pack_index_large_offset_table(
+    sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offsets past 2 GiB go to the 64-bit table; force it with a tiny threshold."""
+    monkeypatch.setattr(packwriter, "_SMALL_OFFSET_LIMIT", 64)
+    ws = snapshot(sample_repo, run_id="bigpack", workspace_root=tmp_path / "ws")
+    try:
+        git(ws.repo, "fsck", "--full", "--strict")
+        pack = next((ws.repo / ".git" / "objects" / "pack").glob("*.idx"))
+        assert "ok" in git(ws.repo, "verify-pack", "-v", str(pack))
+        assert git(ws.repo, "cat-file", "-p", "HEAD:src/pkg/mod.py") == "def f():\n    return 1\n"
     finally:
         remove_workspace(ws.root)
