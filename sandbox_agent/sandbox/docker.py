@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import contextlib
 import signal
 import threading
 import time
@@ -54,8 +55,10 @@ _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
 
 def _close_live() -> None:
+    """At interpreter exit: remove what an unclosed sandbox left (best effort)."""
     for sandbox in list(_LIVE):
-        sandbox.close()
+        with contextlib.suppress(SandboxError):
+            sandbox.close()
 
 
 atexit.register(_close_live)
@@ -353,5 +356,10 @@ class DockerSandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Literal[False]:
-        self.close()
+        try:
+            self.close()
+        except SandboxError as e:
+            if exc is None:
+                raise
+            exc.add_note(f"sandbox cleanup also failed: {e}")  # keep the run's own error
         return False
