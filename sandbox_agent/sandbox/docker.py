@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
-import contextlib
 import signal
 import threading
 import time
