@@ -64,13 +64,13 @@ class DockerSandboxConfig(Frozen):
     """Give the container a network (``bridge``); off means ``network_mode=none``."""
     cpus: float = Field(default=2.0, gt=0)
     """CPU limit, in CPUs."""
-    memory: str = Field(default="2g", pattern=r"^\d+[bkmg]?$")
+    memory: str = Field(default="2g", pattern=r"^\d+(\.\d+)?[bkmgBKMG]?$")
     """Memory limit (swap included), docker syntax: ``512m``, ``2g``."""
     pids: int = Field(default=512, ge=16)
     """Most processes and threads alive at once (stops fork bombs)."""
     timeout_s: float = Field(default=120.0, gt=0)
     """Default per-command timeout for callers that do not pass one."""
-    tmp_size: str = Field(default="1g", pattern=r"^\d+[kmg]?$")
+    tmp_size: str = Field(default="1g", pattern=r"^\d+[kmgKMG]?$")
     """Size of each tmpfs (``/tmp`` and the home directory)."""
     max_write_bytes: int = Field(default=10 << 20, gt=0)
     """Largest content ``write_file`` accepts."""
