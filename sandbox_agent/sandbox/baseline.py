@@ -8,6 +8,7 @@ global config are all switched off, and the identity is fixed.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -88,13 +89,20 @@ class BaselineWriter:
         """Add one file (``mode`` is a git mode: 100644, 100755 or 120000 for a symlink)."""
         self._pack.add_file(os.fsencode(name), mode, data)
 
-    def finish(self) -> str:
+    def finish(self, shadow: Path) -> str:
         """Write the commit, build the index and return the baseline sha.
+
+        Args:
+            shadow: Where to make a bare repo holding a copy of the baseline's objects; it is
+                mounted read-only, so the diff survives whatever the model does to ``.git``.
 
         Raises:
             SandboxError: git failed.
         """
         sha = self._pack.finish(_BASELINE_MESSAGE)
+        host_git(shadow.parent, "init", "--bare", "-q", str(shadow))
+        for path in self._pack.files:  # a copy, never a hard link: the model owns the original
+            shutil.copyfile(path, shadow / "objects" / "pack" / path.name)
         host_git(self._copy, "read-tree", "main")
         subprocess.run(
             [*HOST_GIT, "update-index", "-q", "--refresh"],

@@ -21,10 +21,10 @@ from docker.types import Mount
 from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
-from sandbox_agent.sandbox.workspace import Owner, remove_workspace
+from sandbox_agent.sandbox.workspace import SHADOW_DIR, Owner, remove_workspace
 from sandbox_agent.types import Frozen
 
 CONTAINER_HOME = "/home/agent"
@@ -134,7 +134,10 @@ def container_kwargs(
         "nano_cpus": int(config.cpus * 1e9),
         "ipc_mode": "private",
         "hostname": "sandbox",
-        "mounts": [Mount("/workspace", str(root / "repo"), type="bind", read_only=False)],
+        "mounts": [
+            Mount("/workspace", str(root / "repo"), type="bind", read_only=False),
+            Mount(gitops.SHADOW_MOUNT, str(root / SHADOW_DIR), type="bind", read_only=True),
+        ],
         "detach": True,
     }
 

@@ -38,6 +38,7 @@ from sandbox_agent.sandbox.container import (
 from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, decode_stream
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.workspace import (
+    SHADOW_DIR,
     Workspace,
     check_repo,
     new_workspace_dir,
@@ -130,6 +131,7 @@ class DockerSandbox:
         )
         try:
             (root / "repo").mkdir()
+            (root / SHADOW_DIR).mkdir()  # mount sources must exist before the container starts
             starter.start()
             try:
                 ws = snapshot_into(source, root, owner)

@@ -2,20 +2,28 @@
 
 Never run host git on a workspace the model has touched: it controls ``.git/config``
 (``core.fsmonitor``, ``diff.external``, filters, ...) and host git would run what it says on
-the host. Inside the container it can only hurt itself. Config that would change the patch's
-shape (prefixes, colour, relative paths, external diff, textconv) is overridden on the command
-line, and the model's own index is left alone: a temporary index holds ``git add -A``.
+the host. Inside the container the diff does not even use the model's ``.git``: it runs against
+a read-only shadow repo holding the baseline (see ``GIT_ENV``). Config that would change the
+patch's shape is overridden on the command line, and a scratch index holds ``git add -A``.
 """
 
 from __future__ import annotations
 
 import re
 
+SHADOW_MOUNT = "/sandbox-agent/baseline.git"
+"""Where the read-only bare repo with the baseline's objects is mounted."""
+_SCRATCH = "/tmp/.sandbox-agent"
+
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": "/dev/null",
     "HOME": "/tmp",
-    "GIT_INDEX_FILE": "/tmp/.sandbox-agent-index",
+    "GIT_DIR": SHADOW_MOUNT,
+    "GIT_WORK_TREE": "/workspace",
+    "GIT_INDEX_FILE": f"{_SCRATCH}/index",
+    "GIT_OBJECT_DIRECTORY": f"{_SCRATCH}/objects",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES": f"{SHADOW_MOUNT}/objects:/workspace/.git/objects",
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_OPTIONAL_LOCKS": "0",
     "GIT_AUTHOR_NAME": "sandbox-agent",
@@ -24,7 +32,12 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "sandbox-agent@localhost",
     "LC_ALL": "C",
 }
-"""Environment of in-container git: no system/global config, a temporary index."""
+"""Environment of in-container git for the diff.
+
+The repository is the read-only shadow (our own config, the baseline's objects), the worktree
+is ``/workspace``; the model's ``.git`` is only an extra object source (for a new baseline made
+by ``rebaseline``). Its config, hooks and index are never read, and deleting it changes nothing.
+"""
 
 _GIT = (
     "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c core.autocrlf=false"
@@ -35,7 +48,9 @@ _DIFF = (
     "diff --cached --no-ext-diff --no-textconv --no-color --no-relative"
     " --src-prefix=a/ --dst-prefix=b/ -M"
 )
-_STAGE = f'rm -f "$GIT_INDEX_FILE"; {_GIT} read-tree "$1" && {_GIT} add -A'
+_STAGE = (
+    f'mkdir -p {_SCRATCH}/objects; rm -f "$GIT_INDEX_FILE"; {_GIT} read-tree "$1" && {_GIT} add -A'
+)
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -58,12 +73,15 @@ def name_status_argv(baseline: str) -> list[str]:
 def rebaseline_argv(baseline: str) -> list[str]:
     """Commit the whole workspace on top of ``baseline``; print the new sha.
 
-    The branch and the model's index follow (``git reset``), so ``git status`` starts clean.
+    The new objects go into the workspace's ``.git`` (the shadow is read-only); its branch and
+    index follow (``git reset``), so the model's ``git status`` starts clean.
     """
     body = (
-        f"{_STAGE}; tree=$({_GIT} write-tree);"
+        "export GIT_OBJECT_DIRECTORY=/workspace/.git/objects;"
+        f" {_STAGE}; tree=$({_GIT} write-tree);"
         f' sha=$({_GIT} commit-tree "$tree" -p "$1" -m "sandbox-agent baseline (after setup)");'
-        f' unset GIT_INDEX_FILE; {_GIT} update-ref HEAD "$sha" && {_GIT} reset -q;'
+        " unset GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES;"
+        f' export GIT_DIR=/workspace/.git; {_GIT} update-ref HEAD "$sha" && {_GIT} reset -q;'
         ' echo "$sha"'
     )
     return _script(body, baseline)

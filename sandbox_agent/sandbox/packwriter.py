@@ -55,6 +55,8 @@ class PackWriter:
         self._entries: dict[bytes, tuple[int, int]] = {}
         """sha -> (offset, crc32) of every object written."""
         self.root: Tree = {}
+        self.files: tuple[Path, ...] = ()
+        """The finished ``.idx`` and ``.pack``."""
         self._write(b"PACK" + struct.pack(">II", 2, 0))  # the count is patched in finish()
 
     def _write(self, data: bytes) -> None:
@@ -112,6 +114,7 @@ class PackWriter:
         name = f"pack-{pack_sha.hex()}"
         self._write_index(self._pack_dir / f"{name}.idx", pack_sha)
         self._tmp.rename(self._pack_dir / f"{name}.pack")
+        self.files = (self._pack_dir / f"{name}.idx", self._pack_dir / f"{name}.pack")
         (self._git_dir / "refs" / "heads" / "main").write_text(sha + "\n")
         return sha
 

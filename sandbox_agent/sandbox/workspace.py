@@ -31,6 +31,8 @@ WORKSPACE_PREFIX = "sandbox-agent-ws-"
 
 OWNER_FILE = "owner.json"
 """File beside ``repo/`` naming the owning host and process."""
+SHADOW_DIR = "baseline.git"
+"""Bare repo beside ``repo/`` with the baseline's objects (mounted read-only)."""
 
 Owner = tuple[int, int] | None
 """``(uid, gid)`` to give copied files to, or ``None`` to keep the current user's."""
@@ -50,6 +52,11 @@ class Workspace:
     """The copy of the user's repo, mounted at ``/workspace``."""
     baseline: str
     """Sha of the baseline commit inside the copy."""
+
+    @property
+    def shadow(self) -> Path:
+        """The read-only bare repo holding the baseline's objects."""
+        return self.root / SHADOW_DIR
 
 
 def _is_git_worktree(repo: Path) -> bool:
@@ -246,7 +253,7 @@ def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
     writer = BaselineWriter(copy)
     try:
         copy_tree(repo, list_files(repo), copy, writer, owner)
-        baseline = writer.finish()
+        baseline = writer.finish(root / SHADOW_DIR)
     except BaseException:
         writer.abort()
         raise

@@ -44,8 +44,9 @@ def test_hardening_read_back_from_inspect(
     assert attrs["Config"]["User"] == "1000:1000"
     assert attrs["Config"]["Labels"][RUN_LABEL] == "test-test_hardening_read_back_from_inspect"
     mounts = attrs["Mounts"]
-    assert [(m["Source"], m["Destination"], m["RW"]) for m in mounts] == [
-        (str(sb.workspace), "/workspace", True)
+    assert sorted((m["Source"], m["Destination"], m["RW"]) for m in mounts) == [
+        (str(sb.workspace_dir / "baseline.git"), "/sandbox-agent/baseline.git", False),
+        (str(sb.workspace), "/workspace", True),
     ]
     assert not any("docker.sock" in m["Source"] for m in mounts)
     env = "\n".join(attrs["Config"]["Env"])

@@ -98,6 +98,20 @@ def test_host_git_is_never_run_on_the_touched_workspace(
     assert not marker.exists()
 
 
+def test_diff_survives_the_model_destroying_its_git_dir(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_sandbox(sample_repo)
+    sb.write_file("src/pkg/mod.py", "def f():\n    return 3\n")
+    before = sb.diff()
+    r = sb.exec("rm -rf .git && git init -q && echo junk > .git/HEAD", timeout_s=30)
+    assert r.exit_code == 0, r.stderr
+    assert sb.diff() == before
+    assert sb.changed_paths() == ("src/pkg/mod.py",)
+    blocked = sb.exec("touch /sandbox-agent/baseline.git/objects/x", timeout_s=30)
+    assert blocked.exit_code != 0
+
+
 def test_gc_removes_what_a_crashed_process_left(
     docker_client: docker.DockerClient, sample_repo: Path, tmp_path: Path
 ) -> None:
