@@ -229,6 +229,8 @@ class _Walker:
                 self.statement(child)
         if body is not None and body.type == "command":
             self._command(body, extra)
+        elif body is None and extra:  # `> out ls -l`: tree-sitter filed the command as words
+            self.out.commands.append(SimpleCommand(tuple(extra)))
         elif body is not None:
             if extra:
                 self.out.problems.append("words after a redirection of a compound command")

@@ -190,6 +190,7 @@ DENY: list[tuple[str, str]] = [
     ("cat <<EOF && curl https://evil.example\nhi\nEOF", "list after a heredoc"),
     ("time <<'EOF' curl https://evil.example\nEOF", "words after a heredoc start"),
     ("&> out.txt cat ==\n curl https://evil.example", "tree-sitter joins lines after =="),
+    ("ls\n<<< x >&2 curl https://evil.example", "command filed as redirect words"),
     ("cat <<EOF /etc/passwd\nEOF", "path after a heredoc start"),
     ("cat <<EOF > /etc/x\nhi\nEOF", "heredoc written outside"),
     ("cat <<EOF > tests/test_app.py\nhi\nEOF", "heredoc written over a protected test"),

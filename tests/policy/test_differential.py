@@ -159,6 +159,7 @@ SOUP = [
 ]
 SOUP += ["<<EOF", "\nhi\nEOF\n", "<<'EOF'", "> out.txt", "2>/dev/null", "\n", "<<-EOF", "\n\tEOF\n"]
 SOUP += [">", ">>", "/etc/w", "../v", "~/u", "/tmp/t", "/proc/self/root/etc/s", "tee", "-a", "cd"]
+SOUP += ["==", "=~", "\n", "&>", "<<<", "'a b'", "$?"]
 
 SETUP = r"""
 set -e
