@@ -344,6 +344,7 @@ class DockerSandbox:
                 remove_container(self._client, self.container_id)
             finally:
                 remove_workspace(self._ws.root)
+                self._client.close()
         finally:
             if old is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
