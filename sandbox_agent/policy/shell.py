@@ -13,6 +13,7 @@ the real bash grammar and reports, for the engine to judge:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -134,7 +135,9 @@ def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
         return result
     token = SOURCE.set(source)
     try:
-        _Walker(result).statement(tree.root_node)
+        walker = _Walker(result)
+        walker.statement(tree.root_node)
+        walker.check_coverage(tree.root_node)
     except RecursionError:
         result.problems.append("the command is nested too deeply to analyse")
     finally:
@@ -164,6 +167,33 @@ class _Walker:
 
     def __init__(self, out: ShellAnalysis) -> None:
         self.out = out
+        self.consumed: list[tuple[int, int]] = []
+        """Byte ranges of the words the walk has judged or deliberately passed over."""
+
+    def check_coverage(self, root: Node) -> None:
+        """Every ``word`` in the tree must have been seen; a dropped one is a problem.
+
+        This catches parse shapes the walk does not know (tree-sitter filing words under an
+        unexpected node) instead of silently ignoring what bash would run.
+        """
+        merged: list[list[int]] = []
+        for start, end in sorted(self.consumed):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        starts = [start for start, _ in merged]
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.type == "word":
+                i = bisect_right(starts, node.start_byte) - 1
+                if i < 0 or merged[i][1] < node.end_byte:
+                    self.out.problems.append(
+                        f"part of the command (`{node_text(node)}`) could not be analysed"
+                    )
+                    return
+            stack.extend(node.named_children)
 
     def statement(self, node: Node) -> None:
         kind = node.type
@@ -215,6 +245,7 @@ class _Walker:
         name = node.child_by_field_name("name")
         if name is not None:
             self.out.functions.add(node_text(name))
+            self.consumed.append((name.start_byte, name.end_byte))
         body = node.child_by_field_name("body")
         if body is not None:
             self.statement(body)
@@ -288,6 +319,7 @@ class _Walker:
                     words.append(Word(child.type, child.type))
             return words
         if node.type in ("test_operator", "extglob_pattern", "regex"):
+            self.consumed.append((node.start_byte, node.end_byte))
             return [Word(node_text(node), node_text(node))]
         return [self.word(node)]
 
@@ -345,6 +377,7 @@ class _Walker:
 
     def scan(self, node: Node) -> None:
         """Analyse substitutions nested anywhere under ``node`` (a word, a heredoc body)."""
+        self.consumed.append((node.start_byte, node.end_byte))
         if node.type in ("command_substitution", "process_substitution"):
             self._children(node)
         elif node.type in ("arithmetic_expansion", "c_style_for_statement"):
