@@ -260,6 +260,7 @@ def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
     if owner:  # the files were given away while copied; the root and .git remain
         os.lchown(copy, *owner)
         chown_tree(copy / ".git", owner)
+        chown_tree(root / SHADOW_DIR, owner)  # readable whatever the umask; mounted read-only
     return Workspace(root=root, repo=copy, baseline=baseline)
 
 

@@ -58,9 +58,15 @@ def test_edit_session_leaves_the_user_repo_identical_and_the_diff_exact(
     )
     assert done.returncode == 0, done.stderr
 
+    def as_git_sees_it(value: str) -> str:
+        kind, _, rest = value.partition(" ")  # git keeps only the exec bit of a file's mode
+        if kind in ("dir", "link"):
+            return kind if kind == "dir" else value
+        return f"{'x' if int(kind, 8) & 0o100 else '-'} {rest}"
+
     def tracked(tree: dict[str, str]) -> dict[str, str]:
         return {
-            k: v
+            k: as_git_sees_it(v)
             for k, v in tree.items()
             if not k.startswith((".git", "build")) and not k.endswith(".log")
         }
