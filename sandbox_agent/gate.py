@@ -97,6 +97,8 @@ class CompletionGate:
         return verdict
 
     def _checks(self) -> tuple[list[GateCheck], TestRun]:
+        # Nothing the model left running may touch the workspace or the test run from here on.
+        self.sandbox.reset_processes()
         changed = self.sandbox.changed_paths()
         protected = sorted(p for p in changed if self.is_protected(p))
         checks = [

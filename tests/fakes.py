@@ -7,6 +7,7 @@ without Docker, against the same protocol ``DockerSandbox`` implements.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -39,6 +40,9 @@ class TempDirSandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         self.commands: list[str] = []
         """Every command ``exec`` received, in order."""
+        self.resets = 0
+        """How many times ``reset_processes`` was called."""
+        self._groups: list[int] = []
         self.baseline = self._git_baseline()
 
     def _git(self, *args: str) -> str:
@@ -76,6 +80,7 @@ class TempDirSandbox:
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        self._groups.append(proc.pid)
         timed_out = False
         try:
             out, err = proc.communicate(timeout=timeout_s)
@@ -95,6 +100,14 @@ class TempDirSandbox:
             stdout_dropped=stdout.dropped,
             stderr_dropped=stderr.dropped,
         )
+
+    def reset_processes(self) -> None:
+        """Kill the process group of every command run so far (what they left running)."""
+        self.resets += 1
+        for group in self._groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+        self._groups.clear()
 
     def read_file(self, path: str, *, max_bytes: int) -> str:
         target = self._resolve(path)

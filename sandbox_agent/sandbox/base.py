@@ -68,6 +68,14 @@ class Sandbox(Protocol):
         """Every path the diff touches (both names of a rename), relative to the workspace."""
         ...
 
+    def reset_processes(self) -> None:
+        """Kill everything the model's commands left running (the gate calls it first).
+
+        Raises:
+            SandboxError: the processes could not be reset.
+        """
+        ...
+
 
 class HeadTailBuffer:
     """Keeps the first and last ``limit // 2`` bytes of a stream, counting what it drops.

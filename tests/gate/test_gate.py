@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,17 @@ def test_detect_test_command(tmp_path: Path) -> None:
     assert detect_test_command(tmp_path) == "go test ./..."
     (tmp_path / "pyproject.toml").write_text("")
     assert detect_test_command(tmp_path) == "python -m pytest -q"
+
+
+def test_gate_kills_what_the_model_left_running_before_judging(
+    sandbox: TempDirSandbox, tmp_path: Path
+) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file("mod.py", FIXED)
+    # Left running by the model: it would tamper with the workspace during the gate's tests.
+    sandbox.exec("(sleep 0.5; echo tampered > tampered.txt) >/dev/null 2>&1 &", timeout_s=5)
+    verdict = gate.check(FINISH)
+    time.sleep(1.0)  # past the moment it would have written
+    assert sandbox.resets == 1
+    assert not (sandbox.root / "tampered.txt").exists()
+    assert verdict.passed, verdict.feedback

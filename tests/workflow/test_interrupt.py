@@ -13,6 +13,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
 from tests.workflow.helpers import FIX_EDIT, bash, demo_repo, write_script
 
 pytestmark = pytest.mark.docker
@@ -25,6 +26,12 @@ def wait_for(predicate: object, timeout: float = 60.0) -> None:
             return
         time.sleep(0.1)
     raise AssertionError("timed out waiting")
+
+
+def workspaces_of(run_id: str, tmpdir: Path) -> list[Path]:
+    """The run's workspace directories, wherever the sandbox put them (memory or temp dir)."""
+    pattern = f"{WORKSPACE_PREFIX}{run_id}-*"
+    return [*Path("/dev/shm").glob(pattern), *tmpdir.glob(pattern)]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
@@ -64,6 +71,9 @@ def test_interrupt_keeps_artifacts_and_removes_container_and_workspace(
     try:
         wait_for(sleeping)
         time.sleep(0.5)  # let the sleep start inside the container
+        run_id = next(runs.iterdir()).name
+        live = workspaces_of(run_id, workspaces)
+        assert live, "the run's workspace should exist while it runs"
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -76,4 +86,5 @@ def test_interrupt_keeps_artifacts_and_removes_container_and_workspace(
     assert "+    for line in text.splitlines():" in (run_dir / "patch.diff").read_text()
     label = f"sandbox-agent.run={record['run_id']}"
     assert docker_client.containers.list(all=True, filters={"label": label}) == []
-    assert [p.name for p in workspaces.iterdir() if "sandbox-agent" in p.name] == []
+    assert workspaces_of(record["run_id"], workspaces) == []
+    assert not any(path.exists() for path in live)
