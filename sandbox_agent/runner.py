@@ -291,6 +291,8 @@ class Run:
             log_path=run_dir.gate_log_path,
         )
         self.gate_history: list[GateRecord] = []
+        self.ended = False
+        """Whether ``run_finished`` has been written."""
 
     def execute(self) -> RunRecord:
         task = Task(text=self.p.options.task)
@@ -302,8 +304,11 @@ class Run:
                 result = loop.run(task, notes=notes)
             except (RunError, KeyboardInterrupt) as e:
                 result = self._ended_early(e)
-            finally:
+            except BaseException as e:  # a bug: keep a true record of it, then let it propagate
                 self._save_patch()
+                self._finish(self._internal_error(e))
+                raise
+            self._save_patch()
             return self._finish(result)
 
     def _before_loop(self) -> list[ModelFeedback]:
@@ -362,6 +367,8 @@ class Run:
         )
 
     def _on_event(self, event: object) -> None:
+        if isinstance(event, RunFinished):
+            self.ended = True
         if isinstance(event, GateResultEvent):
             self.gate_history.append(
                 GateRecord(
@@ -373,6 +380,21 @@ class Run:
             )
             if event.phase == "finish":
                 self._save_patch()
+
+    def _internal_error(self, error: BaseException) -> RunResult:
+        message = f"{type(error).__name__}: {error}"
+        if not self.ended:  # the loop already wrote run_finished when the bug was in the loop
+            self.trace.emit(
+                RunFinished,
+                0,
+                exit_reason=ExitReason.INTERNAL_ERROR.value,
+                steps=0,
+                usage=Usage(),
+                error=message,
+            )
+        return RunResult(
+            exit_reason=ExitReason.INTERNAL_ERROR, steps_used=0, usage=Usage(), error=message
+        )
 
     def _ended_early(self, error: RunError | KeyboardInterrupt) -> RunResult:
         reason = error.exit_reason if isinstance(error, RunError) else ExitReason.INTERRUPTED

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.artifacts import RunDir
+from sandbox_agent.runner import Run
 from sandbox_agent.trace import read_trace
 from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git, tree_hashes
 
@@ -244,3 +245,23 @@ def test_failing_setup_ends_the_run_with_its_output(
     assert record.steps == 0
     assert "setup command `echo no such dependency >&2; exit 3` exited 3" in (record.error or "")
     assert "no such dependency" in (record.error or "")
+
+
+def test_a_bug_before_the_loop_propagates_after_recording_internal_error(
+    tmp_path: Path, workspace_root: Path, docker_client: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_setup(self: Run) -> None:
+        raise ZeroDivisionError("a bug in setup")
+
+    monkeypatch.setattr(Run, "_setup", broken_setup)
+    repo = demo_repo(tmp_path)
+    with pytest.raises(ZeroDivisionError):
+        fix(tmp_path, repo, workspace_root, FINISH)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    record = RunDir(run_dir).read_record()
+    assert record.status == "ended"
+    assert record.exit_reason == "internal_error"
+    assert record.error == "ZeroDivisionError: a bug in setup"
+    last = read_trace(run_dir / "trace.jsonl").events[-1]
+    assert last.event_type == "run_finished"
+    assert last.exit_reason == "internal_error"
