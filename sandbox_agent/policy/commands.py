@@ -182,8 +182,9 @@ class _Collector:
                 break
             if token.startswith("-") and token != "-":
                 name = token.split("=", 1)[0]
-                if name in spec.deny or name[:2] in spec.deny:
-                    self.f.problems.append(spec.deny.get(name) or spec.deny[name[:2]])
+                denied = _wrapper_denial(spec, name)
+                if denied:
+                    self.f.problems.append(denied)
                 if name in spec.no_exec:
                     self.f.invocations.append((prog, *args))
                     return
@@ -403,6 +404,17 @@ class _Collector:
             value = arg.partition("=")[2]
             if looks_like_path(value):
                 self.f.reads.append(value)
+
+
+def _wrapper_denial(spec: WrapperSpec, name: str) -> str | None:
+    """The reason a wrapper option is refused: exact, ``-Svalue``, or a ``--long`` prefix."""
+    if name in spec.deny:
+        return spec.deny[name]
+    if not name.startswith("--") and name[:2] in spec.deny:
+        return spec.deny[name[:2]]
+    if name.startswith("--") and len(name) > 3:
+        return next((why for key, why in spec.deny.items() if key.startswith(name)), None)
+    return None
 
 
 def _at(args: list[str], i: int) -> str | None:

@@ -152,7 +152,7 @@ WRAPPERS: Mapping[str, WrapperSpec] = MappingProxyType(
         "env": WrapperSpec(
             frozenset({"-u", "--unset", "-C", "--chdir"}),
             assignments=True,
-            deny={"-S": "`env -S` splits a string into a command", "--split-string": "env -S"},
+            deny=dict.fromkeys(("-S", "--split-string"), "`env -S` splits a string into a command"),
         ),
         "timeout": WrapperSpec(frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
         "nice": WrapperSpec(frozenset({"-n", "--adjustment"})),
@@ -184,7 +184,7 @@ WRAPPERS: Mapping[str, WrapperSpec] = MappingProxyType(
         "flock": WrapperSpec(
             frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
             positionals=1,
-            deny={"-c": "`flock -c` runs a shell string", "--command": "flock -c"},
+            deny=dict.fromkeys(("-c", "--command"), "`flock -c` runs a shell string"),
         ),
         "watch": WrapperSpec(
             frozenset({"-n", "--interval", "-d", "--differences"}),

@@ -155,6 +155,7 @@ DENY: list[tuple[str, str]] = [
     ("PATH=/tmp:$PATH ls", "PATH"),
     ("export PATH=/tmp; ls", "export PATH"),
     ("env LD_PRELOAD=/tmp/x.so ls", "env assignment"),
+    ("timeout 5 env --split='curl x'", "abbreviated env --split-string"),
     ("timeout 5 env PAGER=id git log", "env behind a wrapper"),
     ("LESSOPEN='|id %s' cat x", "LESSOPEN"),
     # paths outside the workspace
