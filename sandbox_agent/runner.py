@@ -45,7 +45,7 @@ from sandbox_agent.models.openai_compat import OpenAICompatModel
 from sandbox_agent.models.prices import DEFAULT_PRICES, ModelPrice
 from sandbox_agent.models.prompt import build_system_prompt
 from sandbox_agent.models.scripted import ScriptedModel
-from sandbox_agent.policy.config import LoadedPolicy, load_policy
+from sandbox_agent.policy.config import LoadedPolicy, default_user_config_dir, load_policy
 from sandbox_agent.policy.engine import RuleEngine, allowed_programs
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.workspace import check_repo
@@ -94,7 +94,10 @@ class Prepared:
         self.options = options
         self.repo = check_repo(options.repo)
         self.policy: LoadedPolicy = load_policy(
-            self.repo, options.policy_file, trust_repo_policy=options.trust_repo_policy
+            self.repo,
+            options.policy_file,
+            trust_repo_policy=options.trust_repo_policy,
+            user_config_dir=default_user_config_dir(env),
         )
         p = self.policy.policy
         test_command = options.test_cmd or p.gate.test_command or detect_test_command(self.repo)
@@ -284,10 +287,12 @@ class Run:
             listeners=listeners,
         )
         prepared.trace = self.trace
+        self.engine = RuleEngine(prepared.policy.policy, host_workspace=sandbox.workspace)
+        """The policy engine; it sees the host copy so symlinks out of the repo are caught."""
         self.gate = CompletionGate(
             sandbox,
             prepared.gate_config,
-            is_protected=RuleEngine(prepared.policy.policy).is_protected,
+            is_protected=self.engine.is_protected,
             log_path=run_dir.gate_log_path,
         )
         self.gate_history: list[GateRecord] = []
@@ -334,7 +339,7 @@ class Run:
         return AgentLoop(
             model=self.p.model,
             runtime=ToolRuntime(self.sandbox, self.p.tool_config()),
-            policy=RuleEngine(self.p.policy.policy),
+            policy=self.engine,
             gate=self.gate,
             budget=RunBudget(
                 self.p.limits,

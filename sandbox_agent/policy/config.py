@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,14 @@ class _Layer:
     trusted: bool
 
 
-def default_user_config_dir() -> Path:
-    """``$XDG_CONFIG_HOME/sandbox-agent`` (or ``~/.config/sandbox-agent``); for cli/runner."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+def default_user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/sandbox-agent`` (or ``~/.config/sandbox-agent``); for cli/runner.
+
+    ``env`` is the environment to read (``os.environ`` by default).
+    """
+    env = os.environ if env is None else env
+    home = env.get("HOME") or str(Path.home())
+    base = env.get("XDG_CONFIG_HOME") or str(Path(home) / ".config")
     return Path(base) / "sandbox-agent"
 
 

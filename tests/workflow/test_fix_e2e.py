@@ -265,3 +265,45 @@ def test_a_bug_before_the_loop_propagates_after_recording_internal_error(
     last = read_trace(run_dir / "trace.jsonl").events[-1]
     assert last.event_type == "run_finished"
     assert last.exit_reason == "internal_error"
+
+
+def test_repo_listed_as_trusted_in_the_user_config_may_set_the_test_command(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    (repo / ".sandbox-agent.toml").write_text(
+        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q tests"\n'
+    )
+    git(repo, "commit", "-qam", "own test command")
+    config = tmp_path / ".config" / "sandbox-agent"  # HOME is tmp_path in fix()
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text(f"trusted_repos = [{str(repo)!r}]\n")
+    warnings: list[str] = []
+    record = fix(tmp_path, repo, workspace_root, FINISH, max_steps=1, warn=warnings.append)
+    assert record.test_command == "python -m pytest -q tests"
+    assert warnings == []
+
+
+def test_symlink_out_of_the_repo_is_refused_to_tools_and_commands(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    (repo / "leak").symlink_to("/etc")
+    git(repo, "add", "leak")
+    git(repo, "commit", "-qm", "a link out")
+    read = {"type": "tool_call", "tool_name": "read_file", "arguments": {"path": "leak/passwd"}}
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        read,
+        bash("cat leak/passwd"),
+        FINISH,
+        max_steps=3,
+        trace_content="full",
+    )
+    observations = [
+        e for e in read_trace(Path(record.trace_path)).events if e.event_type == "observation"
+    ]
+    assert [o.kind for o in observations[:2]] == ["policy_denied", "policy_denied"]
+    assert all("root:" not in (o.content.text or "") for o in observations)
