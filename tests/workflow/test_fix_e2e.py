@@ -307,3 +307,14 @@ def test_symlink_out_of_the_repo_is_refused_to_tools_and_commands(
     ]
     assert [o.kind for o in observations[:2]] == ["policy_denied", "policy_denied"]
     assert all("root:" not in (o.content.text or "") for o in observations)
+
+
+def test_wall_time_stop_leaves_result_and_patch(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash("sleep 2"), FINISH, max_wall_s=1.5)
+    assert record.exit_reason == "budget_exceeded"
+    assert "max_wall_s" in (record.error or "")
+    assert record.steps == 2  # the third model call is never made
+    assert "+    for line in text.splitlines():" in Path(record.patch_path).read_text()
