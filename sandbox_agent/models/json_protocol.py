@@ -119,11 +119,7 @@ def _parse_tool_call(
 class JsonProtocolModel(ChatModelBase):
     """Tool use through JSON text, for endpoints without native tool calling.
 
-    Args:
-        settings: Model, endpoint, prompt, limits (see :class:`ChatModelSettings`).
-        api_key: The key (never printed, logged or traced).
-        on_retry: ``(attempt, wait_s, summary)`` for every retry.
-        sleep: How retries wait.
+    Constructed like :class:`ChatModelBase` (settings, api_key, on_retry, sleep).
     """
 
     def _system_text(self, tools: Sequence[ToolSpec]) -> str:

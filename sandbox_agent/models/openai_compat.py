@@ -78,11 +78,7 @@ def _assistant(turn: ModelTurn, *, stub: bool) -> dict[str, Any]:
 class OpenAICompatModel(ChatModelBase):
     """Native tool calling over Chat Completions.
 
-    Args:
-        settings: Model, endpoint, prompt, limits (see :class:`ChatModelSettings`).
-        api_key: The key (never printed, logged or traced).
-        on_retry: ``(attempt, wait_s, summary)`` for every retry.
-        sleep: How retries wait.
+    Constructed like :class:`ChatModelBase` (settings, api_key, on_retry, sleep).
     """
 
     def _system_text(self, tools: Sequence[ToolSpec]) -> str:

@@ -11,17 +11,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 import sandbox_agent
 from sandbox_agent.errors import PolicyFileError
 from sandbox_agent.policy.model import (
-    BudgetSection,
-    CommandsSection,
-    GateSection,
-    PathsSection,
-    SandboxSection,
-    SetupSection,
+    Sections,
 )
 from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule
 from sandbox_agent.types import Frozen
@@ -31,17 +26,11 @@ __all__ = ["PolicyFile", "preset_dir", "preset_names", "read_policy_file", "rule
 _LINE = re.compile(r"at line (\d+)")
 
 
-class PolicyFile(Frozen):
+class PolicyFile(Sections):
     """What one policy file may say. Absent keys inherit; unknown keys are errors."""
 
     extends: str | None = None
     """A preset name (``python``) or a path relative to this file."""
-    commands: CommandsSection = Field(default_factory=CommandsSection)
-    paths: PathsSection = Field(default_factory=PathsSection)
-    sandbox: SandboxSection = Field(default_factory=SandboxSection)
-    budget: BudgetSection = Field(default_factory=BudgetSection)
-    gate: GateSection = Field(default_factory=GateSection)
-    setup: SetupSection = Field(default_factory=SetupSection)
 
 
 def preset_dir() -> Path:

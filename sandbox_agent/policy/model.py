@@ -20,6 +20,7 @@ __all__ = [
     "Policy",
     "PriceSection",
     "SandboxSection",
+    "Sections",
     "SetupSection",
 ]
 
@@ -116,8 +117,8 @@ class SetupSection(Frozen):
     timeout_s: float = Field(default=900.0, gt=0)
 
 
-class Policy(Frozen):
-    """The effective, merged policy."""
+class Sections(Frozen):
+    """The sections every policy shape has: one file's, and the merged effective policy's."""
 
     commands: CommandsSection = Field(default_factory=CommandsSection)
     paths: PathsSection = Field(default_factory=PathsSection)
@@ -125,6 +126,11 @@ class Policy(Frozen):
     budget: BudgetSection = Field(default_factory=BudgetSection)
     gate: GateSection = Field(default_factory=GateSection)
     setup: SetupSection = Field(default_factory=SetupSection)
+
+
+class Policy(Sections):
+    """The effective, merged policy."""
+
     origins: dict[str, str] = Field(default_factory=dict)
     """Origin of each rule, glob and scalar, keyed ``"<section>.<key>:<text>"``."""
     sources: tuple[str, ...] = ()
