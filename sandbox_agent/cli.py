@@ -132,6 +132,15 @@ def _run(
     return record
 
 
+_FLAGS = {
+    "task": "TASK",
+    "policy_file": "--policy",
+    "max_cost_usd": "--max-cost",
+    "max_wall_s": "--max-wall",
+}
+"""FixOptions fields whose flag is not the field's name with dashes."""
+
+
 def _exit_code(record: RunRecord) -> int:
     return 0 if record.exit_reason == "finished" and record.gate_passed else 1
 
@@ -195,7 +204,8 @@ def fix(
         )
     except ValidationError as e:
         problem = e.errors()[0]
-        flag = "--" + str(problem["loc"][0]).replace("_usd", "").replace("_s", "").replace("_", "-")
+        field = str(problem["loc"][0])
+        flag = _FLAGS.get(field, "--" + field.replace("_", "-"))
         raise fail(UserError(f"{flag}: {problem['msg']}")) from e
     raise typer.Exit(_exit_code(_run(options, as_json=as_json, approve=approve)))
 
