@@ -182,7 +182,10 @@ class DockerSandbox:
             try:
                 answer = self._channel.request(payload, timeout_s=timeout_s)
             except (KeyboardInterrupt, RunInterrupted):
-                self._abandon_channel()
+                # The answer will never be read, so the channel cannot be reused. Closing it
+                # makes the executor kill the command it runs (it watches stdin for EOF), and
+                # the next call (the run's final diff) opens a fresh channel.
+                self._channel.close()
                 raise
             except ChannelClosedError as e:
                 self._raise_if_dead(e)
@@ -195,20 +198,6 @@ class DockerSandbox:
         if not answer.get("ok"):
             raise ToolError(answer["kind"], answer["message"])
         return answer
-
-    def _abandon_channel(self) -> None:
-        """After an interrupt mid-call: drop the channel and kill what it was running.
-
-        The pending answer will never be read, so the channel cannot be reused; the command it
-        was running (a ``sleep 600``, say) is killed with every other process of the sandbox
-        user, PID 1 excepted, so the next call (the run's final diff) does not wait behind it.
-        The next call opens a new channel.
-        """
-        self._channel.close()
-        with contextlib.suppress(docker.errors.DockerException):
-            api = self._client.api
-            exec_id = api.exec_create(self.container_id, ["kill", "-KILL", "-1"], user=self._user)
-            api.exec_start(exec_id["Id"])
 
     def exec(
         self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
