@@ -1,3 +1,3 @@
-from sandbox_agent.cli import app
+from sandbox_agent.cli.app import app
 
 app()

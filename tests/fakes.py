@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_agent.errors import ToolError
-from sandbox_agent.gate import GateCheck, GateVerdict
+from sandbox_agent.gate.completion import GateCheck, GateVerdict
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
 from sandbox_agent.sandbox.gitops import parse_name_status

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sandbox_agent.cli import app
-from sandbox_agent.demo import demo_script
+from sandbox_agent.cli.app import app
+from sandbox_agent.cli.demo import demo_script
 from tests.workflow.helpers import FINISH, demo_repo, git, tree_hashes, write_script
 
 CONTRACT_FIELDS = {

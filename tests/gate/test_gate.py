@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.gate import CompletionGate, GateConfig
-from sandbox_agent.gate_tests import detect_test_command, is_pytest, parse_junit
+from sandbox_agent.gate.completion import CompletionGate, GateConfig
+from sandbox_agent.gate.testrun import detect_test_command, is_pytest, parse_junit
 from sandbox_agent.types import Finish
 from tests.fakes import TempDirSandbox
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.budget import Limits, RunBudget
+from sandbox_agent.agent.budget import Limits, RunBudget
 from sandbox_agent.errors import BudgetExceeded
 from sandbox_agent.models.chat_model import ChatModelBase
 from sandbox_agent.models.prices import DEFAULT_PRICES

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.runner import FixOptions, run_fix
-from sandbox_agent.trace import read_trace
+from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.run.runner import FixOptions, run_fix
 from tests.models.conftest import API_KEY
 from tests.models.openai_server import FakeOpenAIServer, error, ok
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sandbox_agent.cli_policy import policy_app
+from sandbox_agent.cli.policy import policy_app
 
 FIXTURES = Path(__file__).parent / "fixtures"
 runner = CliRunner()
@@ -124,7 +124,7 @@ def test_lint_ok() -> None:
 def test_mounted_as_a_subcommand_in_a_real_process(repo: Path) -> None:
     code = (
         "import typer, sys\n"
-        "from sandbox_agent.cli_policy import policy_app\n"
+        "from sandbox_agent.cli.policy import policy_app\n"
         "app = typer.Typer()\n"
         "app.add_typer(policy_app, name='policy')\n"
         "@app.callback()\n"

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli_sandbox import register
+from sandbox_agent.cli.sandbox import register
 from sandbox_agent.sandbox.workspace import OWNER_FILE, WORKSPACE_PREFIX
 
 

@@ -8,9 +8,9 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from sandbox_agent.artifacts import RunRecord
-from sandbox_agent.demo import DEMO_TASK, make_demo_repo
-from sandbox_agent.runner import FixOptions, run_fix
+from sandbox_agent.cli.demo import DEMO_TASK, make_demo_repo
+from sandbox_agent.run.artifacts import RunRecord
+from sandbox_agent.run.runner import FixOptions, run_fix
 
 FIX_EDIT = {
     "type": "tool_call",

@@ -17,7 +17,7 @@ from typing import Protocol
 from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.gate_tests import GateCheck, TestReport, TestRun, run_tests
+from sandbox_agent.gate.testrun import GateCheck, TestReport, TestRun, run_tests
 from sandbox_agent.sandbox.base import Sandbox
 from sandbox_agent.types import Finish, Frozen
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_agent.trace import RunFinished, RunStarted, Trace, describe, read_trace
+from sandbox_agent.agent.trace import RunFinished, RunStarted, Trace, describe, read_trace
 from sandbox_agent.types import Usage
 
 

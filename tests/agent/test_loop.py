@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.budget import UnlimitedBudget
+from sandbox_agent.agent.budget import UnlimitedBudget
+from sandbox_agent.agent.loop import AgentLoop, LoopConfig
+from sandbox_agent.agent.trace import Trace, read_trace
 from sandbox_agent.errors import BudgetExceeded
-from sandbox_agent.loop import AgentLoop, LoopConfig
 from sandbox_agent.models.scripted import FunctionModel, ScriptedModel, parse_script
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.tools.runtime import ToolRuntime
-from sandbox_agent.trace import Trace, read_trace
 from sandbox_agent.types import (
     CallEstimate,
     ExitReason,
@@ -322,7 +322,8 @@ def test_full_trace_mode_records_text_but_never_secrets(make_loop: MakeLoop) -> 
 
 def test_loop_imports_neither_docker_nor_openai() -> None:
     code = (
-        "import sys, sandbox_agent.loop, sandbox_agent.gate, sandbox_agent.tools.runtime;"
+        "import sys, sandbox_agent.agent.loop, sandbox_agent.gate.completion;"
+        "import sandbox_agent.tools.runtime;"
         "print('docker' in sys.modules, 'openai' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

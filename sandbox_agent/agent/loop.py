@@ -11,18 +11,8 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field
 
-from sandbox_agent.budget import Budget
-from sandbox_agent.errors import (
-    BudgetExceeded,
-    InvalidModelOutputError,
-    RunError,
-    StepLimitExceeded,
-)
-from sandbox_agent.gate import Gate, GateVerdict
-from sandbox_agent.models.base import Model
-from sandbox_agent.policy.base import Decision, PolicyEngine
-from sandbox_agent.tools.runtime import ToolRuntime, tool_specs
-from sandbox_agent.trace import (
+from sandbox_agent.agent.budget import Budget
+from sandbox_agent.agent.trace import (
     BudgetUpdateEvent,
     GateResultEvent,
     ModelFeedbackEvent,
@@ -34,6 +24,16 @@ from sandbox_agent.trace import (
     ToolCallEvent,
     Trace,
 )
+from sandbox_agent.errors import (
+    BudgetExceeded,
+    InvalidModelOutputError,
+    RunError,
+    StepLimitExceeded,
+)
+from sandbox_agent.gate.completion import Gate, GateVerdict
+from sandbox_agent.models.base import Model
+from sandbox_agent.policy.base import Decision, PolicyEngine
+from sandbox_agent.tools.runtime import ToolRuntime, tool_specs
 from sandbox_agent.types import (
     ExitReason,
     Finish,

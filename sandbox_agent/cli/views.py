@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from sandbox_agent.artifacts import RunRecord
+from sandbox_agent.run.artifacts import RunRecord
 
 
 def cost_text(cost: float | None) -> str:

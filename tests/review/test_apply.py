@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import ApplyError
-from sandbox_agent.review import apply_patch, parse_changes
+from sandbox_agent.review.apply import apply_patch, parse_changes
 
 ENV = ["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from sandbox_agent.trace import (
+from sandbox_agent.agent.trace import (
     BudgetUpdateEvent,
     GateResultEvent,
     ModelFeedbackEvent,

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox_agent.budget import DEFAULT_LIMITS, Limits, RunBudget, UnlimitedBudget
+from sandbox_agent.agent.budget import DEFAULT_LIMITS, Limits, RunBudget, UnlimitedBudget
 from sandbox_agent.errors import BudgetExceeded
 from sandbox_agent.models.prices import DEFAULT_PRICES, ModelPrice
 from sandbox_agent.types import CallEstimate, Usage

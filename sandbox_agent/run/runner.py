@@ -19,20 +19,19 @@ from typing import Literal, TypeVar
 from pydantic import Field
 
 from sandbox_agent import __version__
-from sandbox_agent.artifacts import (
-    GateRecord,
-    RunDir,
-    RunRecord,
-    UsageRecord,
-    default_runs_dir,
-    new_run_id,
-    now_iso,
+from sandbox_agent.agent.budget import DEFAULT_LIMITS, Limits, RunBudget
+from sandbox_agent.agent.loop import AgentLoop, Approver, LoopConfig
+from sandbox_agent.agent.trace import (
+    ContentMode,
+    GateResultEvent,
+    Listener,
+    ModelRetryEvent,
+    RunFinished,
+    Trace,
 )
-from sandbox_agent.budget import DEFAULT_LIMITS, Limits, RunBudget
 from sandbox_agent.errors import RunError, RunInterrupted, SandboxError, UserError
-from sandbox_agent.gate import CompletionGate, GateConfig
-from sandbox_agent.gate_tests import TestRun, detect_test_command
-from sandbox_agent.loop import AgentLoop, Approver, LoopConfig
+from sandbox_agent.gate.completion import CompletionGate, GateConfig
+from sandbox_agent.gate.testrun import TestRun, detect_test_command
 from sandbox_agent.models.base import Model
 from sandbox_agent.models.chat_client import MissingApiKeyError
 from sandbox_agent.models.chat_model import (
@@ -47,17 +46,18 @@ from sandbox_agent.models.prompt import build_system_prompt
 from sandbox_agent.models.scripted import ScriptedModel
 from sandbox_agent.policy.config import LoadedPolicy, default_user_config_dir, load_policy
 from sandbox_agent.policy.engine import RuleEngine, allowed_programs
+from sandbox_agent.run.artifacts import (
+    GateRecord,
+    RunDir,
+    RunRecord,
+    UsageRecord,
+    default_runs_dir,
+    new_run_id,
+    now_iso,
+)
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.workspace import check_repo
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
-from sandbox_agent.trace import (
-    ContentMode,
-    GateResultEvent,
-    Listener,
-    ModelRetryEvent,
-    RunFinished,
-    Trace,
-)
 from sandbox_agent.types import ExitReason, Frozen, ModelFeedback, RunResult, Task, Usage
 
 T = TypeVar("T")

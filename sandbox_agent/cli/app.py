@@ -17,18 +17,18 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from sandbox_agent import __version__
-from sandbox_agent.artifacts import RunRecord, default_runs_dir, find_run, list_runs
-from sandbox_agent.cli_policy import policy_app
-from sandbox_agent.cli_sandbox import register as register_sandbox_commands
-from sandbox_agent.demo import DEMO_TASK, demo_script, make_demo_repo
+from sandbox_agent.agent.trace import describe, read_trace
+from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
+from sandbox_agent.cli.policy import policy_app
+from sandbox_agent.cli.progress import Progress
+from sandbox_agent.cli.sandbox import register as register_sandbox_commands
+from sandbox_agent.cli.views import runs_table, show, summary
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.progress import Progress
-from sandbox_agent.review import apply_patch
-from sandbox_agent.runner import DEFAULT_MODEL, FixOptions, run_fix
-from sandbox_agent.trace import describe, read_trace
+from sandbox_agent.review.apply import apply_patch
+from sandbox_agent.run.artifacts import RunRecord, default_runs_dir, find_run, list_runs
+from sandbox_agent.run.runner import DEFAULT_MODEL, FixOptions, run_fix
 from sandbox_agent.types import ToolCall
-from sandbox_agent.views import runs_table, show, summary
 
 app = typer.Typer(
     name="sandbox-agent",
