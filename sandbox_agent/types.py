@@ -165,15 +165,50 @@ HistoryItem = ModelTurn | Observation | ModelFeedback
 """One entry of the conversation after the task: what the model did and what came back."""
 
 
-class RunResult(Frozen):
-    """How a run of the loop ended."""
+class GateCheck(Frozen):
+    """One check the completion gate made."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class GateOutcome(Frozen):
+    """A gate verdict as it is recorded (``result.json``'s gate history, the trace)."""
+
+    phase: Literal["baseline", "finish"] = "finish"
+    """``baseline``: the test run before the model starts; ``finish``: a finish request."""
+    passed: bool
+    attempt: int = 0
+    """Which finish request this judged (``0`` for the baseline)."""
+    attempts_left: int | None = None
+    """Finish requests the gate will still judge; ``0`` ends the run when this one failed."""
+    checks: tuple[GateCheck, ...] = ()
+
+
+class GateVerdict(GateOutcome):
+    """The gate's answer to one finish request, with what the model is told."""
+
+    feedback: str
+    """Which check failed, the test output (failures first), attempts left."""
+
+
+class RunOutcome(Frozen):
+    """How a run ended, as the trace's last event and ``result.json`` record it."""
 
     exit_reason: ExitReason
-    answer: str | None = None
-    """The accepted finish answer, when the run finished."""
-    steps_used: int = Field(ge=0)
+    steps: int = Field(default=0, ge=0)
     """Model calls made."""
-    usage: Usage
+    usage: Usage = Field(default_factory=Usage)
+    gate_passed: bool = False
     error: str | None = None
     """Human-readable reason when the run did not finish."""
-    gate_passed: bool = False
+
+
+class RunResult(RunOutcome):
+    """What the loop returns: the outcome, the accepted answer and every gate verdict."""
+
+    answer: str | None = None
+    """The accepted finish answer, when the run finished."""
+    verdicts: tuple[GateOutcome, ...] = ()
+    """The gate's verdicts on finish requests, in order."""

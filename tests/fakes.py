@@ -16,11 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_agent.errors import ToolError
-from sandbox_agent.gate.completion import GateCheck, GateVerdict
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
 from sandbox_agent.sandbox.gitops import parse_name_status
-from sandbox_agent.types import Finish, ToolCall
+from sandbox_agent.types import Finish, GateCheck, GateVerdict, ToolCall
 
 _GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false"]
 _GIT_ENV = {

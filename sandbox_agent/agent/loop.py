@@ -19,7 +19,6 @@ from sandbox_agent.agent.trace import (
     ModelTurnEvent,
     ObservationEvent,
     PolicyDecisionEvent,
-    RunFinished,
     RunStarted,
     ToolCallEvent,
     Trace,
@@ -83,6 +82,7 @@ class AgentLoop:
         self.budget, self.trace, self.config, self.approver = budget, trace, config, approver
         self.history: list[HistoryItem] = []
         self.steps = 0
+        self.verdicts: list[GateVerdict] = []
         self._invalid_in_a_row = 0
         self._begun = False
         self._tools = tool_specs()
@@ -93,13 +93,14 @@ class AgentLoop:
             return
         self._begun = True
         self.trace.emit(
-            RunStarted,
-            0,
-            task=self.trace.text(task.text),
-            model=self.model.name,
-            content_mode=self.trace.content,
-            tools=tuple(t.name for t in self._tools),
-            info=info or {},
+            RunStarted(
+                step=0,
+                task=self.trace.text(task.text),
+                model=self.model.name,
+                content_mode=self.trace.content,
+                tools=tuple(t.name for t in self._tools),
+                info=info or {},
+            )
         )
 
     def run(
@@ -111,6 +112,8 @@ class AgentLoop:
         """Run until a finish is accepted or a limit or error ends the run.
 
         ``notes`` open the conversation after the task (e.g. which tests fail before the run).
+        The caller records the result (``run_finished``, ``result.json``): the loop returns it.
+        An unexpected exception propagates; what the loop did so far is in ``self.verdicts``.
         """
         self.begin(task, info)
         for note in notes:
@@ -121,9 +124,6 @@ class AgentLoop:
             return self._end(e.exit_reason, error=str(e))
         except KeyboardInterrupt:
             return self._end(ExitReason.INTERRUPTED, error="interrupted by the user")
-        except BaseException as e:
-            self._end(ExitReason.INTERNAL_ERROR, error=f"{type(e).__name__}: {e}")
-            raise
         return self._end(ExitReason.FINISHED, answer=answer, gate_passed=True)
 
     def _end(
@@ -134,23 +134,14 @@ class AgentLoop:
         error: str | None = None,
         gate_passed: bool = False,
     ) -> RunResult:
-        usage = self.budget.totals
-        self.trace.emit(
-            RunFinished,
-            self.steps,
-            exit_reason=reason.value,
-            steps=self.steps,
-            usage=usage,
-            gate_passed=gate_passed,
-            error=error,
-        )
         return RunResult(
             exit_reason=reason,
             answer=answer,
-            steps_used=self.steps,
-            usage=usage,
+            steps=self.steps,
+            usage=self.budget.totals,
             error=error,
             gate_passed=gate_passed,
+            verdicts=tuple(self.verdicts),
         )
 
     def _loop(self, task: Task) -> str:
@@ -185,12 +176,13 @@ class AgentLoop:
             return None
         self._invalid_in_a_row = 0
         self.trace.emit(
-            ModelTurnEvent,
-            self.steps,
-            tool_calls=tuple(self.trace.call(c) for c in turn.tool_calls),
-            finish=None if turn.finish is None else self.trace.text(turn.finish.answer),
-            text=None if turn.text is None else self.trace.text(turn.text),
-            usage=turn.usage,
+            ModelTurnEvent(
+                step=self.steps,
+                tool_calls=tuple(self.trace.call(c) for c in turn.tool_calls),
+                finish=None if turn.finish is None else self.trace.text(turn.finish.answer),
+                text=None if turn.text is None else self.trace.text(turn.text),
+                usage=turn.usage,
+            )
         )
         self.history.append(turn)
         self._record_usage(turn.usage)
@@ -198,10 +190,10 @@ class AgentLoop:
 
     def _record_usage(self, usage: Usage) -> None:
         totals = self.budget.record(usage)
-        self.trace.emit(BudgetUpdateEvent, self.steps, totals=totals)
+        self.trace.emit(BudgetUpdateEvent(step=self.steps, totals=totals))
 
     def _run_tool(self, call: ToolCall) -> Observation:
-        self.trace.emit(ToolCallEvent, self.steps, call=self.trace.call(call))
+        self.trace.emit(ToolCallEvent(step=self.steps, call=self.trace.call(call)))
         invalid = self.runtime.check(call)
         if invalid is not None:
             return invalid
@@ -210,13 +202,14 @@ class AgentLoop:
         if decision.decision == "ask" and self.approver is not None:
             approved = self.approver(call, decision)
         self.trace.emit(
-            PolicyDecisionEvent,
-            self.steps,
-            tool_call_id=call.id,
-            decision=decision.decision,
-            rule=decision.rule,
-            reason=decision.reason,
-            approved=approved,
+            PolicyDecisionEvent(
+                step=self.steps,
+                tool_call_id=call.id,
+                decision=decision.decision,
+                rule=decision.rule,
+                reason=decision.reason,
+                approved=approved,
+            )
         )
         if decision.decision == "deny" or (decision.decision == "ask" and not approved):
             why = "denied by policy" if decision.decision == "deny" else "needs approval; not given"
@@ -231,30 +224,31 @@ class AgentLoop:
 
     def _observe(self, observation: Observation) -> None:
         self.trace.emit(
-            ObservationEvent,
-            self.steps,
-            tool_call_id=observation.tool_call_id,
-            tool_name=observation.tool_name,
-            is_error=observation.is_error,
-            kind=observation.kind,
-            exit_code=observation.exit_code,
-            duration_s=observation.duration_s,
-            content=self.trace.text(observation.content),
+            ObservationEvent(
+                step=self.steps,
+                tool_call_id=observation.tool_call_id,
+                tool_name=observation.tool_name,
+                is_error=observation.is_error,
+                kind=observation.kind,
+                exit_code=observation.exit_code,
+                duration_s=observation.duration_s,
+                content=self.trace.text(observation.content),
+            )
         )
         self.history.append(observation)
 
     def _feedback(self, feedback: ModelFeedback) -> None:
         self.trace.emit(
-            ModelFeedbackEvent,
-            self.steps,
-            kind=feedback.kind,
-            content=self.trace.text(feedback.content),
+            ModelFeedbackEvent(
+                step=self.steps, kind=feedback.kind, content=self.trace.text(feedback.content)
+            )
         )
         self.history.append(feedback)
 
     def _judge(self, finish: Finish) -> bool:
         verdict = self.gate.check(finish)
-        self._trace_verdict(verdict)
+        self.verdicts.append(verdict)
+        self.trace.emit(GateResultEvent.of(self.steps, verdict, self.trace.text(verdict.feedback)))
         if verdict.passed:
             return True
         if finish.call_id is None:
@@ -278,14 +272,3 @@ class AgentLoop:
                 "([gate] max_attempts)",
             )
         return False
-
-    def _trace_verdict(self, verdict: GateVerdict) -> None:
-        self.trace.emit(
-            GateResultEvent,
-            self.steps,
-            passed=verdict.passed,
-            attempt=verdict.attempt,
-            attempts_left=verdict.attempts_left,
-            checks=tuple(c.model_dump() for c in verdict.checks),
-            feedback=self.trace.text(verdict.feedback),
-        )

@@ -18,7 +18,7 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from sandbox_agent.types import Frozen, ToolCall, Usage
+from sandbox_agent.types import Frozen, GateOutcome, RunOutcome, ToolCall, Usage
 
 ContentMode = Literal["safe", "full"]
 REDACTED = "[REDACTED]"
@@ -42,9 +42,11 @@ class ToolCallRecord(Frozen):
 
 
 class _Event(Frozen):
-    run_id: str
+    run_id: str = ""
+    """Set by :meth:`Trace.emit`."""
     step: int
-    timestamp: str
+    timestamp: str = ""
+    """Set by :meth:`Trace.emit`."""
 
 
 class RunStarted(_Event):
@@ -109,17 +111,24 @@ class ModelFeedbackEvent(_Event):
     content: TextRecord
 
 
-class GateResultEvent(_Event):
+class GateResultEvent(_Event, GateOutcome):
     """The completion gate's verdict on a finish request (or the baseline test run)."""
 
     event_type: Literal["gate_result"] = "gate_result"
-    passed: bool
-    phase: Literal["baseline", "finish"] = "finish"
-    attempt: int = 0
-    attempts_left: int | None = None
-    checks: tuple[dict[str, Any], ...] = ()
-    """One ``{"name", "passed", "detail"}`` object per check the gate made."""
     feedback: TextRecord | None = None
+
+    @classmethod
+    def of(cls, step: int, outcome: GateOutcome, feedback: TextRecord | None) -> GateResultEvent:
+        """The event recording ``outcome``."""
+        return cls(
+            step=step,
+            phase=outcome.phase,
+            passed=outcome.passed,
+            attempt=outcome.attempt,
+            attempts_left=outcome.attempts_left,
+            checks=outcome.checks,
+            feedback=feedback,
+        )
 
 
 class BudgetUpdateEvent(_Event):
@@ -138,15 +147,10 @@ class ModelRetryEvent(_Event):
     error: str
 
 
-class RunFinished(_Event):
+class RunFinished(_Event, RunOutcome):
     """The run ended."""
 
     event_type: Literal["run_finished"] = "run_finished"
-    exit_reason: str
-    steps: int
-    usage: Usage
-    gate_passed: bool = False
-    error: str | None = None
 
 
 TraceEvent = Annotated[
@@ -216,11 +220,9 @@ class Trace:
             value = value.replace(secret, REDACTED)
         return value
 
-    def emit(self, event_cls: type[_Event], step: int, **fields: Any) -> TraceEvent:
-        """Build an event of ``event_cls``, write it as one line and tell the listeners."""
-        event: TraceEvent = _EVENT.validate_python(
-            event_cls(run_id=self.run_id, step=step, timestamp=_now(), **fields)
-        )
+    def emit(self, event: TraceEvent) -> TraceEvent:
+        """Stamp ``event`` with the run id and the time, write it as one line, tell listeners."""
+        event = event.model_copy(update={"run_id": self.run_id, "timestamp": _now()})
         if self._file is not None:
             data = event.model_dump(mode="json")
             if self.content == "safe":
@@ -300,7 +302,7 @@ def _call_text(call: ToolCallRecord) -> str:
 
 def _gate_text(event: GateResultEvent) -> str:
     verdict = "passed" if event.passed else "rejected"
-    failed = [c["name"] for c in event.checks if not c.get("passed")]
+    failed = [c.name for c in event.checks if not c.passed]
     why = f" (failed: {', '.join(failed)})" if failed else ""
     left = ""
     if event.attempts_left is not None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
 from sandbox_agent import __version__
@@ -27,7 +26,8 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.review.apply import apply_patch
 from sandbox_agent.run.artifacts import RunRecord, default_runs_dir, find_run, list_runs
-from sandbox_agent.run.runner import DEFAULT_MODEL, FixOptions, run_fix
+from sandbox_agent.run.runner import FixOptions, run_fix
+from sandbox_agent.settings import DEFAULT_MODEL
 from sandbox_agent.types import ToolCall
 
 app = typer.Typer(
@@ -111,10 +111,8 @@ def _warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
 
 
-def _run(
-    options: FixOptions, *, as_json: bool, approve: str, print_summary: bool = True
-) -> RunRecord:
-    approver = _ask_user if approve == "ask" and sys.stdin.isatty() else None
+def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> RunRecord:
+    approver = _ask_user if sys.stdin.isatty() else None
     try:
         record = run_fix(options, os.environ, listener=Progress(err), approver=approver, warn=_warn)
     except UserError as e:
@@ -132,15 +130,6 @@ def _run(
     return record
 
 
-_FLAGS = {
-    "task": "TASK",
-    "policy_file": "--policy",
-    "max_cost_usd": "--max-cost",
-    "max_wall_s": "--max-wall",
-}
-"""FixOptions fields whose flag is not the field's name with dashes."""
-
-
 def _exit_code(record: RunRecord) -> int:
     return 0 if record.exit_reason == "finished" and record.gate_passed else 1
 
@@ -150,32 +139,54 @@ def fix(
     task: Annotated[
         str | None, typer.Argument(help="The issue to fix.", show_default=False)
     ] = None,
-    repo: Annotated[Path, typer.Option(help="The repository to fix (only ever read).")] = Path(),
+    repo: Annotated[
+        Path, typer.Option(help="The repository to fix (only ever read; its git root is used).")
+    ] = Path(),
     task_file: Annotated[Path | None, typer.Option(help="Read the task from this file.")] = None,
     model: Annotated[
-        str, typer.Option(help="Model name for the OpenAI-compatible API, or scripted:PATH.")
-    ] = DEFAULT_MODEL,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+        str | None,
+        typer.Option(
+            help="Model name for the OpenAI-compatible API, or scripted:PATH "
+            f"(policy: model.name; default {DEFAULT_MODEL}).",
+            show_default=False,
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint (policy: model.base_url).")
+    ] = None,
     policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
-    test_cmd: Annotated[str | None, typer.Option(help="Test command the gate runs.")] = None,
-    max_steps: Annotated[int | None, typer.Option(min=1, help="Model calls at most.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="US dollars at most.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens at most.")] = None,
-    max_wall: Annotated[float | None, typer.Option(help="Seconds at most.")] = None,
+    test_cmd: Annotated[
+        str | None, typer.Option(help="Test command the gate runs (policy: gate.test_command).")
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Model calls at most (policy: budget.max_steps).")
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(help="US dollars at most (policy: budget.max_cost_usd).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Tokens at most (policy: budget.max_tokens).")
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Seconds at most (policy: budget.max_wall_s).")
+    ] = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
     trust_repo_policy: Annotated[
         bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
     ] = False,
     approve: Annotated[
-        Literal["never", "ask"], typer.Option(help="ask: prompt for `ask` rules on a terminal.")
-    ] = "never",
+        Literal["never", "ask"] | None,
+        typer.Option(help="ask: prompt for `ask` rules on a terminal (policy: run.approve)."),
+    ] = None,
     trace_content: Annotated[
-        Literal["safe", "full"], typer.Option(help="full: also record text in the trace.")
-    ] = "safe",
+        Literal["safe", "full"] | None,
+        typer.Option(help="full: also record text in the trace (policy: run.trace_content)."),
+    ] = None,
     tool_protocol: Annotated[
-        Literal["native", "json"], typer.Option(help="json: for servers without tool calling.")
-    ] = "native",
+        Literal["native", "json"] | None,
+        typer.Option(help="json: for servers without tool calling (policy: model.tool_protocol)."),
+    ] = None,
 ) -> None:
     """Fix an issue in a repository; your checkout changes only through `apply`."""
     if task_file is not None:
@@ -185,29 +196,26 @@ def fix(
             raise fail(UserError(f"--task-file {task_file}: cannot read it ({e})")) from e
     if not task or not task.strip():
         raise fail(UserError("no task: give the issue text as TASK or --task-file FILE"))
-    try:
-        options = FixOptions(
-            repo=repo,
-            task=task,
-            model=model,
-            base_url=base_url,
-            policy_file=policy,
-            test_cmd=test_cmd,
-            max_steps=max_steps,
-            max_cost_usd=max_cost,
-            max_tokens=max_tokens,
-            max_wall_s=max_wall,
-            runs_dir=runs_dir,
-            trust_repo_policy=trust_repo_policy,
-            trace_content=trace_content,
-            tool_protocol=tool_protocol,
-        )
-    except ValidationError as e:
-        problem = e.errors()[0]
-        field = str(problem["loc"][0])
-        flag = _FLAGS.get(field, "--" + field.replace("_", "-"))
-        raise fail(UserError(f"{flag}: {problem['msg']}")) from e
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json, approve=approve)))
+    options = FixOptions(
+        repo=repo,
+        task=task,
+        policy_file=policy,
+        runs_dir=runs_dir,
+        trust_repo_policy=trust_repo_policy,
+        overrides={
+            "--model": model,
+            "--base-url": base_url,
+            "--test-cmd": test_cmd,
+            "--max-steps": max_steps,
+            "--max-cost": max_cost,
+            "--max-tokens": max_tokens,
+            "--max-wall": max_wall,
+            "--approve": approve,
+            "--trace-content": trace_content,
+            "--tool-protocol": tool_protocol,
+        },
+    )
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
 
 
 @app.command()
@@ -219,9 +227,12 @@ def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
         raise fail(e) from e
     err.print(f"demo project copied to {repo}\ntask: {DEMO_TASK}\n")
     options = FixOptions(
-        repo=repo, task=DEMO_TASK, model=f"scripted:{demo_script()}", runs_dir=runs_dir
+        repo=repo,
+        task=DEMO_TASK,
+        runs_dir=runs_dir,
+        overrides={"--model": f"scripted:{demo_script()}"},
     )
-    record = _run(options, as_json=as_json, approve="never", print_summary=False)
+    record = _run(options, as_json=as_json, print_summary=False)
     if not as_json:
         out.print()
         out.print(show(record, Path(record.patch_path).read_text(encoding="utf-8")))

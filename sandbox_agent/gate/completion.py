@@ -14,26 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import Field
-
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.gate.testrun import GateCheck, TestReport, TestRun, run_tests
+from sandbox_agent.gate.testrun import TestReport, TestRun, run_tests
 from sandbox_agent.sandbox.base import Sandbox
-from sandbox_agent.types import Finish, Frozen
+from sandbox_agent.settings import GateSection
+from sandbox_agent.types import Finish, GateCheck, GateVerdict
 
-__all__ = ["CompletionGate", "Gate", "GateCheck", "GateConfig", "GateVerdict"]
-
-
-class GateVerdict(Frozen):
-    """The gate's answer to one finish request."""
-
-    passed: bool
-    feedback: str
-    """What the model is told: which check failed, test output (failures first), attempts left."""
-    checks: tuple[GateCheck, ...] = ()
-    attempt: int = 1
-    attempts_left: int | None = None
-    """Finish requests the gate will still judge; ``0`` ends the run when this one failed."""
+__all__ = ["CompletionGate", "Gate", "GateCheck", "GateVerdict"]
 
 
 class Gate(Protocol):
@@ -44,15 +31,8 @@ class Gate(Protocol):
         ...
 
 
-class GateConfig(Frozen):
-    """How the completion gate judges (from the policy's ``[gate]`` section and flags)."""
-
-    test_command: str = Field(min_length=1)
-    """Runs in the sandbox's workspace; exit 0 means the tests pass."""
-    timeout_s: float = Field(default=600.0, gt=0)
-    require_diff: bool = True
-    max_attempts: int = Field(default=3, ge=1)
-    max_feedback_chars: int = Field(default=6_000, gt=500)
+MAX_FEEDBACK_CHARS = 6_000
+"""Characters of test output the model is shown with a rejection."""
 
 
 class CompletionGate:
@@ -61,13 +41,16 @@ class CompletionGate:
     def __init__(
         self,
         sandbox: Sandbox,
-        config: GateConfig,
+        config: GateSection,
         *,
         is_protected: Callable[[str], bool],
         log_path: Path | None = None,
     ) -> None:
+        if config.test_command is None:
+            raise ValueError("the gate needs a test command (the runner resolves one)")
         self.sandbox = sandbox
         self.config = config
+        self.test_command: str = config.test_command
         self.is_protected = is_protected
         self.log_path = log_path
         self.baseline: TestRun | None = None
@@ -120,7 +103,7 @@ class CompletionGate:
         return checks, run
 
     def _run_tests(self, label: str) -> TestRun:
-        run = run_tests(self.sandbox, self.config.test_command, self.config.timeout_s, label)
+        run = run_tests(self.sandbox, self.test_command, self.config.timeout_s, label)
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(run.log_text())
@@ -144,7 +127,7 @@ class CompletionGate:
             )
         if run is not None and not run.passed:
             lines.append("")
-            lines.append(run.feedback_text(self.config.max_feedback_chars))
+            lines.append(run.feedback_text(MAX_FEEDBACK_CHARS))
         if left == 0:
             lines.append("No finish attempts remain.")
         return "\n".join(lines)

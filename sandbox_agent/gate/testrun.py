@@ -15,19 +15,11 @@ from pathlib import Path
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
-from sandbox_agent.types import Frozen
+from sandbox_agent.types import Frozen, GateCheck
 
 REPORT_DIR = "/tmp/sandbox-agent-gate"
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
-
-
-class GateCheck(Frozen):
-    """One check the gate made."""
-
-    name: str
-    passed: bool
-    detail: str = ""
 
 
 class Failure(Frozen):

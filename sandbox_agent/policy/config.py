@@ -22,7 +22,7 @@ from sandbox_agent.errors import PolicyFileError
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.files import PolicyFile, preset_dir, read_collecting
 from sandbox_agent.policy.merge import merge_layer
-from sandbox_agent.policy.model import (
+from sandbox_agent.settings import (
     BudgetSection,
     CommandsSection,
     GateSection,

@@ -14,7 +14,6 @@ from typing import Any
 
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.commands import CommandFacts, collect_facts
-from sandbox_agent.policy.model import Policy
 from sandbox_agent.policy.paths import (
     expand_braces,
     glob_match,
@@ -24,6 +23,7 @@ from sandbox_agent.policy.paths import (
     resolve_on_host,
 )
 from sandbox_agent.policy.rules import Rule, parse_rule
+from sandbox_agent.settings import Policy
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]

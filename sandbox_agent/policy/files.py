@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 import sandbox_agent
 from sandbox_agent.errors import PolicyFileError
-from sandbox_agent.policy.model import (
+from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule
+from sandbox_agent.settings import (
     Sections,
 )
-from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule
 from sandbox_agent.types import Frozen
 
 __all__ = ["PolicyFile", "preset_dir", "preset_names", "read_policy_file", "rule_errors"]

@@ -1,44 +1,24 @@
-"""Merging one policy layer onto the policy so far, and what an untrusted layer may change.
+"""Merging one policy layer onto the policy so far, by each field's declared rule.
 
-Deny and ask rules and protected paths accumulate from every layer. Allow rules, allowed
-variables and allowed outside paths accumulate too. ``read``/``write`` globs and scalars
-(limits, image, network, test command) take the nearest layer's value.
-
-An untrusted layer (a policy file inside the repo being fixed) may only tighten: its new allow
-rules, variables and outside paths, wider globs, higher limits, a network, an image, prices,
-setup commands and a replaced test command are ignored, each with a warning.
+Every field of the settings tree (``settings.py``) declares a :class:`~sandbox_agent.settings.Rule`;
+this module only applies them. Lists accumulate (``UNION``, ``UNION_TRUSTED``); scalars and
+globs take the nearest layer's value. An untrusted layer (a policy file inside the repo being
+fixed) may only tighten: whatever its rule says would loosen is ignored, with a warning.
+Command-line flags are the last, trusted layer (:func:`apply_overrides`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from sandbox_agent.errors import UserError
 from sandbox_agent.policy.files import PolicyFile
-from sandbox_agent.policy.model import Policy
+from sandbox_agent.settings import Merge, Policy, Rule, field_rules, flag_fields, memory_bytes
 
-__all__ = ["merge_layer"]
-
-_LOWER_IS_TIGHTER = frozenset(
-    {
-        "sandbox.cpus",
-        "sandbox.pids",
-        "sandbox.memory",
-        "sandbox.command_timeout_s",
-        "sandbox.max_command_timeout_s",
-        "budget.max_steps",
-        "budget.max_tokens",
-        "budget.max_cost_usd",
-        "budget.max_wall_s",
-        "gate.timeout_s",
-        "gate.max_attempts",
-        "setup.timeout_s",
-    }
-)
-_FALSE_IS_TIGHTER = frozenset({"sandbox.network", "setup.network"})
-_SCALAR_SECTIONS = ("sandbox", "budget", "gate", "setup")
-_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+__all__ = ["apply_overrides", "merge_layer"]
 
 
 class _Merge:
@@ -55,38 +35,43 @@ class _Merge:
             "policy (pass --trust-repo-policy to trust it)"
         )
 
-    def accumulate(self, section: str, key: str, new: tuple[str, ...], loosens: bool) -> None:
-        current: list[str] = list(self.data[section][key])
+    def field(self, path: str, rule: Rule, value: Any) -> None:
+        *sections, key = path.split(".")
+        target = self.data
+        for name in sections:
+            target = target[name]
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if rule.merge in (Merge.UNION, Merge.UNION_TRUSTED):
+            self._accumulate(path, target, key, value, rule.merge is Merge.UNION_TRUSTED)
+            return
+        old = target[key]
+        if not self.trusted and value != old and not _tighter(rule, path, old, value):
+            self.ignored(f"{path} = {value!r} (was {old!r})")
+            return
+        target[key] = value
+        self._mark(path, rule, value)
+
+    def _accumulate(
+        self, path: str, target: dict[str, Any], key: str, new: Any, loosens: bool
+    ) -> None:
+        current: list[str] = list(target[key])
         for item in new:
             if item in current:
                 continue
             if loosens and not self.trusted:
-                self.ignored(f"{section}.{key} entry {item!r}")
+                self.ignored(f"{path} entry {item!r}")
                 continue
             current.append(item)
-            self.origins.setdefault(f"{section}.{key}:{item}", self.origin)
-        self.data[section][key] = tuple(current)
+            self.origins.setdefault(f"{path}:{item}", self.origin)
+        target[key] = tuple(current)
 
-    def globs(self, key: str, new: tuple[str, ...]) -> None:
-        old: tuple[str, ...] = tuple(self.data["paths"][key])
-        if not self.trusted and not all(g in old or "**" in old for g in new):
-            self.ignored(f"paths.{key} = {list(new)!r} (wider than {list(old)!r})")
+    def _mark(self, path: str, rule: Rule, value: Any) -> None:
+        if rule.merge is Merge.NARROWER:
+            for item in value:
+                self.origins[f"{path}:{item}"] = self.origin
             return
-        self.data["paths"][key] = new
-        for item in new:
-            self.origins[f"paths.{key}:{item}"] = self.origin
-
-    def scalar(self, section: str, key: str, value: Any) -> None:
-        old = self.data[section][key]
-        if isinstance(value, BaseModel):
-            value = value.model_dump()
-        if value == old:
-            self.origins[f"{section}:{key}"] = self.origin
-            return
-        if not self.trusted and not _tighter(f"{section}.{key}", old, value):
-            self.ignored(f"{section}.{key} = {value!r} (was {old!r})")
-            return
-        self.data[section][key] = value
+        section, _, key = path.rpartition(".")
         self.origins[f"{section}:{key}"] = self.origin
 
     def result(self) -> Policy:
@@ -95,58 +80,73 @@ class _Merge:
         return Policy.model_validate(self.data)
 
 
+def _set_fields(model: BaseModel, prefix: str = "") -> dict[str, Any]:
+    """The leaf fields a layer actually says, by dotted path."""
+    out: dict[str, Any] = {}
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            out.update(_set_fields(value, f"{prefix}{name}."))
+        elif name in model.model_fields_set:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
 def merge_layer(
     base: Policy, layer: PolicyFile, origin: str, *, trusted: bool
 ) -> tuple[Policy, list[str]]:
     """Merge ``layer`` onto ``base``; return the result and warnings about ignored loosenings."""
     m = _Merge(base, origin, trusted)
-    cmds = layer.commands
-    m.accumulate("commands", "deny", cmds.deny, loosens=False)
-    m.accumulate("commands", "ask", cmds.ask, loosens=False)
-    m.accumulate("commands", "allow", cmds.allow, loosens=True)
-    m.accumulate("commands", "allow_env", cmds.allow_env, loosens=True)
-    examples = m.data["commands"]["examples"]
-    for kind in ("allow", "deny"):
-        examples[kind] = tuple(dict.fromkeys((*examples[kind], *getattr(cmds.examples, kind))))
-    paths = layer.paths
-    m.accumulate("paths", "protect", paths.protect, loosens=False)
-    m.accumulate("paths", "allow_outside", paths.allow_outside, loosens=True)
-    for key in ("read", "write"):
-        if key in paths.model_fields_set:
-            m.globs(key, getattr(paths, key))
-    for section in _SCALAR_SECTIONS:
-        model: BaseModel = getattr(layer, section)
-        for key in model.model_fields_set:
-            m.scalar(section, key, getattr(model, key))
+    said = _set_fields(layer)
+    for path, rule in field_rules().items():
+        if path in said:
+            m.field(path, rule, said[path])
     return m.result(), m.warnings
 
 
-def _tighter(key: str, old: Any, new: Any) -> bool:
-    """Whether replacing ``old`` by ``new`` at ``key`` only restricts the run."""
-    if key in _LOWER_IS_TIGHTER:
-        if new is None:
+def apply_overrides(policy: Policy, overrides: Mapping[str, Any]) -> Policy:
+    """The command line's layer: each ``"--flag": value`` sets its field (``None``: not given).
+
+    The value is validated by the field's own declaration, so a flag and a policy file accept
+    and refuse exactly the same values.
+
+    Raises:
+        UserError: a value the field refuses, naming the flag.
+    """
+    fields = flag_fields()
+    data = policy.model_dump()
+    origins = dict(policy.origins)
+    for flag, value in overrides.items():
+        if value is None:
+            continue
+        section, _, key = fields[flag].rpartition(".")
+        data[section][key] = value
+        origins[f"{section}:{key}"] = f"flag {flag}"
+        try:
+            Policy.model_validate(data)
+        except ValidationError as e:
+            raise UserError(f"{flag}: {e.errors()[0]['msg']} (got {value!r})") from e
+    data["origins"] = origins
+    return Policy.model_validate(data)
+
+
+def _tighter(rule: Rule, path: str, old: Any, new: Any) -> bool:
+    """Whether replacing ``old`` by ``new`` only restricts the run, by the field's rule."""
+    match rule.merge:
+        case Merge.LOWER:
+            if path == "sandbox.memory":
+                return memory_bytes(str(new)) <= memory_bytes(str(old))
+            return bool(new <= old)
+        case Merge.FALSE:
+            return new is False
+        case Merge.TRUE:
+            return new is True
+        case Merge.IF_UNSET:
             return old is None
-        if old is None:
-            return True
-        if key == "sandbox.memory":
-            return _bytes(str(new)) <= _bytes(str(old))
-        return bool(new <= old)
-    if key in _FALSE_IS_TIGHTER:
-        return new is False
-    if key == "gate.require_diff":
-        return new is True
-    if key == "gate.test_command":
-        return old is None
-    if key == "setup.commands":
-        return not new
+        case Merge.EMPTY:
+            return not new
+        case Merge.NARROWER:
+            return all(g in old or "**" in old for g in new)
+        case Merge.TRUSTED:
+            return rule.tight is not None and new == rule.tight
     return False
-
-
-def _bytes(size: str) -> float:
-    size = size.strip().lower()
-    unit = _UNITS.get(size[-1:], 1)
-    number = size[:-1] if size[-1:] in _UNITS else size
-    try:
-        return float(number) * unit
-    except ValueError:
-        return float("inf")

@@ -17,31 +17,12 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from sandbox_agent.errors import UserError
-from sandbox_agent.types import Frozen
+from sandbox_agent.types import Frozen, GateOutcome, Usage
 
 RESULT_FILE = "result.json"
 PATCH_FILE = "patch.diff"
 TRACE_FILE = "trace.jsonl"
 GATE_LOG = "gate.log"
-
-
-class UsageRecord(Frozen):
-    """Token and cost totals of a run (``cost_usd`` is null when the model's price is unknown)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float | None = 0.0
-    requests: int = 0
-
-
-class GateRecord(Frozen):
-    """One gate verdict, as kept in ``result.json``."""
-
-    phase: Literal["baseline", "finish"]
-    attempt: int
-    passed: bool
-    checks: tuple[dict[str, Any], ...] = ()
 
 
 class RunRecord(Frozen):
@@ -52,7 +33,8 @@ class RunRecord(Frozen):
     exit_reason: str | None = None
     steps: int = 0
     gate_passed: bool = False
-    usage: UsageRecord = Field(default_factory=UsageRecord)
+    usage: Usage = Field(default_factory=Usage)
+    """Token and cost totals (``cost_usd`` is null when the model's price is unknown)."""
     run_dir: str
     patch_path: str
     trace_path: str
@@ -72,7 +54,7 @@ class RunRecord(Frozen):
     """What the policy loader ignored, e.g. an untrusted repo policy's loosening."""
     policy: dict[str, Any] = Field(default_factory=dict)
     """The effective policy with each rule's origin (see ``policy show``)."""
-    gate_history: tuple[GateRecord, ...] = ()
+    gate_history: tuple[GateOutcome, ...] = ()
     files_changed: int = 0
     version: str = ""
 

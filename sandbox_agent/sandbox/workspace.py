@@ -303,6 +303,59 @@ def check_repo(repo: Path) -> Path:
     return resolved
 
 
+@dataclass(frozen=True)
+class RepoInfo:
+    """The repository a run works on, as found from what the user passed."""
+
+    root: Path
+    """The repository's root: the git top level when ``--repo`` was inside a git work tree."""
+    given: Path
+    """What the user passed (``--repo``, ``.`` by default), resolved."""
+    is_git: bool
+    uncommitted: int
+    """Files with changes not committed (modified, staged or untracked-not-ignored): the
+    snapshot includes them."""
+
+    @property
+    def moved_to_root(self) -> bool:
+        """Whether ``--repo`` named a directory inside the repository, not its root."""
+        return self.root != self.given
+
+
+def inspect_repo(repo: Path) -> RepoInfo:
+    """Find the repository ``repo`` belongs to: its git root, and how many files are uncommitted.
+
+    Raises:
+        RepoNotFoundError: ``repo`` is not a directory.
+    """
+    given = check_repo(repo)
+    done = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=given,
+        env=host_git_env(),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return RepoInfo(root=given, given=given, is_git=False, uncommitted=0)
+    root = Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+    status = host_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    return RepoInfo(root=root, given=given, is_git=True, uncommitted=_count_status(status))
+
+
+def _count_status(status: bytes) -> int:
+    """Entries of ``git status --porcelain=v1 -z``; a rename's second (old) path is not one."""
+    count = 0
+    entries = iter(status.split(b"\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        count += 1
+        if entry[:1] in (b"R", b"C"):
+            next(entries, None)
+    return count
+
+
 def _force_remove(func: object, path: str, exc: object) -> None:
     """``rmtree`` error handler: make the entry's directory writable and retry once."""
     del func, exc

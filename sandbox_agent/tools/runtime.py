@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.settings import SandboxSection
 from sandbox_agent.text import truncate_middle
 from sandbox_agent.tools.specs import (
     BashArgs,
@@ -28,12 +29,11 @@ from sandbox_agent.types import Frozen, Observation, ToolCall, ToolSpec
 
 
 class ToolRuntimeConfig(Frozen):
-    """Limits of the tool runtime."""
+    """Limits of the tool runtime; the bash timeouts are the settings tree's ``[sandbox]``."""
 
-    command_timeout_s: float = Field(default=120.0, gt=0)
-    """Timeout of a bash call that names none."""
-    max_command_timeout_s: float = Field(default=600.0, gt=0)
-    """Upper bound of a bash call's own ``timeout_s``."""
+    timeouts: SandboxSection = Field(default_factory=SandboxSection)
+    """``command_timeout_s`` (a bash call that names none) and ``max_command_timeout_s`` (the
+    upper bound of a call's own ``timeout_s``)."""
     max_output_bytes: int = Field(default=64 * 1024, gt=0)
     """Bytes of each output stream the sandbox keeps (head and tail)."""
     max_observation_chars: int = Field(default=16_000, gt=200)
@@ -129,7 +129,8 @@ class ToolRuntime:
 
     def bash(self, args: BashArgs) -> tuple[str, int | None]:
         timeout = min(
-            args.timeout_s or self.config.command_timeout_s, self.config.max_command_timeout_s
+            args.timeout_s or self.config.timeouts.command_timeout_s,
+            self.config.timeouts.max_command_timeout_s,
         )
         result = self.sandbox.exec(
             args.command, timeout_s=timeout, max_output_bytes=self.config.max_output_bytes

@@ -3,13 +3,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_agent.agent.trace import RunFinished, RunStarted, Trace, describe, read_trace
-from sandbox_agent.types import Usage
+from sandbox_agent.types import ExitReason, Usage
 
 
 def write_trace(path: Path) -> None:
     with Trace(path, "r1") as trace:
-        trace.emit(RunStarted, 0, task=trace.text("task"), model="m", content_mode="safe")
-        trace.emit(RunFinished, 1, exit_reason="finished", steps=1, usage=Usage(), gate_passed=True)
+        trace.emit(RunStarted(step=0, task=trace.text("task"), model="m", content_mode="safe"))
+        trace.emit(
+            RunFinished(
+                step=1, exit_reason=ExitReason.FINISHED, steps=1, usage=Usage(), gate_passed=True
+            )
+        )
 
 
 def test_truncated_last_line_is_reported_not_fatal(tmp_path: Path) -> None:

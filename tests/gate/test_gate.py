@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.gate.completion import CompletionGate, GateConfig
+from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.testrun import detect_test_command, is_pytest, parse_junit
+from sandbox_agent.settings import GateSection
 from sandbox_agent.types import Finish
 from tests.fakes import TempDirSandbox
 
@@ -40,7 +41,7 @@ def make_gate(sandbox: TempDirSandbox, tmp_path: Path, **config: object) -> Comp
     settings.update(config)
     gate = CompletionGate(
         sandbox,
-        GateConfig.model_validate(settings),
+        GateSection.model_validate(settings),
         is_protected=protected,
         log_path=tmp_path / "gate.log",
     )

@@ -48,11 +48,13 @@ def test_fix_run_keeps_the_key_out_of_the_run_directory(
     options = FixOptions(
         repo=_repo(tmp_path / "repo"),
         task="add() subtracts; make test_calc pass",
-        model="gpt-4o-mini",
-        base_url=server.base_url,
-        test_cmd="python3 -m pytest -q",
         runs_dir=tmp_path / "runs",
         workspace_root=tmp_path,
+        overrides={
+            "--model": "gpt-4o-mini",
+            "--base-url": server.base_url,
+            "--test-cmd": "python3 -m pytest -q",
+        },
     )
     record = run_fix(options, {"OPENAI_API_KEY": API_KEY})
     run_dir = tmp_path / "runs"

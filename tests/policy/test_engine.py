@@ -9,7 +9,7 @@ import pytest
 from sandbox_agent.policy.base import PolicyEngine
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine, allowed_programs
-from sandbox_agent.policy.model import Policy
+from sandbox_agent.settings import Policy
 from sandbox_agent.types import ToolCall
 
 

@@ -12,6 +12,8 @@ from sandbox_agent.cli.demo import DEMO_TASK, make_demo_repo
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.run.runner import FixOptions, run_fix
 
+FLAG_NAMES = {"max_cost_usd": "--max-cost", "max_wall_s": "--max-wall"}
+
 FIX_EDIT = {
     "type": "tool_call",
     "tool_name": "edit_file",
@@ -61,15 +63,20 @@ def fix(
     script = write_script(
         tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.jsonl", *actions
     )
+    warn = options.pop("warn", None)
     settings: dict[str, object] = {
         "repo": repo,
         "task": DEMO_TASK,
-        "model": f"scripted:{script}",
         "runs_dir": tmp_path / "runs",
         "workspace_root": workspace_root,
     }
-    warn = options.pop("warn", None)
-    settings.update(options)
+    overrides: dict[str, object] = {"--model": f"scripted:{script}"}
+    for name, value in options.items():  # a flag's name with underscores: test_cmd=...
+        if name in FixOptions.model_fields:
+            settings[name] = value
+        else:
+            overrides[FLAG_NAMES.get(name, "--" + name.replace("_", "-"))] = value
+    settings["overrides"] = overrides
     return run_fix(
         FixOptions.model_validate(settings),
         {"HOME": str(tmp_path)},

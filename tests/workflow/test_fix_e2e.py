@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 def failed_checks(record_path: Path) -> list[list[str]]:
     record = RunDir(record_path).read_record()
     return [
-        [c["name"] for c in g.checks if not c["passed"]]
+        [c.name for c in g.checks if not c.passed]
         for g in record.gate_history
         if g.phase == "finish"
     ]
@@ -118,7 +118,8 @@ def test_weakened_unprotected_tests_are_rejected_by_the_count(
     record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash(command), FINISH, max_steps=3)
     assert not record.gate_passed
     assert failed_checks(Path(record.run_dir)) == [["test_count"]]
-    assert problem in json.dumps(RunDir(Path(record.run_dir)).read_record().gate_history[-1].checks)
+    last = RunDir(Path(record.run_dir)).read_record().gate_history[-1]
+    assert problem in json.dumps([c.model_dump() for c in last.checks])
 
 
 def test_gate_timeout_is_a_rejection(

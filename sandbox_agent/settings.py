@@ -1,0 +1,273 @@
+"""The settings tree: every setting of a run, declared once.
+
+The merged, validated policy *is* the settings tree. Each field declares, in one place, its
+default and validation (pydantic), its merge rule (:class:`Rule`: how layers combine and what
+an untrusted repo file may change) and, where a ``fix`` flag sets it, that flag. Policy files
+(``policy/files.py``) are this tree with every key optional; merging (``policy/merge.py``)
+reads the rules; the command line overrides fields through :func:`flag_fields`; the sandbox,
+the gate, the budget, the tool runtime and the model adapters read their section.
+
+A leaf module: it imports only ``types`` from the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from sandbox_agent.types import Frozen
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "BudgetSection",
+    "CommandsSection",
+    "ExamplesSection",
+    "GateSection",
+    "Merge",
+    "ModelSection",
+    "PathsSection",
+    "Policy",
+    "PriceSection",
+    "Rule",
+    "RunSection",
+    "SandboxSection",
+    "Sections",
+    "SetupSection",
+    "field_rules",
+    "flag_fields",
+    "memory_bytes",
+]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class Merge(StrEnum):
+    """How a field combines across layers, and what an untrusted layer may do to it."""
+
+    UNION = "union"
+    """A list every layer adds to, untrusted ones too (deny rules, protected paths)."""
+    UNION_TRUSTED = "union_trusted"
+    """A list every trusted layer adds to; an untrusted layer's additions are ignored."""
+    NARROWER = "narrower"
+    """Globs the nearest layer replaces; an untrusted layer only with a subset."""
+    LOWER = "lower"
+    """The nearest layer's value; an untrusted layer only a lower one (limits)."""
+    FALSE = "false"
+    """The nearest layer's value; an untrusted layer may only turn it off (network)."""
+    TRUE = "true"
+    """The nearest layer's value; an untrusted layer may only turn it on (require_diff)."""
+    IF_UNSET = "if_unset"
+    """The nearest layer's value; an untrusted layer only when no layer set it yet."""
+    EMPTY = "empty"
+    """The nearest layer's value; an untrusted layer may only empty it (setup commands)."""
+    TRUSTED = "trusted"
+    """The nearest layer's value; an untrusted layer may not change it (image, prices)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A field's merge rule and the ``fix`` flag that overrides it, if any."""
+
+    merge: Merge
+    flag: str | None = None
+    tight: object = None
+    """For ``Merge.TRUSTED``: a value an untrusted layer may still set (e.g. ``"never"``)."""
+
+
+_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_MEMORY_PATTERN = r"^\d+(\.\d+)?[bkmgBKMG]?$"
+
+
+def memory_bytes(size: str) -> float:
+    """Bytes of a Docker memory size (``512m``, ``1.5g``); ``inf`` if it cannot be read."""
+    size = size.strip().lower()
+    unit = _UNITS.get(size[-1:], 1)
+    number = size[:-1] if size[-1:] in _UNITS else size
+    try:
+        return float(number) * unit
+    except ValueError:
+        return float("inf")
+
+
+class ExamplesSection(Frozen):
+    """Commands a policy promises to allow or deny; checked on every load."""
+
+    allow: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Commands that must be allowed."""
+    deny: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Commands that must be denied (``ask`` does not count as denied)."""
+
+
+class CommandsSection(Frozen):
+    """Which shell commands the model may run, as argv-prefix rules."""
+
+    allow: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
+    """Rules a command must match to run, e.g. ``"git diff"`` or ``"python -m pytest"``."""
+    deny: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Rules that always deny; deny rules from every layer apply."""
+    ask: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Rules that need the user's approval (a deny when nobody can be asked)."""
+    allow_env: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
+    """Variable names allowed as ``VAR=value`` prefixes (or through ``env``)."""
+    examples: ExamplesSection = Field(default_factory=ExamplesSection)
+    """Example commands checked at load time."""
+
+
+class PathsSection(Frozen):
+    """Which files the read/write tools and shell arguments may name."""
+
+    read: Annotated[tuple[str, ...], Rule(Merge.NARROWER)] = ("**",)
+    """Globs (relative to the repo root) ``read_file`` may read."""
+    write: Annotated[tuple[str, ...], Rule(Merge.NARROWER)] = ("**",)
+    """Globs ``write_file``/``edit_file`` and shell writes may change."""
+    protect: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Globs nothing may change: tests, CI configuration, the policy file, lock files."""
+    allow_outside: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
+    """Absolute paths or globs outside the workspace that commands may name."""
+
+
+class SandboxSection(Frozen):
+    """The container every tool call runs in."""
+
+    image: Annotated[str | None, Rule(Merge.TRUSTED)] = None
+    """Docker image; ``None`` means the image built from ``Dockerfile.sandbox``."""
+    network: Annotated[bool, Rule(Merge.FALSE)] = False
+    """Whether the container has a network while the model works."""
+    cpus: Annotated[float, Rule(Merge.LOWER)] = Field(default=2.0, gt=0)
+    """CPU limit, in CPUs."""
+    memory: Annotated[str, Rule(Merge.LOWER)] = Field(default="2g", pattern=_MEMORY_PATTERN)
+    """Memory limit, swap included, in Docker's syntax (``512m``, ``2g``)."""
+    pids: Annotated[int, Rule(Merge.LOWER)] = Field(default=256, ge=16)
+    """Most processes and threads alive at once in the container (stops fork bombs)."""
+    command_timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=120.0, gt=0)
+    """Default timeout of one bash tool call."""
+    max_command_timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=600.0, gt=0)
+    """The largest ``timeout_s`` the model may ask for; more is a deny."""
+
+
+class PriceSection(Frozen):
+    """Price of one model in USD per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class BudgetSection(Frozen):
+    """Caps on one run, each checked before every model call."""
+
+    max_steps: Annotated[int, Rule(Merge.LOWER, flag="--max-steps")] = Field(default=50, gt=0)
+    """Model calls the run may make."""
+    max_tokens: Annotated[int, Rule(Merge.LOWER, flag="--max-tokens")] = Field(
+        default=2_000_000, gt=0
+    )
+    """Prompt plus completion tokens over all model calls."""
+    max_cost_usd: Annotated[float, Rule(Merge.LOWER, flag="--max-cost")] = Field(default=2.0, gt=0)
+    """US dollars over all model calls; a model without a known price cannot start."""
+    max_wall_s: Annotated[float, Rule(Merge.LOWER, flag="--max-wall")] = Field(default=3600.0, gt=0)
+    """Seconds from the start of the run; no model call starts after that."""
+    prices: Annotated[dict[str, PriceSection], Rule(Merge.TRUSTED)] = Field(default_factory=dict)
+    """Prices by model name, for models the price database does not know."""
+
+
+class GateSection(Frozen):
+    """What ``finish`` must satisfy."""
+
+    test_command: Annotated[str | None, Rule(Merge.IF_UNSET, flag="--test-cmd")] = Field(
+        default=None, min_length=1
+    )
+    """Shell command run in the sandbox; exit 0 means the tests pass (detected when unset)."""
+    require_diff: Annotated[bool, Rule(Merge.TRUE)] = True
+    """Whether a finish with no change is rejected."""
+    timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=600.0, gt=0)
+    """Timeout of one test run."""
+    max_attempts: Annotated[int, Rule(Merge.LOWER)] = Field(default=3, gt=0)
+    """How many rejected finishes end the run."""
+
+
+class SetupSection(Frozen):
+    """Commands run once in the sandbox before the loop (the user's, not the model's)."""
+
+    commands: Annotated[tuple[str, ...], Rule(Merge.EMPTY)] = ()
+    """Shell commands, run in order; a failure stops the run before any model call."""
+    network: Annotated[bool, Rule(Merge.FALSE)] = False
+    """Whether the setup commands get a network (taken away before the model starts)."""
+    timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=900.0, gt=0)
+    """Timeout of each setup command."""
+
+
+class ModelSection(Frozen):
+    """The model the agent talks to."""
+
+    name: Annotated[str, Rule(Merge.TRUSTED, flag="--model")] = Field(
+        default=DEFAULT_MODEL, min_length=1
+    )
+    """Model name for the OpenAI-compatible API, or ``scripted:PATH``."""
+    base_url: Annotated[str | None, Rule(Merge.TRUSTED, flag="--base-url")] = None
+    """OpenAI-compatible endpoint (``OPENAI_BASE_URL`` when unset)."""
+    tool_protocol: Annotated[
+        Literal["native", "json"], Rule(Merge.TRUSTED, flag="--tool-protocol")
+    ] = "native"
+    """``json``: tools described in the prompt, for servers without tool calling."""
+
+
+class RunSection(Frozen):
+    """How the run talks to the user and what it records."""
+
+    approve: Annotated[
+        Literal["never", "ask"], Rule(Merge.TRUSTED, flag="--approve", tight="never")
+    ] = "never"
+    """``ask``: prompt on a terminal for calls an ``ask`` rule matches (else they are denied)."""
+    trace_content: Annotated[
+        Literal["safe", "full"], Rule(Merge.TRUSTED, flag="--trace-content", tight="safe")
+    ] = "safe"
+    """``full``: also record text (commands, outputs) in the trace, secrets redacted."""
+
+
+class Sections(Frozen):
+    """The sections every policy shape has: one file's, and the merged effective policy's."""
+
+    commands: CommandsSection = Field(default_factory=CommandsSection)
+    paths: PathsSection = Field(default_factory=PathsSection)
+    sandbox: SandboxSection = Field(default_factory=SandboxSection)
+    budget: BudgetSection = Field(default_factory=BudgetSection)
+    gate: GateSection = Field(default_factory=GateSection)
+    setup: SetupSection = Field(default_factory=SetupSection)
+    model: ModelSection = Field(default_factory=ModelSection)
+    run: RunSection = Field(default_factory=RunSection)
+
+
+class Policy(Sections):
+    """The effective, merged policy: the run's settings tree."""
+
+    origins: dict[str, str] = Field(default_factory=dict)
+    """Origin of each rule, glob and scalar, keyed ``"<section>.<key>:<text>"``."""
+    sources: tuple[str, ...] = ()
+    """Files merged into this policy, nearest last."""
+
+    def origin(self, kind: str, text: str) -> str:
+        """Where a rule came from, e.g. ``origin("commands.allow", "git diff")``."""
+        return self.origins.get(f"{kind}:{text}", "policy")
+
+
+def field_rules(model: type[BaseModel] = Sections, prefix: str = "") -> dict[str, Rule]:
+    """Every leaf field of the tree by dotted path (``"budget.max_cost_usd"``), with its rule."""
+    rules: dict[str, Rule] = {}
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, Frozen):
+            rules.update(field_rules(annotation, f"{prefix}{name}."))
+            continue
+        found = [m for m in info.metadata if isinstance(m, Rule)]
+        if not found:
+            raise TypeError(f"settings field {prefix}{name} declares no merge Rule")
+        rules[f"{prefix}{name}"] = found[0]
+    return rules
+
+
+def flag_fields() -> dict[str, str]:
+    """``fix`` flags that set a field, to the field's dotted path (``"--max-cost"`` -> ...)."""
+    return {rule.flag: path for path, rule in field_rules().items() if rule.flag is not None}
