@@ -89,7 +89,9 @@ def _validation_errors(exc: ValidationError, path: Path, text: str) -> list[Poli
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         key = _key_name(loc)
-        line = find_line(text, loc)
+        line = next(
+            (n for cut in range(len(loc), 0, -1) if (n := find_line(text, loc[:cut]))), None
+        )
         if err["type"] == "extra_forbidden":
             expected = _expected_keys(loc[:-1])
             message = f"unknown key; expected one of: {expected}"

