@@ -1,0 +1,80 @@
+"""Preparing a run: the repository it works on, what the user is told, and the settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.cli.demo import make_demo_repo
+from sandbox_agent.errors import UserError
+from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
+from sandbox_agent.run.runner import notices
+
+
+def scripted(tmp_path: Path) -> str:
+    path = tmp_path / "script.jsonl"
+    path.write_text(json.dumps({"type": "finish", "answer": "x"}) + "\n")
+    return f"scripted:{path}"
+
+
+def prepared(tmp_path: Path, repo: Path, **overrides: object) -> Prepared:
+    options = FixOptions(
+        repo=repo,
+        task="t",
+        runs_dir=tmp_path / "runs",
+        overrides={"--model": scripted(tmp_path), **overrides},
+    )
+    return prepare(options, {"HOME": str(tmp_path)})
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_demo_repo(tmp_path)
+
+
+def test_a_clean_repo_gives_no_notices(tmp_path: Path, repo: Path) -> None:
+    p = prepared(tmp_path, repo)
+    assert p.repo.root == repo.resolve()
+    assert notices(p) == []
+
+
+def test_a_subdirectory_runs_on_the_git_root_and_says_so(tmp_path: Path, repo: Path) -> None:
+    """Regression: --repo inside a repo failed with "no test command" (nothing detected there)."""
+    p = prepared(tmp_path, repo / "kvparse")
+    assert p.repo.root == repo.resolve()
+    assert p.test_command == "python -m pytest -q"
+    assert notices(p) == [
+        f"--repo {(repo / 'kvparse').resolve()} is inside a git repository: working on "
+        f"{repo.resolve()}"
+    ]
+
+
+def test_uncommitted_changes_are_counted_in_one_line(tmp_path: Path, repo: Path) -> None:
+    (repo / "README.md").write_text("changed\n")
+    (repo / "notes.txt").write_text("new\n")
+    (repo / "kvparse" / "new module.py").write_text("x = 1\n")
+    [line] = notices(prepared(tmp_path, repo))
+    assert line.startswith("3 files have uncommitted changes: ")
+
+
+def test_a_directory_that_is_not_a_git_repo_is_used_as_it_is(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "test_x.py").write_text("def test_x(): pass\n")
+    p = prepared(tmp_path, plain)
+    assert p.repo.root == plain.resolve()
+    assert not p.repo.is_git
+    assert notices(p) == []
+
+
+def test_flags_reach_the_settings_tree(tmp_path: Path, repo: Path) -> None:
+    p = prepared(tmp_path, repo, **{"--max-steps": 7, "--test-cmd": "make check"})
+    assert p.settings.budget.max_steps == 7
+    assert p.test_command == "make check"
+
+
+def test_a_flag_that_sets_no_setting_is_refused(tmp_path: Path, repo: Path) -> None:
+    with pytest.raises(UserError, match="--bogus: not a flag that sets a setting"):
+        prepared(tmp_path, repo, **{"--bogus": 1})
