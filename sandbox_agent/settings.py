@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.types import Frozen
 
@@ -92,7 +92,11 @@ def memory_bytes(size: str) -> float:
         return float("inf")
 
 
-class ExamplesSection(Frozen):
+class _Section(Frozen):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ExamplesSection(_Section):
     """Commands a policy promises to allow or deny; checked on every load."""
 
     allow: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
@@ -101,7 +105,7 @@ class ExamplesSection(Frozen):
     """Commands that must be denied (``ask`` does not count as denied)."""
 
 
-class CommandsSection(Frozen):
+class CommandsSection(_Section):
     """Which shell commands the model may run, as argv-prefix rules."""
 
     allow: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
@@ -116,7 +120,7 @@ class CommandsSection(Frozen):
     """Example commands checked at load time."""
 
 
-class PathsSection(Frozen):
+class PathsSection(_Section):
     """Which files the read/write tools and shell arguments may name."""
 
     read: Annotated[tuple[str, ...], Rule(Merge.NARROWER)] = ("**",)
@@ -129,7 +133,7 @@ class PathsSection(Frozen):
     """Absolute paths or globs outside the workspace that commands may name."""
 
 
-class SandboxSection(Frozen):
+class SandboxSection(_Section):
     """The container every tool call runs in."""
 
     image: Annotated[str | None, Rule(Merge.TRUSTED)] = None
@@ -148,7 +152,7 @@ class SandboxSection(Frozen):
     """The largest ``timeout_s`` the model may ask for; more is a deny."""
 
 
-class PriceSection(Frozen):
+class PriceSection(_Section):
     """Price of one model in USD per million tokens."""
 
     input_per_mtok: float = Field(ge=0)
@@ -156,7 +160,7 @@ class PriceSection(Frozen):
     cached_input_per_mtok: float | None = Field(default=None, ge=0)
 
 
-class BudgetSection(Frozen):
+class BudgetSection(_Section):
     """Caps on one run, each checked before every model call."""
 
     max_steps: Annotated[int, Rule(Merge.LOWER, flag="--max-steps")] = Field(default=50, gt=0)
@@ -173,7 +177,7 @@ class BudgetSection(Frozen):
     """Prices by model name, for models the price database does not know."""
 
 
-class GateSection(Frozen):
+class GateSection(_Section):
     """What ``finish`` must satisfy."""
 
     test_command: Annotated[str | None, Rule(Merge.IF_UNSET, flag="--test-cmd")] = Field(
@@ -188,7 +192,7 @@ class GateSection(Frozen):
     """How many rejected finishes end the run."""
 
 
-class SetupSection(Frozen):
+class SetupSection(_Section):
     """Commands run once in the sandbox before the loop (the user's, not the model's)."""
 
     commands: Annotated[tuple[str, ...], Rule(Merge.EMPTY)] = ()
@@ -199,7 +203,7 @@ class SetupSection(Frozen):
     """Timeout of each setup command."""
 
 
-class ModelSection(Frozen):
+class ModelSection(_Section):
     """The model the agent talks to."""
 
     name: Annotated[str, Rule(Merge.TRUSTED, flag="--model")] = Field(
@@ -214,7 +218,7 @@ class ModelSection(Frozen):
     """``json``: tools described in the prompt, for servers without tool calling."""
 
 
-class RunSection(Frozen):
+class RunSection(_Section):
     """How the run talks to the user and what it records."""
 
     approve: Annotated[
@@ -227,7 +231,7 @@ class RunSection(Frozen):
     """``full``: also record text (commands, outputs) in the trace, secrets redacted."""
 
 
-class Sections(Frozen):
+class Sections(_Section):
     """The sections every policy shape has: one file's, and the merged effective policy's."""
 
     commands: CommandsSection = Field(default_factory=CommandsSection)

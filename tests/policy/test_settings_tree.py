@@ -20,6 +20,7 @@ from sandbox_agent.cli.app import app
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
 from sandbox_agent.policy.merge import apply_overrides
+from sandbox_agent.policy.reference import settings_markdown
 from sandbox_agent.settings import Merge, Policy, field_rules, flag_fields
 
 
@@ -231,3 +232,15 @@ def test_pids_below_what_the_container_accepts_is_refused_at_lint_time(tmp_path:
     assert problems == [
         f"{file}:2: [sandbox].pids: Input should be greater than or equal to 16 (got 8)"
     ]
+
+
+def test_the_settings_reference_is_generated_from_the_tree() -> None:
+    """docs/settings.md documents every setting; regenerate it with the command in its header."""
+    docs = Path(__file__).parents[2] / "docs" / "settings.md"
+    assert docs.read_text(encoding="utf-8") == settings_markdown(), (
+        "docs/settings.md is stale: python -c 'from sandbox_agent.policy.reference import "
+        'settings_markdown; print(settings_markdown(), end="")\' > docs/settings.md'
+    )
+    for path in field_rules():
+        section, _, key = path.rpartition(".")
+        assert f"`[{section}] {key}`" in settings_markdown()

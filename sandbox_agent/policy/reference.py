@@ -1,0 +1,83 @@
+"""The settings reference, generated from the tree: ``docs/settings.md`` is its output.
+
+A test keeps the file equal to :func:`settings_markdown`, so the reference cannot drift from
+the code: a new setting is documented by its field's docstring.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from sandbox_agent.settings import Merge, Rule, Sections, field_rules
+
+__all__ = ["settings_markdown"]
+
+_MERGE_TEXT = {
+    Merge.UNION: "every layer adds",
+    Merge.UNION_TRUSTED: "trusted layers add",
+    Merge.NARROWER: "nearest; untrusted: only narrower",
+    Merge.LOWER: "nearest; untrusted: only lower",
+    Merge.FALSE: "nearest; untrusted: only `false`",
+    Merge.TRUE: "nearest; untrusted: only `true`",
+    Merge.IF_UNSET: "nearest; untrusted: only if unset",
+    Merge.EMPTY: "nearest; untrusted: only empty",
+    Merge.TRUSTED: "nearest; untrusted: ignored",
+}
+
+_HEADER = """# Settings reference
+
+Generated from the settings tree (`sandbox_agent/settings.py`) by
+`sandbox_agent.policy.reference`; a test keeps this file equal to the code. Every setting is a
+key of a policy file (`.sandbox-agent.toml`, `--policy FILE`, the presets), and some also have a
+`fix` flag, which is the last layer and wins. **Merge** says how layers combine and what a
+policy file inside the repo being fixed (untrusted unless you trust it) may do: see
+[policy.md](policy.md#layers-and-trust).
+
+| key | default | merge | flag | meaning |
+|---|---|---|---|---|
+"""
+
+
+def settings_markdown() -> str:
+    """The reference table of every setting, one row each, in the tree's order."""
+    rows = [_row(path, rule) for path, rule in field_rules().items()]
+    return _HEADER + "\n".join(rows) + "\n"
+
+
+def _row(path: str, rule: Rule) -> str:
+    *sections, key = path.split(".")
+    model: type[BaseModel] = Sections
+    for name in sections:
+        annotation = model.model_fields[name].annotation
+        assert isinstance(annotation, type)
+        assert issubclass(annotation, BaseModel)
+        model = annotation
+    info = model.model_fields[key]
+    default: Any = info.get_default(call_default_factory=True)
+    if default is PydanticUndefined:
+        default = "required"
+    flag = f"`{rule.flag}`" if rule.flag else ""
+    doc = " ".join((info.description or "").split()).replace("|", "\\|").replace("``", "`")
+    merge = _MERGE_TEXT[rule.merge]
+    if rule.merge is Merge.TRUSTED and rule.tight is not None:
+        merge = f"nearest; untrusted: only `{_toml(rule.tight)}`"
+    where = f"`[{'.'.join(sections)}] {key}`"
+    return f"| {where} | `{_toml(default)}` | {merge} | {flag} | {doc} |"
+
+
+def _toml(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return json.dumps(list(value))
+    if isinstance(value, dict):
+        return "{}" if not value else json.dumps(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return json.dumps(value)
