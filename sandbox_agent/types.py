@@ -138,17 +138,22 @@ ObservationKind = Literal[
 ]
 
 
-class Observation(Frozen):
-    """The answer to one tool call, as the model will see it."""
+class ObservationFacts(Frozen):
+    """What is known of a tool call's result besides its text (shared with the trace event)."""
 
     tool_call_id: str
     tool_name: str
-    content: str
     is_error: bool = False
     kind: ObservationKind = "ok"
     """Machine-readable class of the result; ``ok`` unless ``is_error``."""
     exit_code: int | None = None
     duration_s: float | None = None
+
+
+class Observation(ObservationFacts):
+    """The answer to one tool call, as the model will see it."""
+
+    content: str
 
 
 FeedbackKind = Literal["invalid_output", "gate_rejected", "notice"]

@@ -18,7 +18,15 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from sandbox_agent.types import Frozen, GateOutcome, RunOutcome, ToolCall, Usage
+from sandbox_agent.policy.base import Decision
+from sandbox_agent.types import (
+    Frozen,
+    GateOutcome,
+    ObservationFacts,
+    RunOutcome,
+    ToolCall,
+    Usage,
+)
 
 ContentMode = Literal["safe", "full"]
 REDACTED = "[REDACTED]"
@@ -78,28 +86,19 @@ class ToolCallEvent(_Event):
     call: ToolCallRecord
 
 
-class PolicyDecisionEvent(_Event):
+class PolicyDecisionEvent(_Event, Decision):
     """The policy's decision on one tool call."""
 
     event_type: Literal["policy_decision"] = "policy_decision"
     tool_call_id: str
-    decision: Literal["allow", "deny", "ask"]
-    rule: str | None
-    reason: str
     approved: bool | None = None
     """For ``ask``: whether the user approved (``None`` when there was no one to ask)."""
 
 
-class ObservationEvent(_Event):
+class ObservationEvent(_Event, ObservationFacts):
     """What came back from one tool call."""
 
     event_type: Literal["observation"] = "observation"
-    tool_call_id: str
-    tool_name: str
-    is_error: bool
-    kind: str
-    exit_code: int | None = None
-    duration_s: float | None = None
     content: TextRecord
 
 
