@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from sandbox_agent import __version__
-from sandbox_agent.agent.budget import Limits, RunBudget
+from sandbox_agent.agent.budget import Budget, Limits, RunBudget
 from sandbox_agent.agent.loop import AgentLoop, Approver, LoopConfig
 from sandbox_agent.agent.trace import GateResultEvent, Listener, ModelRetryEvent, RunFinished, Trace
 from sandbox_agent.errors import RunError, RunInterrupted, SandboxError
@@ -41,6 +41,8 @@ from sandbox_agent.types import (
 __all__ = ["FixOptions", "Run", "baseline_note", "notices", "run_fix"]
 
 Warn = Callable[[str], None]
+WrapBudget = Callable[[RunBudget], Budget]
+"""Wraps a run's own budget, e.g. in a batch's shared one (checked before every model call)."""
 
 
 class _RetryRelay:
@@ -109,10 +111,12 @@ def run_fix(
     listener: Listener | None = None,
     approver: Approver | None = None,
     warn: Warn | None = None,
+    wrap_budget: WrapBudget | None = None,
 ) -> RunRecord:
     """Run ``fix`` end to end and return its final record (also in ``result.json``).
 
-    ``warn`` hears what the user should know before the sandbox starts (:func:`notices`).
+    ``warn`` hears what the user should know before the sandbox starts (:func:`notices`);
+    ``wrap_budget`` wraps the run's budget (a batch's shared cap).
 
     Raises:
         UserError: before the run starts (bad repo, policy, flags, no engine).
@@ -134,7 +138,7 @@ def run_fix(
             ) as sandbox,
         ):
             run_dir = RunDir.create(prepared.runs_dir, run_id)
-            run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn)
+            run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
             retries.trace = run.trace
             return run.execute()
     finally:
@@ -166,10 +170,12 @@ class Run:
         listener: Listener | None,
         approver: Approver | None,
         warn: Warn | None = None,
+        wrap_budget: WrapBudget | None = None,
     ) -> None:
         self.p, self.sandbox, self.run_dir, self.run_id = prepared, sandbox, run_dir, run_id
         self.settings = prepared.settings
         self.approver, self.warn = approver, warn
+        self.wrap_budget = wrap_budget
         self.started = time.monotonic()
         self.baseline: GateOutcome | None = None
         self.record = self._initial_record()
@@ -248,24 +254,26 @@ class Run:
             self.sandbox.rebaseline()
 
     def _loop(self) -> AgentLoop:
-        budget = self.settings.budget
+        limits = self.settings.budget
+        own = RunBudget(
+            Limits(
+                max_tokens=limits.max_tokens,
+                max_cost_usd=limits.max_cost_usd,
+                max_wall_s=limits.max_wall_s,
+            ),
+            model_name=self.p.model.name,
+            prices=self.p.prices(),
+            on_unknown_price=self.warn,
+        )
+        budget: Budget = own if self.wrap_budget is None else self.wrap_budget(own)
         return AgentLoop(
             model=self.p.model,
             runtime=ToolRuntime(self.sandbox, ToolRuntimeConfig(timeouts=self.settings.sandbox)),
             policy=self.engine,
             gate=_SavingGate(self.gate, self._save_patch),
-            budget=RunBudget(
-                Limits(
-                    max_tokens=budget.max_tokens,
-                    max_cost_usd=budget.max_cost_usd,
-                    max_wall_s=budget.max_wall_s,
-                ),
-                model_name=self.p.model.name,
-                prices=self.p.prices(),
-                on_unknown_price=self.warn,
-            ),
+            budget=budget,
             trace=self.trace,
-            config=LoopConfig(max_steps=budget.max_steps),
+            config=LoopConfig(max_steps=limits.max_steps),
             approver=self.approver if self.settings.run.approve == "ask" else None,
         )
 
