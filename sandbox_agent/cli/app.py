@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from sandbox_agent import __version__
 from sandbox_agent.agent.trace import describe, read_trace
@@ -245,8 +246,8 @@ def show_run(
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
-    patch = run_dir.patch_path.read_text(encoding="utf-8") if run_dir.patch_path.exists() else ""
-    out.print(show(record, patch))
+    patch = run_dir.read_patch() if run_dir.patch_path.exists() else b""
+    out.print(show(record, patch.decode("utf-8", "replace")))  # decoded for display only
 
 
 @app.command("apply")
@@ -256,28 +257,47 @@ def apply_run(
         Path | None, typer.Option(help="Repository to apply to (default: the run's repo).")
     ] = None,
     branch: Annotated[str | None, typer.Option(help="Commit the patch on this new branch.")] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Apply even though the run did not pass the completion gate."),
+    ] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
     try:
         run_dir = find_run(_runs_dir(runs_dir), run)
         record = run_dir.read_record()
-        if not run_dir.patch_path.exists():
-            raise UserError(f"{run_dir.path}: the run has no patch.diff")
+        patch = run_dir.read_patch()
+        if not record.gate_passed:
+            _gate_not_passed(record, force=force)
         target = repo or Path(record.repo)
-        patch = run_dir.patch_path.read_text(encoding="utf-8")
         message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
-        plan = apply_patch(target, patch, branch=branch, message=message)
+        plan = apply_patch(
+            target, patch, run_repo=Path(record.repo), branch=branch, message=message
+        )
     except UserError as e:
         raise fail(e) from e
+    where = escape(str(target.resolve()))
     if plan.already_applied:
-        out.print(f"already applied: {target} has every change of this run; nothing changed")
+        out.print(f"already applied: {where} has every change of this run; nothing changed")
         return
     how = "three-way" if plan.three_way else "exactly"
-    where = f" on new branch {branch}" if branch else ""
-    if not record.gate_passed:
-        err.print("[yellow]note:[/] this run's patch did not pass the completion gate")
-    out.print(f"applied {how}{where}: {len(plan.paths)} path(s) in {target}")
+    on = f" on new branch {escape(branch)}" if branch else ""
+    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
+
+
+def _gate_not_passed(record: RunRecord, *, force: bool) -> None:
+    """Refuse a run whose gate did not pass, or with ``force`` warn before applying it."""
+    why = (
+        f"run {record.run_id} did not pass the completion gate (it ended "
+        f"{record.exit_reason or 'without an exit reason'}): its tests were not seen passing"
+    )
+    if not force:
+        raise UserError(
+            f"{why}; nothing was changed. Review it with `sandbox-agent show {record.run_id}` "
+            f"and apply it anyway with `sandbox-agent apply {record.run_id} --force`"
+        )
+    _warn(escape(f"{why}; applying it anyway (--force)"))
 
 
 @app.command("runs")
