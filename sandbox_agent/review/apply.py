@@ -264,8 +264,14 @@ def _start_branch(repo: Path, branch: str, plan: ApplyPlan) -> None:
 
 
 def _commit(repo: Path, paths: list[str], message: str) -> None:
-    _git(repo, "add", "-A", "--", *paths)
-    done = _git(repo, "commit", "-q", "-m", message, "--", *paths)
+    """Stage and commit exactly ``paths``: literal names (``*`` is a file), passed NUL-separated."""
+    literal = {"GIT_LITERAL_PATHSPECS": "1"}
+    names = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    from_stdin = ["--pathspec-from-file=-", "--pathspec-file-nul"]
+    added = _git(repo, "add", "-A", *from_stdin, stdin=names, env=literal)
+    done = added
+    if added.returncode == 0:
+        done = _git(repo, "commit", "-q", "-m", message, *from_stdin, stdin=names, env=literal)
     if done.returncode != 0:
         raise ApplyError(
             f"{repo}: the patch is applied on the new branch but the commit failed "

@@ -240,3 +240,21 @@ def test_applying_twice_is_a_no_op(tmp_path: Path) -> None:
     before = snapshot(repo)
     assert apply_patch(repo, patch).already_applied
     assert snapshot(repo) == before
+
+
+def test_branch_stages_exactly_the_patch_paths_literally(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.txt": b"one\n", "mine.txt": b"mine\n"})
+    work = tmp_path / "work"
+    subprocess.run(["cp", "-a", str(repo), str(work)], check=True)
+    (work / "*").write_bytes(b"a file named star\n")
+    (work / ":(glob)**").write_bytes(b"pathspec magic in a name\n")
+    patch = diff_of(work)
+    (repo / "mine.txt").write_bytes(b"my unrelated work in progress\n")
+    (repo / "untracked.txt").write_bytes(b"not mine to commit\n")
+
+    apply_patch(repo, patch, branch="agent/star", message="star")
+
+    committed = git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert set(committed) == {"*", ":(glob)**"}
+    assert git(repo, "status", "--porcelain") == " M mine.txt\n?? untracked.txt\n"
+    assert (repo / "mine.txt").read_bytes() == b"my unrelated work in progress\n"
