@@ -24,9 +24,10 @@ from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
 from sandbox_agent.cli.views import runs_table, show, summary
-from sandbox_agent.errors import UserError
+from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.review.apply import apply_patch
+from sandbox_agent.review.apply import ApplyPlan, apply_patch
+from sandbox_agent.review.risks import visible
 from sandbox_agent.run.artifacts import RunRecord, default_runs_dir, find_run, list_runs
 from sandbox_agent.run.runner import DEFAULT_MODEL, FixOptions, run_fix
 from sandbox_agent.types import ToolCall
@@ -261,6 +262,18 @@ def apply_run(
         bool,
         typer.Option("--force", help="Apply even though the run did not pass the completion gate."),
     ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", help="Accept the changes listed under 'review these' without asking."
+        ),
+    ] = False,
+    allow_outside_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--allow-outside-symlinks", help="Apply symlinks that point outside the repository."
+        ),
+    ] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
@@ -273,7 +286,13 @@ def apply_run(
         target = repo or Path(record.repo)
         message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
         plan = apply_patch(
-            target, patch, run_repo=Path(record.repo), branch=branch, message=message
+            target,
+            patch,
+            run_repo=Path(record.repo),
+            branch=branch,
+            message=message,
+            approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
+            allow_outside_symlinks=allow_outside_symlinks,
         )
     except UserError as e:
         raise fail(e) from e
@@ -284,6 +303,23 @@ def apply_run(
     how = "three-way" if plan.three_way else "exactly"
     on = f" on new branch {escape(branch)}" if branch else ""
     out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
+
+
+def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:
+    """Show the changes that deserve a second look; ask on a terminal, refuse off one."""
+    err.print(f"review these ({len(plan.risks)} change(s) that deserve a second look):")
+    for risk in plan.risks:
+        line = f"  {risk.kind:<18} {visible(risk.path)}  {visible(risk.detail)}"
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ApplyError(
+            "not applied: the changes above need a second look and this is not a terminal to "
+            f"ask on; review them (`sandbox-agent show {run_id}`) and pass --yes to accept them"
+        )
+    if not typer.confirm("Apply them?", default=False, err=True):
+        raise ApplyError("not applied: declined; nothing was changed")
 
 
 def _gate_not_passed(record: RunRecord, *, force: bool) -> None:

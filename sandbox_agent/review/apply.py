@@ -19,13 +19,15 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_agent.errors import ApplyError
 from sandbox_agent.review.patchfile import NULL_SHA, FileChange, parse_changes
+from sandbox_agent.review.risks import Risk, find_risks, visible
 
-__all__ = ["ApplyPlan", "FileChange", "apply_patch", "parse_changes", "plan_apply"]
+__all__ = ["ApplyPlan", "FileChange", "Risk", "apply_patch", "parse_changes", "plan_apply"]
 
 
 def _git(
@@ -110,6 +112,8 @@ class ApplyPlan:
     paths: list[str]
     already_applied: bool = False
     """Every file is already as the patch makes it: nothing to do."""
+    risks: list[Risk] = field(default_factory=list)
+    """Changes that deserve a second look (symlinks, executables, files tools run, names)."""
 
 
 def _check_target(repo: Path, run_repo: Path | None) -> bool:
@@ -146,12 +150,13 @@ def plan_apply(repo: Path, patch: bytes, run_repo: Path | None = None) -> ApplyP
     if not changes:
         raise ApplyError("the run's patch is empty: there is nothing to apply")
     paths = sorted({p for c in changes for p in (c.old_path, c.new_path)})
+    risks = find_risks(repo, changes)
     differing = [c for c in changes if not _matches_preimage(repo, c)]
     if differing and _already_applied(repo, changes):
-        return ApplyPlan(three_way=False, paths=paths, already_applied=True)
+        return ApplyPlan(three_way=False, paths=paths, already_applied=True, risks=risks)
     if not differing:
         _check(repo, patch, three_way=False)
-        return ApplyPlan(three_way=False, paths=paths)
+        return ApplyPlan(three_way=False, paths=paths, risks=risks)
     _refuse_other_repo(repo, run_repo, changes, differing)
     dirty = _dirty_paths(repo) if git else set()
     overwritten = sorted({p for c in differing for p in (c.old_path, c.new_path)} & dirty)
@@ -162,7 +167,7 @@ def plan_apply(repo: Path, patch: bytes, run_repo: Path | None = None) -> ApplyP
             "commit or stash them (or apply to a fresh clone) and try again"
         )
     _check(repo, patch, three_way=True)
-    return ApplyPlan(three_way=True, paths=paths)
+    return ApplyPlan(three_way=True, paths=paths, risks=risks)
 
 
 def _refuse_other_repo(
@@ -218,6 +223,8 @@ def apply_patch(
     run_repo: Path | None = None,
     branch: str | None = None,
     message: str = "",
+    approve: Callable[[ApplyPlan], None] | None = None,
+    allow_outside_symlinks: bool = False,
 ) -> ApplyPlan:
     """Apply a run's patch to the user's repo (optionally committed on a new branch).
 
@@ -227,6 +234,9 @@ def apply_patch(
         run_repo: The repository the run was made in (``result.json``'s ``repo``).
         branch: Create this branch and commit the patch on it.
         message: The commit message with ``branch``.
+        approve: Called with the plan when it has risks, after every check and before any
+            write; it raises (an ``ApplyError``) to refuse.
+        allow_outside_symlinks: Apply symlinks whose targets are outside the repository.
     """
     repo = repo.resolve()
     if not repo.is_dir():
@@ -234,6 +244,16 @@ def apply_patch(
     plan = plan_apply(repo, patch, run_repo)
     if plan.already_applied:
         return plan
+    outside = [r for r in plan.risks if r.outside]
+    if outside and not allow_outside_symlinks:
+        links = ", ".join(f"{visible(r.path)} {visible(r.detail)}" for r in outside)
+        raise ApplyError(
+            f"{repo}: refused: the patch makes {len(outside)} symlink(s) that point outside "
+            f"the repository ({links}); nothing was changed. Pass --allow-outside-symlinks "
+            "to apply them anyway"
+        )
+    if plan.risks and approve is not None:
+        approve(plan)
     if branch is not None:
         _start_branch(repo, branch, plan)
     args = ["apply", "--whitespace=nowarn"] + (["--3way"] if plan.three_way else [])

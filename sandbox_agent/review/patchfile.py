@@ -17,7 +17,9 @@ from pathlib import Path
 from sandbox_agent.errors import ApplyError
 
 _SECTION = b"diff --git "
-_INDEX = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
+_INDEX = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: ([0-7]{6}))?$")
+_NEW_MODE = re.compile(rb"^new (?:file )?mode ([0-7]{6})$")
+SYMLINK_MODE = "120000"
 _HEADER_END = (b"--- ", b"+++ ", b"@@", b"GIT binary patch", b"Binary files ")
 _MOVED = (b"rename from ", b"copy from ")
 NULL_SHA = re.compile(r"^0+$")
@@ -33,6 +35,12 @@ class FileChange:
     """Preimage blob id (``None`` for a pure rename or mode change)."""
     new_sha: str | None = None
     """Postimage blob id (all zeros for a deletion)."""
+    new_mode: str | None = None
+    """The file's mode after the patch when the patch says it (``None`` for a deletion)."""
+    mode_changed: bool = False
+    """The patch creates the file or changes its mode (``new file mode``/``new mode``)."""
+    link_target: bytes | None = None
+    """For a symlink after the patch: its target, from the hunk (``None`` if unreadable)."""
 
 
 def sections(patch: bytes) -> list[bytes]:
@@ -105,9 +113,26 @@ def parse_changes(patch: bytes, cwd: Path = Path("/")) -> list[FileChange]:
         header = _header(piece)
         moved = any(line.startswith(_MOVED) for line in header)
         old_name = numstat_paths(piece, cwd, reverse=True)[0] if moved else name
-        index = next((m for m in map(_INDEX.match, header) if m), None)
-        old_sha, new_sha = (
-            (index.group(1).decode(), index.group(2).decode()) if index else (None, None)
-        )
-        changes.append(FileChange(old_name, name, old_sha, new_sha))
+        changes.append(_change(piece, header, old_name, name))
     return changes
+
+
+def _change(piece: bytes, header: list[bytes], old_name: str, name: str) -> FileChange:
+    index = next((m for m in map(_INDEX.match, header) if m), None)
+    old_sha = index.group(1).decode() if index else None
+    new_sha = index.group(2).decode() if index else None
+    new_mode = next((m.group(1).decode() for m in map(_NEW_MODE.match, header) if m), None)
+    mode_changed = new_mode is not None
+    if new_mode is None and index is not None and index.group(3):
+        new_mode = index.group(3).decode()
+    target = _link_target(piece) if new_mode == SYMLINK_MODE else None
+    return FileChange(old_name, name, old_sha, new_sha, new_mode, mode_changed, target)
+
+
+def _link_target(piece: bytes) -> bytes | None:
+    """A symlink's new target: the one added line of its hunk (a link is one line, no LF)."""
+    _, hunk_start, hunks = piece.partition(b"\n@@")
+    if not hunk_start:
+        return None
+    added = [line[1:] for line in hunks.split(b"\n")[1:] if line.startswith(b"+")]
+    return added[0] if len(added) == 1 else None
