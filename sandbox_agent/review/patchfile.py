@@ -73,7 +73,7 @@ def numstat_paths(patch: bytes, cwd: Path, *, reverse: bool = False) -> list[str
     Raises:
         ApplyError: git cannot read the patch.
     """
-    args = ["git", "apply", "--numstat", "-z", "--allow-empty"] + (["-R"] if reverse else [])
+    args = ["git", "apply", "--numstat", "-z"] + (["-R"] if reverse else [])
     done = subprocess.run(args, cwd=cwd, input=patch, capture_output=True, check=False)
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"]
