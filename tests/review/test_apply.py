@@ -258,3 +258,13 @@ def test_branch_stages_exactly_the_patch_paths_literally(tmp_path: Path) -> None
     assert set(committed) == {"*", ":(glob)**"}
     assert git(repo, "status", "--porcelain") == " M mine.txt\n?? untracked.txt\n"
     assert (repo / "mine.txt").read_bytes() == b"my unrelated work in progress\n"
+
+
+def test_a_staged_rename_of_a_patched_file_is_named_as_uncommitted_work(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    patch = make_patch(repo, tmp_path)
+    git(repo, "mv", "a.txt", "moved.txt")
+    before = snapshot(repo)
+    with pytest.raises(ApplyError, match=r"would overwrite changes made since the run in a\.txt"):
+        apply_patch(repo, patch, run_repo=repo)
+    assert snapshot(repo) == before
