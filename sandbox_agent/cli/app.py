@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from sandbox_agent import __version__
 from sandbox_agent.agent.trace import describe, read_trace
@@ -22,9 +23,10 @@ from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
 from sandbox_agent.cli.views import runs_table, show, summary
-from sandbox_agent.errors import UserError
+from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.review.apply import apply_patch
+from sandbox_agent.review.apply import ApplyPlan, apply_patch
+from sandbox_agent.review.risks import visible
 from sandbox_agent.run.artifacts import RunRecord, default_runs_dir, find_run, list_runs
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
@@ -256,8 +258,8 @@ def show_run(
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
-    patch = run_dir.patch_path.read_text(encoding="utf-8") if run_dir.patch_path.exists() else ""
-    out.print(show(record, patch))
+    patch = run_dir.read_patch() if run_dir.patch_path.exists() else b""
+    out.print(show(record, patch.decode("utf-8", "replace")))  # decoded for display only
 
 
 @app.command("apply")
@@ -267,28 +269,82 @@ def apply_run(
         Path | None, typer.Option(help="Repository to apply to (default: the run's repo).")
     ] = None,
     branch: Annotated[str | None, typer.Option(help="Commit the patch on this new branch.")] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Apply even though the run did not pass the completion gate."),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", help="Accept the changes listed under 'review these' without asking."
+        ),
+    ] = False,
+    allow_outside_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--allow-outside-symlinks", help="Apply symlinks that point outside the repository."
+        ),
+    ] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
     try:
         run_dir = find_run(_runs_dir(runs_dir), run)
         record = run_dir.read_record()
-        if not run_dir.patch_path.exists():
-            raise UserError(f"{run_dir.path}: the run has no patch.diff")
+        patch = run_dir.read_patch()
+        if not record.gate_passed:
+            _gate_not_passed(record, force=force)
         target = repo or Path(record.repo)
-        patch = run_dir.patch_path.read_text(encoding="utf-8")
         message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
-        plan = apply_patch(target, patch, branch=branch, message=message)
+        plan = apply_patch(
+            target,
+            patch,
+            run_repo=Path(record.repo),
+            branch=branch,
+            message=message,
+            approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
+            allow_outside_symlinks=allow_outside_symlinks,
+        )
     except UserError as e:
         raise fail(e) from e
+    where = escape(str(target.resolve()))
     if plan.already_applied:
-        out.print(f"already applied: {target} has every change of this run; nothing changed")
+        out.print(f"already applied: {where} has every change of this run; nothing changed")
         return
     how = "three-way" if plan.three_way else "exactly"
-    where = f" on new branch {branch}" if branch else ""
-    if not record.gate_passed:
-        err.print("[yellow]note:[/] this run's patch did not pass the completion gate")
-    out.print(f"applied {how}{where}: {len(plan.paths)} path(s) in {target}")
+    on = f" on new branch {escape(branch)}" if branch else ""
+    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
+
+
+def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:
+    """Show the changes that deserve a second look; ask on a terminal, refuse off one."""
+    err.print(f"review these ({len(plan.risks)} change(s) that deserve a second look):")
+    for risk in plan.risks:
+        line = f"  {risk.kind:<18} {visible(risk.path)}  {visible(risk.detail)}"
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ApplyError(
+            "not applied: the changes above need a second look and this is not a terminal to "
+            f"ask on; review them (`sandbox-agent show {run_id}`) and pass --yes to accept them"
+        )
+    if not typer.confirm("Apply them?", default=False, err=True):
+        raise ApplyError("not applied: declined; nothing was changed")
+
+
+def _gate_not_passed(record: RunRecord, *, force: bool) -> None:
+    """Refuse a run whose gate did not pass, or with ``force`` warn before applying it."""
+    why = (
+        f"run {record.run_id} did not pass the completion gate (it ended "
+        f"{record.exit_reason or 'without an exit reason'}): its tests were not seen passing"
+    )
+    if not force:
+        raise UserError(
+            f"{why}; nothing was changed. Review it with `sandbox-agent show {record.run_id}` "
+            f"and apply it anyway with `sandbox-agent apply {record.run_id} --force`"
+        )
+    _warn(escape(f"{why}; applying it anyway (--force)"))
 
 
 @app.command("runs")

@@ -13,6 +13,9 @@ import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import defusedxml
+import defusedxml.ElementTree
+
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
 from sandbox_agent.types import Frozen, GateCheck
@@ -160,8 +163,14 @@ def parse_junit(text: str) -> TestReport:
         ValueError: the report is not JUnit XML.
     """
     try:
-        # Written by pytest inside the sandbox and bounded in size; expat refuses entity bombs.
-        root = ET.fromstring(text)
+        # Written by pytest inside the sandbox, but code the model wrote can replace it: parsed
+        # with defusedxml, refusing any DTD (pytest never writes one), so no entity expands.
+        root = defusedxml.ElementTree.fromstring(text, forbid_dtd=True)
+    except defusedxml.DefusedXmlException as e:
+        raise ValueError(
+            f"refused: the JUnit report declares a DTD or entities ({type(e).__name__}), which "
+            "pytest never writes; the report was not written by pytest"
+        ) from e
     except ET.ParseError as e:
         raise ValueError(f"the JUnit report is not valid XML ({e})") from e
     if root.tag not in ("testsuites", "testsuite"):

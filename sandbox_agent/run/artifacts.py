@@ -112,10 +112,27 @@ class RunDir:
         tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.result_path)
 
-    def write_patch(self, diff: str) -> None:
+    def write_patch(self, diff: bytes | str) -> None:
+        """Replace ``patch.diff`` atomically with the diff's bytes, exactly (no newline change).
+
+        A ``str`` is encoded as UTF-8 with ``surrogateescape``, so text decoded from bytes with
+        that handler is written back byte for byte.
+        """
+        data = diff.encode("utf-8", "surrogateescape") if isinstance(diff, str) else diff
         tmp = self.patch_path.with_suffix(".diff.tmp")
-        tmp.write_text(diff, encoding="utf-8")
+        tmp.write_bytes(data)
         tmp.replace(self.patch_path)
+
+    def read_patch(self) -> bytes:
+        """``patch.diff`` exactly as written (never decoded: CRs are not line breaks).
+
+        Raises:
+            UserError: the run has no patch.
+        """
+        try:
+            return self.patch_path.read_bytes()
+        except FileNotFoundError as e:
+            raise UserError(f"{self.path}: the run has no {PATCH_FILE}") from e
 
     def read_record(self) -> RunRecord:
         try:
