@@ -237,7 +237,7 @@ def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
     record = _run(options, as_json=as_json, print_summary=False)
     if not as_json:
         out.print()
-        out.print(show(record, Path(record.patch_path).read_text(encoding="utf-8")))
+        out.print(show(record, Path(record.patch_path).read_bytes().decode("utf-8", "replace")))
         out.print(f"\nreview again: sandbox-agent show {record.run_id}")
         out.print(f"apply it:     sandbox-agent apply {record.run_id}  (to {record.repo})")
     raise typer.Exit(_exit_code(record))
