@@ -119,7 +119,8 @@ def _run(
         progress.close()
         err.print("interrupted before the run started")
         raise typer.Exit(1) from None
-    progress.close()
+    finally:
+        progress.close()  # whatever happened, the spinner is erased and the cursor shown
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
     elif print_summary:
@@ -307,6 +308,8 @@ def _trace_file(run: str | None, runs_dir: Path | None) -> Path:
     """The trace of ``run``: a trace file, a run directory, a run id or prefix, or the latest."""
     if run is not None and Path(run).is_file():
         return Path(run)
+    if run is not None and ("/" in run or run.endswith(".jsonl")) and not Path(run).exists():
+        raise UserError(f"{run}: no such trace file or run directory")
     if run is not None and Path(run).is_dir() and not (Path(run) / "result.json").is_file():
         file = Path(run) / "trace.jsonl"
         if not file.is_file():

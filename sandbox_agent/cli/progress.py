@@ -99,7 +99,10 @@ class Progress:
                 limit = 80 if self.console.is_terminal else None  # a log keeps it whole
                 self._pending[event.call.id] = _call_summary(event, limit)
             case PolicyDecisionEvent() if event.decision != "allow":
-                self._line("policy", f"[yellow]{event.decision}[/]: {safe(event.reason)}")
+                answer = {None: "", True: " (you approved)", False: " (you refused)"}[
+                    event.approved
+                ]
+                self._line("policy", f"[yellow]{event.decision}{answer}[/]: {safe(event.reason)}")
             case ObservationEvent() if event.kind != "gate_rejected":
                 self._observation(event)
             case ModelFeedbackEvent() if event.kind not in ("notice", "gate_rejected"):
