@@ -8,28 +8,30 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from sandbox_agent import __version__
-from sandbox_agent.agent.trace import describe, read_trace
+from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
+from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
+from sandbox_agent.cli.timeline import describe
 from sandbox_agent.cli.views import runs_table, show, summary
 from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.review.apply import ApplyPlan, apply_patch
-from sandbox_agent.review.risks import visible
 from sandbox_agent.run.artifacts import RunRecord, default_runs_dir, find_run, list_runs
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
+from sandbox_agent.text import visible
 from sandbox_agent.types import ToolCall
 
 app = typer.Typer(
@@ -37,21 +39,16 @@ app = typer.Typer(
     help="Fix issues with an LLM agent whose every tool call runs in a throwaway Docker sandbox.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    cls=Group,
+    context_settings=CONTEXT,
 )
-trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
+trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True, cls=Group)
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
 register_sandbox_commands(app)
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
-
-def fail(error: UserError) -> typer.Exit:
-    """Print a user error as one line and return the exit to raise (status 2)."""
-    err.print(f"[bold red]error:[/] {error}", markup=True, soft_wrap=True)
-    return typer.Exit(2)
+err = console(stderr=True)
+out = console()
 
 
 def _version(value: bool) -> None:
@@ -72,21 +69,6 @@ def main(
     """Fix issues with an LLM agent whose every tool call runs in a throwaway Docker sandbox."""
 
 
-@trace_app.command("show")
-def trace_show(
-    path: Annotated[Path, typer.Argument(help="A trace.jsonl file, or a run directory.")],
-) -> None:
-    """Print a run's trace as a readable timeline (read-only)."""
-    file = path / "trace.jsonl" if path.is_dir() else path
-    if not file.is_file():
-        raise fail(UserError(f"{file}: no such trace file"))
-    trace = read_trace(file)
-    for event in trace.events:
-        out.print(f"{event.timestamp[11:23]}  step {event.step:>3}  {describe(event)}")
-    for problem in trace.problems:
-        err.print(f"warning: {problem}")
-
-
 RunsDirOption = Annotated[
     Path | None,
     typer.Option(
@@ -104,31 +86,48 @@ def _runs_dir(runs_dir: Path | None) -> Path:
 
 
 def _ask_user(call: ToolCall, decision: Decision) -> bool:
-    what = call.arguments.get("command") or call.arguments.get("path") or call.tool_name
-    err.print(f"[bold yellow]approval needed[/]: {call.tool_name} {what!r}\n  {decision.reason}")
+    """The ``--approve ask`` prompt: the call exactly as the model wrote it, made visible."""
+    what = call.arguments.get("command") or call.arguments.get("path") or ""
+    err.print(
+        f"[bold yellow]approval needed[/]: {safe(call.tool_name)} {safe(what)}\n"
+        f"  {safe(decision.reason)}"
+    )
     return typer.confirm("Allow this call?", default=False, err=True)
 
 
-def _warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
-
-
 def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> RunRecord:
-    approver = _ask_user if sys.stdin.isatty() else None
+    progress = Progress(err)
+
+    def ask(call: ToolCall, decision: Decision) -> bool:
+        progress.pause()
+        return _ask_user(call, decision)
+
+    approver = ask if sys.stdin.isatty() else None
     try:
-        record = run_fix(options, os.environ, listener=Progress(err), approver=approver, warn=_warn)
+        record = run_fix(
+            options,
+            os.environ,
+            listener=progress,
+            approver=approver,
+            warn=lambda message: warn(message, on=err),
+        )
     except UserError as e:
+        progress.close()
         raise fail(e) from e
     except KeyboardInterrupt:
+        progress.close()
         err.print("interrupted before the run started")
         raise typer.Exit(1) from None
+    finally:
+        progress.close()  # whatever happened, the spinner is erased and the cursor shown
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
     elif print_summary:
         out.print(summary(record))
-        out.print(f"\nreview: sandbox-agent show {record.run_id}")
+        out.print(f"\nreview: sandbox-agent show {safe(record.run_id)}")
         if record.gate_passed:
-            out.print(f"apply:  sandbox-agent apply {record.run_id} --repo {record.repo}")
+            repo = safe(shlex.quote(record.repo))
+            out.print(f"apply:  sandbox-agent apply {safe(record.run_id)} --repo {repo}")
     return record
 
 
@@ -136,7 +135,7 @@ def _exit_code(record: RunRecord) -> int:
     return 0 if record.exit_reason == "finished" and record.gate_passed else 1
 
 
-@app.command()
+@app.command(cls=Command)
 def fix(
     task: Annotated[
         str | None, typer.Argument(help="The issue to fix.", show_default=False)
@@ -220,14 +219,14 @@ def fix(
     raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
 
 
-@app.command()
+@app.command(cls=Command)
 def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
     """Run the whole pipeline on a bundled buggy project (real Docker, no API key)."""
     try:
         repo = make_demo_repo()
     except UserError as e:
         raise fail(e) from e
-    err.print(f"demo project copied to {repo}\ntask: {DEMO_TASK}\n")
+    err.print(f"demo project copied to {safe(repo)}\ntask: {DEMO_TASK}\n")
     options = FixOptions(
         repo=repo,
         task=DEMO_TASK,
@@ -237,13 +236,20 @@ def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
     record = _run(options, as_json=as_json, print_summary=False)
     if not as_json:
         out.print()
-        out.print(show(record, Path(record.patch_path).read_bytes().decode("utf-8", "replace")))
-        out.print(f"\nreview again: sandbox-agent show {record.run_id}")
-        out.print(f"apply it:     sandbox-agent apply {record.run_id}  (to {record.repo})")
+        out.print(show(record, _read_patch(Path(record.patch_path))))
+        out.print(f"\nreview again: sandbox-agent show {safe(record.run_id)}")
+        out.print(
+            f"apply it:     sandbox-agent apply {safe(record.run_id)}  (to {safe(record.repo)})"
+        )
     raise typer.Exit(_exit_code(record))
 
 
-@app.command("show")
+def _read_patch(path: Path) -> str:
+    """The patch as written, no newline translation: a CR in a file's content stays visible."""
+    return path.read_bytes().decode("utf-8", errors="replace") if path.exists() else ""
+
+
+@app.command("show", cls=Command)
 def show_run(
     run: Annotated[str | None, typer.Argument(help="Run id, id prefix or directory.")] = None,
     runs_dir: RunsDirOption = None,
@@ -258,11 +264,10 @@ def show_run(
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
-    patch = run_dir.read_patch() if run_dir.patch_path.exists() else b""
-    out.print(show(record, patch.decode("utf-8", "replace")))  # decoded for display only
+    out.print(show(record, _read_patch(run_dir.patch_path)))
 
 
-@app.command("apply")
+@app.command("apply", cls=Command)
 def apply_run(
     run: Annotated[str | None, typer.Argument(help="Run id, id prefix or directory.")] = None,
     repo: Annotated[
@@ -307,12 +312,12 @@ def apply_run(
         )
     except UserError as e:
         raise fail(e) from e
-    where = escape(str(target.resolve()))
+    where = safe(target.resolve())
     if plan.already_applied:
         out.print(f"already applied: {where} has every change of this run; nothing changed")
         return
     how = "three-way" if plan.three_way else "exactly"
-    on = f" on new branch {escape(branch)}" if branch else ""
+    on = f" on new branch {safe(branch)}" if branch else ""
     out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
 
 
@@ -344,14 +349,58 @@ def _gate_not_passed(record: RunRecord, *, force: bool) -> None:
             f"{why}; nothing was changed. Review it with `sandbox-agent show {record.run_id}` "
             f"and apply it anyway with `sandbox-agent apply {record.run_id} --force`"
         )
-    _warn(escape(f"{why}; applying it anyway (--force)"))
+    warn(f"{why}; applying it anyway (--force)")
 
 
-@app.command("runs")
-def runs(runs_dir: RunsDirOption = None) -> None:
+@app.command("runs", cls=Command)
+def runs(
+    runs_dir: RunsDirOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON array: the run records, oldest first.")
+    ] = False,
+) -> None:
     """List runs: id, date, repo, task, exit reason, gate, steps, cost."""
     records = list_runs(_runs_dir(runs_dir))
-    if not records:
-        out.print(f"no runs in {_runs_dir(runs_dir)}")
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in records]))
         return
-    out.print(runs_table(records, out.width))
+    if not records:
+        out.print(f"no runs in {safe(_runs_dir(runs_dir))}")
+        return
+    out.print(runs_table(records, out.width if out.is_terminal else None))
+
+
+def _trace_file(run: str | None, runs_dir: Path | None) -> Path:
+    """The trace of ``run``: a trace file, a run directory, a run id or prefix, or the latest."""
+    if run is not None and Path(run).is_file():
+        return Path(run)
+    if run is not None and ("/" in run or run.endswith(".jsonl")) and not Path(run).exists():
+        raise UserError(f"{run}: no such trace file or run directory")
+    if run is not None and Path(run).is_dir() and not (Path(run) / "result.json").is_file():
+        file = Path(run) / "trace.jsonl"
+        if not file.is_file():
+            raise UserError(f"{run}: not a run directory (no trace.jsonl in it)")
+        return file
+    file = find_run(_runs_dir(runs_dir), run).trace_path
+    if not file.is_file():
+        raise UserError(f"{file}: no such trace file")
+    return file
+
+
+@trace_app.command("show", cls=Command)
+def trace_show(
+    run: Annotated[
+        str | None,
+        typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
+    ] = None,
+    runs_dir: RunsDirOption = None,
+) -> None:
+    """Print a run's trace as a readable timeline (read-only)."""
+    try:
+        trace = read_trace(_trace_file(run, runs_dir))
+    except UserError as e:
+        raise fail(e) from e
+    for event in trace.events:
+        out.print(f"{event.timestamp[11:23]}  step {event.step:>3}  {safe(describe(event))}")
+    for problem in trace.problems:
+        warn(problem)

@@ -1,7 +1,8 @@
 """``sandbox-agent policy``: check, show, schema, lint. Flags and printing only.
 
-Mounted by ``cli.py`` with ``app.add_typer(policy_app, name="policy")``. ``check`` exits 0
-for any decision and 2 for a bad policy file (one line on stderr, no traceback).
+Mounted by ``cli/app.py`` with ``app.add_typer(policy_app, name="policy")``. ``check`` exits 0
+for any decision and 2 for a bad policy file (one line on stderr, no traceback). What is
+printed goes through ``visible`` (control characters shown, never acted on).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from sandbox_agent.cli.command import Command, Group
+from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import PolicyFileError
 from sandbox_agent.policy.config import (
     LoadedPolicy,
@@ -22,12 +25,14 @@ from sandbox_agent.policy.config import (
     policy_json_schema,
 )
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]
 
 policy_app = typer.Typer(
     help="Check commands against a policy, show it, lint it, print its schema.",
     no_args_is_help=True,
+    cls=Group,
 )
 
 _Repo = Annotated[
@@ -45,23 +50,29 @@ _Trust = Annotated[
 
 def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
     if not repo.is_dir():
-        typer.echo(f"error: --repo {repo}: not a directory; pass the repository's root", err=True)
-        raise typer.Exit(2)
+        raise fail(f"--repo {repo}: not a directory; pass the repository's root")
     try:
         loaded = load_policy(
             repo, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
         )
     except PolicyFileError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(e) from None
     for warning in loaded.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        warn(warning)
     return loaded
 
 
-@policy_app.command("check")
+@policy_app.command(
+    "check",
+    cls=Command,
+    # `policy check ls -la`: the words after the first one are the command's, taken literally
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
 def check(
-    command: Annotated[list[str], typer.Argument(help="The command, after `--`.")],
+    command: Annotated[
+        list[str],
+        typer.Argument(help="The command: one quoted string, or its words (`--` before it is ok)."),
+    ],
     repo: _Repo = Path(),
     policy: _PolicyFile = None,
     as_json: _Json = False,
@@ -75,10 +86,10 @@ def check(
         typer.echo(json.dumps(decision.model_dump(mode="json")))
         return
     rule = decision.rule or "no rule matched (deny by default)"
-    typer.echo(f"{decision.decision}: {decision.reason} [rule: {rule}]")
+    typer.echo(visible(f"{decision.decision}: {decision.reason} [rule: {rule}]"))
 
 
-@policy_app.command("show")
+@policy_app.command("show", cls=Command)
 def show(
     repo: _Repo = Path(),
     policy: _PolicyFile = None,
@@ -92,7 +103,7 @@ def show(
         record["origins"] = loaded.policy.origins
         typer.echo(json.dumps(record, indent=2))
         return
-    typer.echo(_render(loaded))
+    typer.echo(visible(_render(loaded), multiline=True))
 
 
 def _render(loaded: LoadedPolicy) -> str:
@@ -119,20 +130,20 @@ def _render(loaded: LoadedPolicy) -> str:
     return "\n".join(lines)
 
 
-@policy_app.command("schema")
+@policy_app.command("schema", cls=Command)
 def schema() -> None:
     """Print the JSON schema of a policy file (for editor completion and validation)."""
     typer.echo(json.dumps(policy_json_schema(), indent=2))
 
 
-@policy_app.command("lint")
+@policy_app.command("lint", cls=Command)
 def lint(
     file: Annotated[Path, typer.Argument(help="The policy file to check.")],
 ) -> None:
     """Report every problem of a policy file at once (exit 1 if there are any)."""
     problems = lint_policy_file(file)
     for problem in problems:
-        typer.echo(problem)
+        typer.echo(visible(problem, multiline=True))
     if problems:
         raise typer.Exit(1)
-    typer.echo(f"{file}: ok")
+    typer.echo(visible(f"{file}: ok"))

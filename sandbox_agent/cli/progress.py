@@ -1,14 +1,26 @@
-"""Live progress of a run in the terminal (rich, on stderr so ``--json`` keeps stdout clean)."""
+"""Live progress of a run in the terminal (rich, on stderr so ``--json`` keeps stdout clean).
+
+One line per tool call, gate verdict and policy refusal. On a terminal, a spinner with the
+elapsed time says what the run is waiting for between events (the baseline tests, the model,
+a tool, the gate); it is derived from the last event, and erased when the next one arrives.
+When stderr is not a terminal, only the lines are printed.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
+import time
+from collections.abc import Callable
+
+from rich.console import Console, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
 
 from sandbox_agent.agent.trace import (
     BudgetUpdateEvent,
     GateResultEvent,
     ModelFeedbackEvent,
+    ModelRetryEvent,
     ModelTurnEvent,
     ObservationEvent,
     PolicyDecisionEvent,
@@ -16,8 +28,30 @@ from sandbox_agent.agent.trace import (
     RunStarted,
     ToolCallEvent,
     TraceEvent,
-    describe,
 )
+from sandbox_agent.cli.output import safe
+from sandbox_agent.cli.timeline import baseline_text, verdict_text
+from sandbox_agent.text import visible
+
+
+class Waiting:
+    """A spinner saying what the run waits for, with the time waited so far."""
+
+    def __init__(self, what: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.what = visible(what)
+        self._clock = clock
+        self._started = clock()
+        self._spinner = Spinner("dots", style="cyan")
+
+    def text(self) -> str:
+        """``model… 12s``: what, and for how long."""
+        waited = int(self._clock() - self._started)
+        took = f"{waited}s" if waited < 60 else f"{waited // 60}m {waited % 60:02d}s"
+        return f"{self.what}… {took}"
+
+    def __rich__(self) -> RenderableType:
+        self._spinner.update(text=Text(self.text(), style="dim"))
+        return self._spinner
 
 
 class Progress:
@@ -26,54 +60,124 @@ class Progress:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._pending: dict[str, str] = {}
+        self._outstanding: set[str] = set()
+        self._finishing = False
+        self._waiting_for: str | None = None
         self._totals = ""
+        self._live: Live | None = None
 
     def __call__(self, event: TraceEvent) -> None:
+        self.pause()
+        self._print(event)
+        self._next_wait(event)
+        if self._waiting_for is not None and self.console.is_terminal:
+            self._live = Live(
+                Waiting(self._waiting_for),
+                console=self.console,
+                transient=True,
+                refresh_per_second=8,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start(refresh=True)
+
+    def pause(self) -> None:
+        """Erase the spinner (before a prompt); the next event starts a new one."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def close(self) -> None:
+        """Erase the spinner for good (the run is over, or failed before it began)."""
+        self.pause()
+
+    def _print(self, event: TraceEvent) -> None:
         match event:
             case RunStarted():
-                self._line("run", f"{event.model}")
+                self._line("run", safe(event.model))
             case ToolCallEvent():
-                self._pending[event.call.id] = _call_summary(event)
+                limit = 80 if self.console.is_terminal else None  # a log keeps it whole
+                self._pending[event.call.id] = _call_summary(event, limit)
             case PolicyDecisionEvent() if event.decision != "allow":
-                self._line("policy", f"[yellow]{event.decision}[/]: {escape(event.reason)}")
-            case ObservationEvent():
+                answer = {None: "", True: " (you approved)", False: " (you refused)"}[
+                    event.approved
+                ]
+                self._line("policy", f"[yellow]{event.decision}{answer}[/]: {safe(event.reason)}")
+            case ObservationEvent() if event.kind != "gate_rejected":
                 self._observation(event)
-            case ModelFeedbackEvent() if event.kind != "notice":
-                self._line("feedback", event.kind)
+            case ModelFeedbackEvent() if event.kind not in ("notice", "gate_rejected"):
+                self._line("feedback", safe(event.kind))
             case GateResultEvent():
-                color = "green" if event.passed else "red"
-                verdict = describe(event).removeprefix("gate ")
-                self._line("gate", f"[{color}]{escape(verdict)}[/]")
+                self._gate(event)
             case BudgetUpdateEvent():
                 cost = event.totals.cost_usd
                 price = "cost unknown" if cost is None else f"${cost:.4f}"
                 self._totals = f"{event.totals.total_tokens} tokens, {price}"
-            case ModelTurnEvent() | RunFinished():
+            case _:
                 pass
+
+    def _next_wait(self, event: TraceEvent) -> None:
+        """What the run waits for after ``event`` (``None``: nothing, it ended)."""
+        match event:
+            case RunStarted():
+                self._waiting_for = "setup and baseline tests"
+            case ModelTurnEvent():
+                self._outstanding = {c.id for c in event.tool_calls}
+                self._finishing = event.finish is not None
+                self._waiting_for = "gate" if self._finishing and not self._outstanding else None
+            case ToolCallEvent():
+                self._waiting_for = self._pending.get(event.call.id, event.call.tool_name)
+            case ObservationEvent():
+                self._outstanding.discard(event.tool_call_id)
+                if not self._outstanding:
+                    self._waiting_for = "gate" if self._finishing else "model"
+            case GateResultEvent():
+                finished = event.passed and event.phase == "finish"
+                self._finishing = False
+                self._waiting_for = "saving the patch" if finished else "model"
+            case ModelFeedbackEvent():
+                self._waiting_for = "model"
+            case ModelRetryEvent():
+                self._waiting_for = f"model (retry {event.attempt})"
+            case RunFinished():
+                self._waiting_for = None
+            case _:
+                pass
+
+    def _gate(self, event: GateResultEvent) -> None:
+        if event.phase == "baseline":
+            color = "yellow" if event.passed else "dim"
+            self._line("gate", f"[{color}]{safe(baseline_text(event))}[/]")
+            return
+        color = "green" if event.passed else "red"
+        verdict = f"[{color}]gate {safe(verdict_text(event))}[/]"
+        self._line(f"step {event.step}", f"finish -> {verdict}{self._totals_text()}")
 
     def _observation(self, event: ObservationEvent) -> None:
         what = self._pending.pop(event.tool_call_id, event.tool_name)
         if event.kind == "policy_denied":
             status = "[yellow]denied[/]"
         elif event.is_error:
-            status = f"[red]{event.kind}[/]"
+            status = f"[red]{safe(event.kind)}[/]"
         elif event.exit_code is not None:
             color = "green" if event.exit_code == 0 else "red"
             status = f"[{color}]exit {event.exit_code}[/]"
         else:
             status = "[green]ok[/]"
         took = "" if event.duration_s is None else f" {event.duration_s * 1000:.0f} ms"
-        totals = f"  [dim]({self._totals})[/]" if self._totals else ""
-        self._line(f"step {event.step}", f"{escape(what)} -> {status}{took}{totals}")
+        self._line(f"step {event.step}", f"{safe(what)} -> {status}{took}{self._totals_text()}")
+
+    def _totals_text(self) -> str:
+        return f"  [dim]({self._totals})[/]" if self._totals else ""
 
     def _line(self, label: str, text: str) -> None:
         self.console.print(f"[bold cyan]{label:>8}[/] {text}", highlight=False, soft_wrap=True)
 
 
-def _call_summary(event: ToolCallEvent) -> str:
+def _call_summary(event: ToolCallEvent, limit: int | None) -> str:
     call = event.call
     if call.arguments is not None:
         detail = call.arguments.get("command") or call.arguments.get("path") or ""
         if detail:
-            return f"{call.tool_name} {str(detail)[:80]}"
+            return f"{call.tool_name} {str(detail)[:limit]}"
     return call.tool_name

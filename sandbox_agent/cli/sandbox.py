@@ -7,16 +7,18 @@ from typing import Annotated
 
 import typer
 
+from sandbox_agent.cli.command import Command, Group
+from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.doctor import run_checks
 from sandbox_agent.sandbox.gc import collect_garbage, default_roots
 from sandbox_agent.sandbox.image import DEFAULT_BASE_IMAGE, DEFAULT_IMAGE, build_image
+from sandbox_agent.text import visible
 
 
-def _fail(error: Exception, code: int) -> typer.Exit:
-    typer.echo(f"error: {error}", err=True)
-    return typer.Exit(code)
+def _echo(text: str) -> None:
+    typer.echo(visible(text))
 
 
 def build(
@@ -24,24 +26,26 @@ def build(
     base_image: Annotated[
         str, typer.Option(help="Base image (the Dockerfile's BASE_IMAGE).")
     ] = DEFAULT_BASE_IMAGE,
-    no_cache: Annotated[bool, typer.Option(help="Rebuild every step.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every step.")] = False,
 ) -> None:
     """Build the sandbox image from Dockerfile.sandbox, showing every build step."""
     try:
         client = engine.connect()
     except UserError as e:
-        raise _fail(e, 2) from e
+        raise fail(e) from e
     try:
-        build_image(client, tag=tag, base_image=base_image, no_cache=no_cache, progress=typer.echo)
+        build_image(client, tag=tag, base_image=base_image, no_cache=no_cache, progress=_echo)
     except UserError as e:
-        raise _fail(e, 2) from e
+        raise fail(e) from e
     finally:
         client.close()
-    typer.echo(f"built {tag}")
+    _echo(f"built {tag}")
 
 
 def gc(
-    dry_run: Annotated[bool, typer.Option(help="Only list what would be removed.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list what would be removed.")
+    ] = False,
     include_live: Annotated[
         bool, typer.Option("--all", help="Also remove what a running process owns.")
     ] = False,
@@ -53,23 +57,23 @@ def gc(
     try:
         client = engine.connect()
     except UserError as e:
-        typer.echo(f"warning: {e}; cleaning workspaces only", err=True)
+        warn(f"{e}; cleaning workspaces only")
         client = None
     roots = [*default_roots(), *(workspace_root or [])]
     try:
         report = collect_garbage(client, roots=roots, include_live=include_live, dry_run=dry_run)
     except SandboxError as e:
-        raise _fail(e, 1) from e
+        raise fail(e, 1) from e
     finally:
         if client is not None:
             client.close()
     verb = "would remove" if dry_run else "removed"
     for name in report.containers:
-        typer.echo(f"{verb} container {name}")
+        _echo(f"{verb} container {name}")
     for path in report.workspaces:
-        typer.echo(f"{verb} workspace {path}")
+        _echo(f"{verb} workspace {path}")
     for why in report.kept:
-        typer.echo(f"kept {why}")
+        _echo(f"kept {why}")
     typer.echo(f"{verb} {len(report.containers)} containers, {len(report.workspaces)} workspaces")
 
 
@@ -80,9 +84,9 @@ def doctor(
     checks = run_checks(image)
     for check in checks:
         mark = "ok  " if check.ok else "FAIL"
-        typer.echo(f"[{mark}] {check.name}: {check.detail}")
+        _echo(f"[{mark}] {check.name}: {check.detail}")
         if not check.ok and check.fix:
-            typer.echo(f"       fix: {check.fix}")
+            _echo(f"       fix: {check.fix}")
     if not all(check.ok for check in checks):
         raise typer.Exit(1)
     typer.echo("ready: sandboxes can run on this machine")
@@ -90,8 +94,8 @@ def doctor(
 
 def register(app: typer.Typer) -> None:
     """Add ``sandbox build``, ``gc`` and ``doctor`` to the main command line."""
-    sandbox_app = typer.Typer(help="Manage the sandbox image.", no_args_is_help=True)
-    sandbox_app.command("build")(build)
+    sandbox_app = typer.Typer(help="Manage the sandbox image.", no_args_is_help=True, cls=Group)
+    sandbox_app.command("build", cls=Command)(build)
     app.add_typer(sandbox_app, name="sandbox")
-    app.command("gc")(gc)
-    app.command("doctor")(doctor)
+    app.command("gc", cls=Command)(gc)
+    app.command("doctor", cls=Command)(doctor)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from sandbox_agent.errors import ApplyError
 from sandbox_agent.review.patchfile import NULL_SHA, FileChange, parse_changes
-from sandbox_agent.review.risks import Risk, find_risks, visible
+from sandbox_agent.review.risks import Risk, find_risks
+from sandbox_agent.text import visible
 
 __all__ = ["ApplyPlan", "FileChange", "Risk", "apply_patch", "parse_changes", "plan_apply"]
 

@@ -60,24 +60,6 @@ class Risk(Frozen):
     """A symlink whose target is outside the repository (or cannot be read)."""
 
 
-def visible(name: str) -> str:
-    """``name`` with every control, format or unusual space character shown as an escape."""
-    return "".join(_shown(ch) for ch in name)
-
-
-def _shown(ch: str) -> str:
-    if not _hidden(ch):
-        return ch
-    code = ord(ch)
-    return (
-        f"\\x{code:02x}"
-        if code <= 0xFF
-        else f"\\u{code:04x}"
-        if code <= 0xFFFF
-        else f"\\U{code:08x}"
-    )
-
-
 def _hidden(ch: str) -> bool:
     category = unicodedata.category(ch)
     return category in _HIDDEN_CATEGORIES or (category == "Zs" and ch != " ")

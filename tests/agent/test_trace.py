@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_agent.agent.trace import RunFinished, RunStarted, Trace, describe, read_trace
+from sandbox_agent.agent.trace import RunFinished, RunStarted, Trace, read_trace
 from sandbox_agent.types import ExitReason, Usage
 
 
@@ -28,13 +28,3 @@ def test_truncated_last_line_is_reported_not_fatal(tmp_path: Path) -> None:
     assert trace.problems == (
         f"{path}:3: line is truncated (the run probably stopped while writing it); skipped",
     )
-
-
-def test_describe_gives_one_line_per_event(tmp_path: Path) -> None:
-    path = tmp_path / "trace.jsonl"
-    write_trace(path)
-    lines = [describe(e) for e in read_trace(path).events]
-    assert lines == [
-        "run started: model m, task of 4 chars",
-        "run finished: finished after 1 steps",
-    ]

@@ -194,6 +194,32 @@ def test_trace_show_prints_the_timeline(tmp_path: Path, docker_client: object) -
     trace = json.loads(out)["trace_path"]
     code, out, _ = invoke("trace", "show", trace)
     assert code == 0
-    assert "gate baseline: rejected (failed: tests)" in out
+    assert "gate baseline: 1 test fails before the fix, as expected" in out
     assert "gate finish: passed" in out
     assert "run finished: finished after 7 steps" in out
+
+
+@pytest.mark.docker
+def test_fix_progress_ends_with_the_accepted_finish_and_no_spinner_in_a_pipe(
+    tmp_path: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    code, out, err = demo_fix(tmp_path, repo, "x")
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("  step 7 finish -> gate passed")
+    assert "    gate baseline: 1 test fails before the fix, as expected" in lines
+    assert "…" not in err  # no spinner when stderr is not a terminal
+    assert "steps          7" in out
+
+
+@pytest.mark.docker
+def test_demo_apply_line_is_not_wrapped_in_a_pipe(tmp_path: Path, docker_client: object) -> None:
+    runs = tmp_path / "runs"
+    code, out, err = invoke("demo", "--runs-dir", str(runs))
+    assert code == 0, err
+    run_id = next(runs.iterdir()).name
+    repo = next(line for line in err.splitlines() if line.startswith("demo project copied to "))
+    repo = repo.removeprefix("demo project copied to ")
+    assert f"apply it:     sandbox-agent apply {run_id}  (to {repo})" in out.splitlines()
+    assert "answer" in out

@@ -54,7 +54,7 @@ def test_risky_changes_are_listed_and_refused_off_a_terminal(tmp_path: Path) -> 
         assert f"runs code          {name}" in err
     assert "executable         run.sh  made executable (755)" in err
     assert "symlink            docs/inside  -> ../a.txt\n" in err
-    assert "hidden characters  bad\\x1b[2Kname.txt" in err
+    assert "hidden characters  bad^[[2Kname.txt" in err
     assert "hidden characters  zw\\u200b.txt" in err
     assert "\x1b" not in err + out
     assert "pass --yes to accept them" in err

@@ -1,0 +1,37 @@
+"""``describe``: one readable line per trace event, for ``trace show``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.cli.timeline import describe
+from tests.agent.test_trace import write_trace as write_short_trace
+from tests.cli.escapes import EVIL, assert_inert
+from tests.cli.records import write_trace
+
+
+def test_describe_gives_one_line_per_event(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    write_short_trace(path)
+    lines = [describe(e) for e in read_trace(path).events]
+    assert lines == [
+        "run started: model m, task of 4 chars",
+        "run finished: finished after 1 steps",
+    ]
+
+
+def test_describe_says_what_the_baseline_means(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    write_trace(path, "r1")
+    lines = [describe(e) for e in read_trace(path).events]
+    assert "gate baseline: 2 tests fail before the fix, as expected" in lines
+
+
+def test_describe_keeps_model_text_on_one_visible_line(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    write_trace(path, "r1", command=EVIL, reason=EVIL)
+    for event in read_trace(path).events:
+        line = describe(event)
+        assert "\n" not in line
+        assert_inert(line)
