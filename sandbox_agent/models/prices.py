@@ -156,9 +156,10 @@ def require_price_for_cap(
         return
     raise UnknownPriceError(
         f"no price is known for model {model_name!r}, so the cost cap "
-        f"(max_cost_usd {max_cost_usd:.2f}) cannot be enforced; give its price in the policy "
-        "file (.sandbox-agent.toml in the repo, or --policy FILE), in USD per million tokens "
-        "(0.0 for a local model):\n" + price_toml(model_name)
+        f"(max_cost_usd {max_cost_usd:.2f}) cannot be enforced; give its price in your policy "
+        "file (--policy FILE; the repo's .sandbox-agent.toml counts only with "
+        "--trust-repo-policy), in USD per million tokens (0.0 for a local model):\n"
+        + price_toml(model_name)
     )
 
 
