@@ -9,11 +9,16 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── PolicyFileError         a policy file is wrong (file, line, key named)
     │   ├── ScriptError             a scripted-model file is wrong (line named)
     │   ├── EngineUnavailableError  no Docker engine / no permission / image build failed
-    │   └── ApplyError              a patch cannot be applied to the user's repo
+    │   ├── ApplyError              a patch cannot be applied to the user's repo
+    │   ├── ModelSetupError         the model cannot be used as given (found before the run)
+    │   │   ├── MissingApiKeyError, InvalidBaseUrlError
+    │   │   └── ModelNotFoundError, ApiKeyRefusedError, EndpointUnreachableError
+    │   └── UnknownPriceError       a cost cap is set but the model's price is unknown
     ├── RunError                    ends a run, exit 1; carries its ExitReason
     │   ├── BudgetExceeded          budget_exceeded (tokens, cost, wall time, gate attempts)
     │   ├── StepLimitExceeded       max_steps_exceeded
     │   ├── ModelError              model_error (transport, auth, not found)
+    │   │   └── ContextLengthError  the prompt does not fit (the adapter compacts and retries)
     │   ├── InvalidModelOutputError invalid_model_output (recoverable inside the loop)
     │   ├── SandboxError            sandbox_error (container died, engine failed)
     │   └── RunInterrupted          interrupted (Ctrl-C, SIGTERM)
@@ -74,6 +79,34 @@ class ApplyError(UserError):
     """A run's patch cannot be applied to the user's repository; nothing was changed."""
 
 
+class ModelSetupError(UserError):
+    """The model, its endpoint or its key cannot be used; found before any sandbox starts."""
+
+
+class MissingApiKeyError(ModelSetupError):
+    """No API key was given for an OpenAI-compatible endpoint."""
+
+
+class InvalidBaseUrlError(ModelSetupError):
+    """The base URL is not an http(s) URL."""
+
+
+class ModelNotFoundError(ModelSetupError):
+    """The endpoint answered that it does not serve the model (the message is the server's)."""
+
+
+class ApiKeyRefusedError(ModelSetupError):
+    """The endpoint refused the API key (HTTP 401 or 403; the message is the server's)."""
+
+
+class EndpointUnreachableError(ModelSetupError):
+    """No connection could be made to the endpoint (refused, unknown host, connect timeout)."""
+
+
+class UnknownPriceError(UserError):
+    """A cost cap is set, but no price is known for the model, so the cap could not hold."""
+
+
 class RunError(SandboxAgentError):
     """Ends a run; the run's exit reason is the class's ``exit_reason``."""
 
@@ -102,6 +135,10 @@ class ModelError(RunError):
     """The model could not be reached or refused the request (not recoverable by the model)."""
 
     exit_reason = ExitReason.MODEL_ERROR
+
+
+class ContextLengthError(ModelError):
+    """The server said the prompt does not fit the model's context window."""
 
 
 class InvalidModelOutputError(RunError):

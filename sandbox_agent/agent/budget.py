@@ -1,20 +1,28 @@
 """Budgets: limits checked before every model call, and running usage totals.
 
 The check is made BEFORE each call against the call's worst case (estimated prompt tokens
-plus the completion tokens the request allows, at list prices with no cache discount), so a
-limit is never crossed by a call that was allowed to start. The step limit is the loop's.
+plus the completion tokens the request allows, at the model's highest rates with no cache
+discount), so a limit is never crossed by a call that was allowed to start. A cost cap is
+only accepted with a known price (``UnknownPriceError`` otherwise), so it never looks enforced
+when it is not. The step limit is the loop's.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.errors import BudgetExceeded
-from sandbox_agent.models.prices import ModelPrice, cost_usd, lookup_price, worst_case_cost_usd
+from sandbox_agent.models.prices import (
+    ModelPrice,
+    cost_usd,
+    price_table,
+    require_price_for_cap,
+    worst_case_cost_usd,
+)
 from sandbox_agent.types import CallEstimate, Usage
 
 __all__ = [
@@ -74,7 +82,7 @@ class Limits(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     """Prompt plus completion tokens over all model calls."""
     max_cost_usd: float | None = Field(default=None, gt=0)
-    """US dollars over all model calls, at the price table's rates."""
+    """US dollars over all model calls, at the model's price (policy, else genai-prices)."""
     max_wall_s: float | None = Field(default=None, gt=0)
     """Seconds since the budget was created; no model call starts after that."""
 
@@ -95,16 +103,20 @@ DEFAULT_LIMITS = Limits(max_tokens=2_000_000, max_cost_usd=2.00, max_wall_s=3600
 
 
 class RunBudget:
-    """The real budget: enforces :class:`Limits` and prices usage with a price table.
+    """The real budget: enforces :class:`Limits` and prices usage at the model's price.
 
     Args:
         limits: The run's limits.
-        model_name: The model being called (looked up in ``prices``).
-        prices: Price table, defaults merged with policy overrides.
+        model_name: The model being called (named in messages).
+        price: Its price (``models.prices.resolve_price``); ``None``: unknown.
         clock: Monotonic seconds; injectable for tests.
         on_unknown_price: Called once, with a one-line warning, the first time usage of a
             model without a known price is recorded (its cost is then ``None``; the token
-            and wall-time limits still hold, ``max_cost_usd`` cannot be enforced).
+            and wall-time limits still hold).
+
+    Raises:
+        UnknownPriceError: ``limits.max_cost_usd`` is set and ``price`` is ``None``: a cap
+            that cannot be enforced is refused, never silently dropped.
     """
 
     def __init__(
@@ -112,13 +124,14 @@ class RunBudget:
         limits: Limits,
         *,
         model_name: str,
-        prices: Mapping[str, ModelPrice],
+        price: ModelPrice | None,
         clock: Callable[[], float] = time.monotonic,
         on_unknown_price: Callable[[str], None] | None = None,
     ) -> None:
+        require_price_for_cap(model_name, price, max_cost_usd=limits.max_cost_usd)
         self.limits = limits
         self.model_name = model_name
-        self.price = lookup_price(model_name, prices)
+        self.price = price
         self._clock = clock
         self._started = clock()
         self._on_unknown_price = on_unknown_price
@@ -131,7 +144,7 @@ class RunBudget:
 
     @property
     def price_known(self) -> bool:
-        """Whether costs are known (the model is in the price table)."""
+        """Whether costs are known (the model has a price)."""
         return self.price is not None
 
     def elapsed_s(self) -> float:
@@ -216,9 +229,10 @@ class RunBudget:
         self._warned = True
         if self._on_unknown_price is not None:
             self._on_unknown_price(
-                f"no price known for model {self.model_name!r}: cost is reported as unknown "
-                "and max_cost_usd cannot be enforced (max_tokens still holds); "
-                f'add [budget.prices."{self.model_name}"] to the policy to price it'
+                f"no price known for model {self.model_name!r}: its cost is reported as "
+                "unknown (no cost cap is set; max_tokens and max_wall_s still hold); to price "
+                f"it, add a table {price_table(self.model_name)} with input_per_mtok and "
+                "output_per_mtok (USD per million tokens) to the policy file"
             )
 
 

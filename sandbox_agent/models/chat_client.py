@@ -16,7 +16,13 @@ from typing import Any, cast
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 
-from sandbox_agent.errors import ModelError, UserError
+from sandbox_agent.errors import (
+    ContextLengthError,
+    InvalidBaseUrlError,
+    MissingApiKeyError,
+    ModelError,
+)
+from sandbox_agent.models.preflight import check_model
 from sandbox_agent.models.retry import (
     DEFAULT_RETRY,
     OnRetry,
@@ -33,7 +39,7 @@ __all__ = [
     "InvalidBaseUrlError",
     "MissingApiKeyError",
     "is_context_length_error",
-]
+]  # the three error classes are defined in ``errors`` and re-exported for older imports
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Used when no base URL is given (the environment is read by the runner, not here)."""
@@ -43,18 +49,6 @@ _CONTEXT_RE = re.compile(
     r"|exceeds? the (available )?context",
     re.IGNORECASE,
 )
-
-
-class ContextLengthError(ModelError):
-    """The server said the prompt does not fit the model's context window."""
-
-
-class MissingApiKeyError(UserError):
-    """No API key was given for an OpenAI-compatible endpoint."""
-
-
-class InvalidBaseUrlError(UserError):
-    """The base URL is not an http(s) URL."""
 
 
 def is_context_length_error(exc: openai.APIStatusError) -> bool:
@@ -114,6 +108,20 @@ class ChatClient:
     def close(self) -> None:
         """Close the HTTP connections."""
         self._client.close()
+
+    def check_model(self, timeout_s: float) -> None:
+        """The preflight: endpoint, key and model checked, no retries (see ``preflight``).
+
+        Raises:
+            ModelSetupError: the key is refused, the model is not served, or no connection.
+        """
+        check_model(
+            self._client,
+            model=self.model,
+            base_url=self.base_url,
+            timeout_s=timeout_s,
+            redact=self.redact,
+        )
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***``."""

@@ -58,6 +58,8 @@ class ChatModelSettings(BaseModel):
     max_tokens_param: str = "max_completion_tokens"
     """Request field for it; ``max_tokens`` for servers that only know the old name."""
     timeout_s: float = Field(default=120.0, gt=0)
+    preflight_timeout_s: float = Field(default=10.0, gt=0)
+    """Each request of ``start()``'s check of the endpoint, key and model (no retries)."""
     context_window: int | None = Field(default=None, gt=0)
     """Tokens; ``None``: known per model, else 32k."""
     observation_max_chars: int = Field(default=16_000, gt=200)
@@ -114,6 +116,15 @@ class ChatModelBase(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.name!r}, base_url={self._client.base_url!r})"
+
+    def start(self) -> None:
+        """Check the endpoint, the key and the model before the run (free: no tokens).
+
+        Raises:
+            ModelSetupError: the key is refused, the model is not served, or the endpoint
+                cannot be reached (exit 2). A server without model endpoints passes.
+        """
+        self._client.check_model(self.settings.preflight_timeout_s)
 
     def close(self) -> None:
         """Close the HTTP connections (the runner calls it when the run ends)."""

@@ -1,30 +1,49 @@
-"""List prices of common OpenAI models, and pricing of a call's usage.
+"""What a model costs, and what a call's usage costs at that price.
 
-The numbers are USD per million tokens, the published list prices of
-https://openai.com/api/pricing/ as of 2025-08 (standard tier, no batch or flex
-discount). A policy file can override or add models with
-``[budget.prices."model"] input_per_mtok=..., output_per_mtok=..., cached_input_per_mtok=...``;
-the runner merges those over :data:`DEFAULT_PRICES` and hands the result to ``RunBudget``.
+A model's price comes from the policy's ``[budget.prices."<model>"]`` entries first, then from
+the maintained price database ``genai-prices`` (its data ships in the wheel: no network call,
+see :mod:`sandbox_agent.models.catalog`). The runner calls :func:`resolve_price` once before
+the run starts and :func:`require_price_for_cap` right after, so a cost cap that could not be
+enforced stops the run before any sandbox starts.
+
+A price is in USD per million tokens. Some models cost more per token when the prompt is long
+(Anthropic's and Google's long-context tiers); :class:`ModelPrice` keeps those tiers so a call
+is priced at the tier its prompt falls in, and the budget's pre-call check uses the highest
+rate of any tier, so the cap holds whatever tier the next call lands in.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox_agent.errors import UnknownPriceError
 from sandbox_agent.types import Usage
 
 __all__ = [
-    "DEFAULT_PRICES",
     "ModelPrice",
+    "PriceTier",
     "candidate_names",
     "cost_usd",
-    "lookup_price",
+    "price_table",
+    "price_toml",
+    "require_price_for_cap",
+    "resolve_price",
     "worst_case_cost_usd",
 ]
+
+
+class PriceTier(BaseModel):
+    """Rates that apply to a call whose prompt has more than ``above_prompt_tokens`` tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    above_prompt_tokens: int = Field(ge=0)
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class ModelPrice(BaseModel):
@@ -38,50 +57,36 @@ class ModelPrice(BaseModel):
     """Price of a million completion tokens."""
     cached_input_per_mtok: float | None = Field(default=None, ge=0)
     """Price of a million prompt tokens served from the provider's cache; ``None``: no discount."""
+    tiers: tuple[PriceTier, ...] = ()
+    """Long-prompt rates, by ascending threshold; a policy price has none."""
+    source: str = "policy"
+    """Where the price came from: ``policy``, or ``genai-prices <version>: <provider>/<model>``."""
 
+    def rates_for(self, prompt_tokens: int) -> PriceTier:
+        """The rates of a call with ``prompt_tokens`` prompt tokens (its tier, or the base)."""
+        chosen = PriceTier(
+            above_prompt_tokens=0,
+            input_per_mtok=self.input_per_mtok,
+            output_per_mtok=self.output_per_mtok,
+            cached_input_per_mtok=self.cached_input_per_mtok,
+        )
+        for tier in self.tiers:
+            if prompt_tokens > tier.above_prompt_tokens:
+                chosen = tier
+        return chosen
 
-def _p(inp: float, out: float, cached: float | None) -> ModelPrice:
-    return ModelPrice(input_per_mtok=inp, output_per_mtok=out, cached_input_per_mtok=cached)
+    @property
+    def max_input_per_mtok(self) -> float:
+        """The highest prompt-token rate of any tier (no cache discount)."""
+        return max([self.input_per_mtok, *(t.input_per_mtok for t in self.tiers)])
 
+    @property
+    def max_output_per_mtok(self) -> float:
+        """The highest completion-token rate of any tier."""
+        return max([self.output_per_mtok, *(t.output_per_mtok for t in self.tiers)])
 
-# Source: https://openai.com/api/pricing/ (standard tier), read 2025-08.
-DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
-    {
-        "gpt-4o": _p(2.50, 10.00, 1.25),
-        "gpt-4o-mini": _p(0.15, 0.60, 0.075),
-        "gpt-4.1": _p(2.00, 8.00, 0.50),
-        "gpt-4.1-mini": _p(0.40, 1.60, 0.10),
-        "gpt-4.1-nano": _p(0.10, 0.40, 0.025),
-        "o3": _p(2.00, 8.00, 0.50),
-        "o4-mini": _p(1.10, 4.40, 0.275),
-        "gpt-5": _p(1.25, 10.00, 0.125),
-        "gpt-5-mini": _p(0.25, 2.00, 0.025),
-        "gpt-5-nano": _p(0.05, 0.40, 0.005),
-    }
-)
-"""List prices by model name (without a date suffix)."""
 
 _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
-
-
-def lookup_price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
-    """Find a model's price: the exact name first, then the name without a date suffix.
-
-    ``gpt-4o-2024-08-06`` and ``gpt-4-0613`` style snapshots resolve to their base model;
-    a ``provider/`` prefix (``openai/gpt-4o``) is also tried without it. No fuzzy matching:
-    ``gpt-4o-mini`` never falls back to ``gpt-4o``.
-
-    Args:
-        model: The model name as the user gave it.
-        prices: The price table (defaults merged with policy overrides).
-
-    Returns:
-        The price, or ``None`` when the model is not in the table (its cost is unknown).
-    """
-    for name in candidate_names(model):
-        if name in prices:
-            return prices[name]
-    return None
 
 
 def candidate_names(model: str) -> list[str]:
@@ -96,24 +101,90 @@ def candidate_names(model: str) -> list[str]:
     return candidates
 
 
+def resolve_price(
+    model_name: str,
+    *,
+    base_url: str | None,
+    overrides: Mapping[str, ModelPrice],
+) -> ModelPrice | None:
+    """The price of ``model_name`` as served at ``base_url``; ``None`` when nobody knows it.
+
+    The policy's prices win: the exact name, then the name without a date suffix or
+    ``provider/`` prefix (``gpt-4o-2024-08-06`` -> ``gpt-4o``). Otherwise genai-prices is
+    asked, with the provider inferred from ``base_url`` (``None`` is OpenAI's), or from the
+    model name when the URL is not a known provider's (a local server or a gateway).
+
+    Args:
+        model_name: The model name as the user gave it.
+        base_url: The endpoint root, ``None`` for OpenAI's.
+        overrides: The policy's ``[budget.prices]`` by model name.
+    """
+    for name in candidate_names(model_name):
+        if name in overrides:
+            return overrides[name]
+    from sandbox_agent.models.catalog import catalog_price  # imports the database: ~0.2 s
+
+    return catalog_price(model_name, base_url=base_url)
+
+
+def price_table(model_name: str) -> str:
+    """The policy file's table header for ``model_name``'s price: ``[budget.prices."NAME"]``."""
+    key = model_name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'[budget.prices."{key}"]'
+
+
+def price_toml(model_name: str) -> str:
+    """The policy-file entry that prices ``model_name`` (zeros, for the user to fill in)."""
+    return (
+        f"{price_table(model_name)}\n"
+        "input_per_mtok = 0.0          # USD per million prompt tokens\n"
+        "output_per_mtok = 0.0         # USD per million completion tokens\n"
+        "cached_input_per_mtok = 0.0   # optional: cached prompt tokens"
+    )
+
+
+def require_price_for_cap(
+    model_name: str, price: ModelPrice | None, *, max_cost_usd: float | None
+) -> None:
+    """Refuse a cost cap that could not be enforced (no price known for the model).
+
+    Raises:
+        UnknownPriceError: ``max_cost_usd`` is set and ``price`` is ``None``; the message gives
+            the policy entry that prices the model.
+    """
+    if max_cost_usd is None or price is not None:
+        return
+    raise UnknownPriceError(
+        f"no price is known for model {model_name!r}, so the cost cap "
+        f"(max_cost_usd {max_cost_usd:.2f}) cannot be enforced; give its price in your policy "
+        "file (--policy FILE; the repo's .sandbox-agent.toml counts only with "
+        "--trust-repo-policy), in USD per million tokens (0.0 for a local model):\n"
+        + price_toml(model_name)
+    )
+
+
 def cost_usd(usage: Usage, price: ModelPrice) -> float:
-    """The cost of ``usage`` at ``price``; cached prompt tokens get the cached price if any."""
+    """The cost of ``usage`` at ``price``, at the rates of the tier its prompt falls in.
+
+    Cached prompt tokens get the cached rate where there is one.
+    """
+    rates = price.rates_for(usage.prompt_tokens)
     cached = min(usage.cached_tokens, usage.prompt_tokens)
     cached_rate = (
-        price.cached_input_per_mtok
-        if price.cached_input_per_mtok is not None
-        else price.input_per_mtok
+        rates.cached_input_per_mtok
+        if rates.cached_input_per_mtok is not None
+        else rates.input_per_mtok
     )
     micro = (
-        (usage.prompt_tokens - cached) * price.input_per_mtok
+        (usage.prompt_tokens - cached) * rates.input_per_mtok
         + cached * cached_rate
-        + usage.completion_tokens * price.output_per_mtok
+        + usage.completion_tokens * rates.output_per_mtok
     )
     return micro / 1_000_000
 
 
 def worst_case_cost_usd(prompt_tokens: int, completion_tokens: int, price: ModelPrice) -> float:
-    """The most a call can cost: every prompt token uncached, every completion token used."""
+    """The most a call can cost: no token cached, every completion token used, highest tier."""
     return (
-        prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok
+        prompt_tokens * price.max_input_per_mtok + completion_tokens * price.max_output_per_mtok
     ) / 1_000_000

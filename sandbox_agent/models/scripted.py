@@ -141,6 +141,12 @@ class ScriptedModel:
     def name(self) -> str:
         return self._name
 
+    def start(self) -> None:
+        """Nothing to check: the script was validated when it was loaded."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
     @property
     def remaining(self) -> int:
         return len(self._actions) - len(self.calls)
@@ -197,6 +203,12 @@ class FunctionModel:
     @property
     def name(self) -> str:
         return self._name
+
+    def start(self) -> None:
+        """Nothing to check."""
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def estimate_next_call(
         self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]

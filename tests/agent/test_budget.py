@@ -5,11 +5,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sandbox_agent.agent.budget import DEFAULT_LIMITS, Limits, RunBudget, UnlimitedBudget
-from sandbox_agent.errors import BudgetExceeded
-from sandbox_agent.models.prices import DEFAULT_PRICES, ModelPrice
+from sandbox_agent.errors import BudgetExceeded, UnknownPriceError
+from sandbox_agent.models.prices import ModelPrice, PriceTier
 from sandbox_agent.types import CallEstimate, Usage
 
-PRICES = {"m": ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)}
+PRICE = ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)
+TIERED = PRICE.model_copy(
+    update={
+        "tiers": (
+            PriceTier(above_prompt_tokens=1_000, input_per_mtok=4.0, output_per_mtok=16.0),
+            PriceTier(above_prompt_tokens=20_000, input_per_mtok=6.0, output_per_mtok=12.0),
+        )
+    }
+)
 
 
 class FakeClock:
@@ -20,8 +28,8 @@ class FakeClock:
         return self.now
 
 
-def budget(limits: Limits, model: str = "m", clock: FakeClock | None = None) -> RunBudget:
-    return RunBudget(limits, model_name=model, prices=PRICES, clock=clock or FakeClock())
+def budget(limits: Limits, price: ModelPrice = PRICE, clock: FakeClock | None = None) -> RunBudget:
+    return RunBudget(limits, model_name="m", price=price, clock=clock or FakeClock())
 
 
 def test_record_prices_usage_and_adds_up() -> None:
@@ -70,21 +78,39 @@ def test_wall_time_is_checked_with_the_injected_clock() -> None:
 def test_unknown_price_warns_once_and_token_budget_still_holds() -> None:
     warnings: list[str] = []
     b = RunBudget(
-        Limits(max_tokens=1_000, max_cost_usd=0.01),
+        Limits(max_tokens=1_000),
         model_name="llama3.1:8b",
-        prices=DEFAULT_PRICES,
+        price=None,
         on_unknown_price=warnings.append,
     )
     assert not b.price_known
     b.record(Usage(prompt_tokens=400, completion_tokens=100))
     totals = b.record(Usage(prompt_tokens=100, completion_tokens=100))
     assert totals.cost_usd is None
-    assert len(warnings) == 1
-    assert "no price known for model 'llama3.1:8b'" in warnings[0]
-    assert '[budget.prices."llama3.1:8b"]' in warnings[0]
+    assert warnings == [
+        "no price known for model 'llama3.1:8b': its cost is reported as unknown (no cost cap "
+        "is set; max_tokens and max_wall_s still hold); to price it, add a table "
+        '[budget.prices."llama3.1:8b"] with input_per_mtok and output_per_mtok (USD per '
+        "million tokens) to the policy file"
+    ]
     with pytest.raises(BudgetExceeded) as info:
         b.check_before_model_call(CallEstimate(prompt_tokens=200, max_completion_tokens=101))
     assert info.value.kind == "max_tokens"
+
+
+def test_a_cost_cap_without_a_price_is_refused_not_dropped() -> None:
+    """A budget whose cost cap could not be enforced cannot be made (it used to warn later)."""
+    with pytest.raises(UnknownPriceError, match=r'\[budget.prices."llama3.1:8b"\]'):
+        RunBudget(Limits(max_cost_usd=0.01), model_name="llama3.1:8b", price=None)
+
+
+def test_cost_check_uses_the_highest_tier() -> None:
+    b = budget(Limits(max_cost_usd=0.00225), price=TIERED)
+    # 100 * 6 + 100 * 16 = 2200 micro-dollars at the highest rates, though the prompt is short
+    b.check_before_model_call(CallEstimate(prompt_tokens=100, max_completion_tokens=100))
+    b.record(Usage(prompt_tokens=50))  # 50 * 2 = 100 micro-dollars at the base tier
+    with pytest.raises(BudgetExceeded):
+        b.check_before_model_call(CallEstimate(prompt_tokens=100, max_completion_tokens=100))
 
 
 def test_limits_are_frozen_and_strict() -> None:
@@ -113,12 +139,16 @@ def test_unlimited_budget_never_raises() -> None:
     ),
     max_cost=st.floats(0.01, 2.0),
     max_tokens=st.integers(1_000, 300_000),
+    price=st.sampled_from([PRICE, TIERED]),
 )
 def test_caps_are_never_crossed(
-    calls: list[tuple[int, int, float, float, float]], max_cost: float, max_tokens: int
+    calls: list[tuple[int, int, float, float, float]],
+    max_cost: float,
+    max_tokens: int,
+    price: ModelPrice,
 ) -> None:
     """If each real call stays within its estimate, no sequence of calls crosses a cap."""
-    b = budget(Limits(max_cost_usd=max_cost, max_tokens=max_tokens))
+    b = budget(Limits(max_cost_usd=max_cost, max_tokens=max_tokens), price=price)
     for prompt, completion, p_share, c_share, cache_share in calls:
         try:
             b.check_before_model_call(

@@ -3,6 +3,10 @@
 ``POST /v1/chat/completions`` answers from a queue of :class:`Reply` (status, JSON or raw
 body, headers, an optional stall). Every request is recorded (headers and parsed body) so
 tests can check what the real ``openai`` client sent.
+
+``GET /v1/models`` and ``GET /v1/models/{id}`` answer from :attr:`FakeOpenAIServer.models`
+(a :class:`ModelsEndpoint`: which ids are served, which of the two endpoints exist, which
+key is accepted); those requests are recorded apart, in ``model_requests``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,20 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     stall_s: float = 0.0
     """Wait this long before answering (or until the server stops)."""
+
+
+@dataclass(frozen=True)
+class ModelsEndpoint:
+    """How the server answers ``GET /v1/models`` and ``GET /v1/models/{id}``."""
+
+    ids: tuple[str, ...] = ("gpt-4o-mini",)
+    list_status: int | None = None
+    """Status of every models request instead of an answer (404, 405, 501: no such endpoint)."""
+    retrieve: bool = True
+    """False: ``GET /v1/models/{id}`` is 404 whatever the id, as on servers that only list."""
+    api_key: str | None = None
+    """Set: any other bearer key gets 401 (OpenAI's ``invalid_api_key`` error)."""
+    stall_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,8 @@ class FakeOpenAIServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
+        self.models = ModelsEndpoint()
+        self.model_requests: list[str] = []
         self.unexpected = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -67,6 +88,8 @@ class FakeOpenAIServer:
         with self._lock:
             self.replies.clear()
             self.requests.clear()
+            self.models = ModelsEndpoint()
+            self.model_requests.clear()
             self.unexpected = 0
 
     def push(self, *replies: Reply) -> None:
@@ -81,6 +104,30 @@ class FakeOpenAIServer:
             self.unexpected += 1
         return Reply(status=418, body={"error": {"message": "no scripted reply left"}})
 
+    def _models_reply(self, path: str, authorization: str) -> Reply:
+        with self._lock:
+            self.model_requests.append(path)
+            m = self.models
+        if m.list_status is not None:
+            return Reply(status=m.list_status, body={"detail": "Not Found"}, stall_s=m.stall_s)
+        if m.api_key is not None and authorization != f"Bearer {m.api_key}":
+            shown = authorization.removeprefix("Bearer ")
+            return error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
+        if path.rstrip("/") == "/v1/models":
+            data = [{"id": i, "object": "model", "created": 0, "owned_by": "test"} for i in m.ids]
+            return Reply(body={"object": "list", "data": data}, stall_s=m.stall_s)
+        wanted = unquote(path.removeprefix("/v1/models/"))
+        if m.retrieve and wanted in m.ids:
+            body = {"id": wanted, "object": "model", "created": 0, "owned_by": "test"}
+            return Reply(body=body, stall_s=m.stall_s)
+        if not m.retrieve:
+            return Reply(status=404, body="404 page not found", stall_s=m.stall_s)
+        return error(
+            404,
+            f"The model `{wanted}` does not exist or you do not have access to it.",
+            code="model_not_found",
+        )
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -90,6 +137,13 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+            def do_GET(self) -> None:
+                if not self.path.startswith("/v1/models"):
+                    self._answer(Reply(status=404, body="404 page not found"))
+                    return
+                authorization = self.headers.get("authorization", "")
+                self._answer(server._models_reply(self.path, authorization))
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 raw = self.rfile.read(length)
@@ -98,7 +152,9 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = {}
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = server._next(Recorded(self.path, headers, raw, body))
+                self._answer(server._next(Recorded(self.path, headers, raw, body)))
+
+            def _answer(self, reply: Reply) -> None:
                 if reply.stall_s and server._stopping.wait(reply.stall_s):
                     return
                 payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)

@@ -7,7 +7,7 @@ import pytest
 from sandbox_agent.agent.budget import Limits, RunBudget
 from sandbox_agent.errors import BudgetExceeded
 from sandbox_agent.models.chat_model import ChatModelBase
-from sandbox_agent.models.prices import DEFAULT_PRICES
+from sandbox_agent.models.prices import resolve_price
 from sandbox_agent.types import HistoryItem, Observation, Task
 from tests.models.conftest import TOOLS, MakeModel
 from tests.models.openai_server import FakeOpenAIServer, ok
@@ -30,7 +30,8 @@ def mini_loop(model: ChatModelBase, budget: RunBudget, max_steps: int) -> None:
 def test_run_stops_before_the_call_that_could_cross_max_cost(
     server: FakeOpenAIServer, make_model: MakeModel
 ) -> None:
-    # gpt-4o: $2.50 in, $10 out per Mtok. Each reply costs 200*2.5e-6 + 2_800*1e-5 = $0.0285;
+    # gpt-4o (genai-prices): $2.50 in, $10 out per Mtok. Each reply costs
+    # 200*2.5e-6 + 2_800*1e-5 = $0.0285;
     # the worst case of a call is about 0.001 + 3_000*1e-5 = $0.031: after three calls
     # ($0.0855) the fourth could reach $0.1165 and is never sent.
     server.push(
@@ -44,7 +45,9 @@ def test_run_stops_before_the_call_that_could_cross_max_cost(
         )
     )
     model = make_model(model="gpt-4o-2024-08-06", max_completion_tokens=3_000)
-    budget = RunBudget(Limits(max_cost_usd=0.10), model_name=model.name, prices=DEFAULT_PRICES)
+    # a local URL no provider has: the price database infers OpenAI from the model's name
+    price = resolve_price(model.name, base_url=server.base_url, overrides={})
+    budget = RunBudget(Limits(max_cost_usd=0.10), model_name=model.name, price=price)
     with pytest.raises(BudgetExceeded) as info:
         mini_loop(model, budget, max_steps=10)
     assert len(server.requests) == 3  # the fourth call was never sent

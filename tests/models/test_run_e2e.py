@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.errors import ApiKeyRefusedError, ModelNotFoundError, UnknownPriceError
 from sandbox_agent.run.runner import FixOptions, run_fix
 from tests.models.conftest import API_KEY
-from tests.models.openai_server import FakeOpenAIServer, error, ok
+from tests.models.openai_server import FakeOpenAIServer, ModelsEndpoint, error, ok
 
 
 def _repo(path: Path) -> Path:
@@ -76,3 +77,72 @@ def test_fix_run_keeps_the_key_out_of_the_run_directory(
     assert retries[0].attempt == 1
     assert "429" in retries[0].error
     assert API_KEY not in retries[0].error
+
+
+def _options(tmp_path: Path, server: FakeOpenAIServer, **fields: object) -> FixOptions:
+    values: dict[str, object] = {
+        "repo": _repo(tmp_path / "repo"),
+        "task": "add() subtracts; make test_calc pass",
+        "base_url": server.base_url,
+        "test_cmd": "python3 -m pytest -q",
+        "runs_dir": tmp_path / "runs",
+        "workspace_root": tmp_path / "workspaces",
+    }
+    values.update(fields)
+    return FixOptions.model_validate(values)
+
+
+def _nothing_started(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    assert not (tmp_path / "runs").exists()  # no run directory: no run began
+    assert not (tmp_path / "workspaces").exists()  # no workspace copy: no sandbox
+    assert server.requests == []  # no chat completion was asked for
+
+
+def test_a_wrong_model_name_stops_before_the_sandbox(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    options = _options(tmp_path, server, model="gpt-4o-mni")
+    with pytest.raises(ModelNotFoundError, match="model 'gpt-4o-mni' is not served at"):
+        run_fix(options, {"OPENAI_API_KEY": API_KEY})
+    _nothing_started(tmp_path, server)
+
+
+def test_a_refused_key_stops_before_the_sandbox(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    server.models = ModelsEndpoint(api_key="sk-another-key")
+    with pytest.raises(ApiKeyRefusedError, match="refused the API key: HTTP 401"):
+        run_fix(_options(tmp_path, server, model="gpt-4o-mini"), {"OPENAI_API_KEY": API_KEY})
+    _nothing_started(tmp_path, server)
+
+
+def test_a_cost_cap_on_an_unpriced_model_stops_before_the_sandbox(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.models = ModelsEndpoint(ids=("made-up-model",))  # served, but nobody knows its price
+    options = _options(tmp_path, server, model="made-up-model", max_cost_usd=1.0)
+    with pytest.raises(UnknownPriceError) as info:
+        run_fix(options, {"OPENAI_API_KEY": API_KEY})
+    assert "no price is known for model 'made-up-model'" in str(info.value)
+    assert '[budget.prices."made-up-model"]\ninput_per_mtok = 0.0' in str(info.value)
+    _nothing_started(tmp_path, server)
+
+
+@pytest.mark.docker
+def test_a_policy_price_prices_an_unknown_model_under_a_cost_cap(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    policy = tmp_path / "mine.toml"
+    policy.write_text(
+        '[budget.prices."made-up-model"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n'
+    )
+    server.models = ModelsEndpoint(ids=("made-up-model",))
+    edit = json.dumps({"path": "calc.py", "old_text": "a - b", "new_text": "a + b"})
+    server.push(
+        ok(tool_calls=[("c1", "edit_file", edit)], prompt_tokens=900, completion_tokens=40),
+        ok(tool_calls=[("c2", "finish", '{"summary": "ok"}')], prompt_tokens=1000),
+    )
+    options = _options(
+        tmp_path, server, model="made-up-model", max_cost_usd=1.0, policy_file=policy
+    )
+    record = run_fix(options, {"OPENAI_API_KEY": API_KEY})
+    assert record.exit_reason == "finished"
+    assert record.usage.cost_usd == pytest.approx((1900 * 1.0 + 60 * 2.0) / 1e6)
