@@ -23,10 +23,10 @@ from sandbox_agent.models.prices import (
     require_price_for_cap,
     worst_case_cost_usd,
 )
+from sandbox_agent.settings import BudgetSection
 from sandbox_agent.types import CallEstimate, Usage
 
 __all__ = [
-    "DEFAULT_LIMITS",
     "Budget",
     "BudgetExceeded",
     "LimitKind",
@@ -86,6 +86,15 @@ class Limits(BaseModel):
     max_wall_s: float | None = Field(default=None, gt=0)
     """Seconds since the budget was created; no model call starts after that."""
 
+    @classmethod
+    def of(cls, budget: BudgetSection) -> Limits:
+        """The limits the settings tree's ``[budget]`` sets (its defaults are the tree's)."""
+        return cls(
+            max_tokens=budget.max_tokens,
+            max_cost_usd=budget.max_cost_usd,
+            max_wall_s=budget.max_wall_s,
+        )
+
     def describe(self) -> str:
         """One line for the system prompt, e.g. ``max_tokens 2000000, max_cost_usd 2.00``."""
         parts = []
@@ -96,10 +105,6 @@ class Limits(BaseModel):
         if self.max_wall_s is not None:
             parts.append(f"max_wall_s {self.max_wall_s:g}")
         return ", ".join(parts) if parts else "no token, cost or time limit"
-
-
-DEFAULT_LIMITS = Limits(max_tokens=2_000_000, max_cost_usd=2.00, max_wall_s=3600.0)
-"""Used when neither the policy nor a flag sets a limit."""
 
 
 class RunBudget:

@@ -14,14 +14,13 @@ from typing import Any
 
 from pydantic import Field
 
-from sandbox_agent.errors import UserError
+from sandbox_agent.errors import MissingApiKeyError, UserError
 from sandbox_agent.gate.testrun import detect_test_command
 from sandbox_agent.models.base import Model
-from sandbox_agent.models.chat_client import MissingApiKeyError
 from sandbox_agent.models.chat_model import ChatModelSettings, default_temperature
 from sandbox_agent.models.json_protocol import JsonProtocolModel
 from sandbox_agent.models.openai_compat import OpenAICompatModel
-from sandbox_agent.models.prices import DEFAULT_PRICES, ModelPrice
+from sandbox_agent.models.prices import ModelPrice, resolve_price
 from sandbox_agent.models.prompt import build_system_prompt
 from sandbox_agent.models.scripted import ScriptedModel
 from sandbox_agent.policy.config import LoadedPolicy, default_user_config_dir, load_policy
@@ -70,6 +69,8 @@ class Prepared:
     """The settings tree after the flags, with the test command resolved."""
     runs_dir: Path
     model: Model
+    price: ModelPrice | None
+    """The model's price (``None``: unknown, and then no cost cap can be enforced)."""
     api_key: str
 
     @property
@@ -77,14 +78,6 @@ class Prepared:
         command = self.settings.gate.test_command
         assert command is not None  # prepare() refuses to build a Prepared without one
         return command
-
-    def prices(self) -> dict[str, ModelPrice]:
-        prices = dict(DEFAULT_PRICES)
-        for name, price in self.settings.budget.prices.items():
-            prices[name] = ModelPrice(**price.model_dump())
-        if self.settings.model.name.startswith(SCRIPTED_PREFIX):
-            prices[self.model.name] = ModelPrice(input_per_mtok=0, output_per_mtok=0)
-        return prices
 
 
 def prepare(
@@ -116,9 +109,19 @@ def prepare(
         gate = settings.gate.model_copy(update={"test_command": detected})
         settings = settings.model_copy(update={"gate": gate})
     api_key = env.get("OPENAI_API_KEY", "")
-    model = _model(settings, env, api_key, on_retry)
+    base_url = settings.model.base_url or env.get("OPENAI_BASE_URL") or None
+    model = _model(settings, base_url, api_key, on_retry)
     runs_dir = options.runs_dir or default_runs_dir(env)
-    return Prepared(options, repo, loaded, settings, runs_dir, model, api_key)
+    price = _price(settings, base_url)
+    return Prepared(options, repo, loaded, settings, runs_dir, model, price, api_key)
+
+
+def _price(settings: Policy, base_url: str | None) -> ModelPrice | None:
+    name = settings.model.name
+    if name.startswith(SCRIPTED_PREFIX):
+        return ModelPrice(input_per_mtok=0, output_per_mtok=0, source="scripted model")
+    overrides = {n: ModelPrice(**p.model_dump()) for n, p in settings.budget.prices.items()}
+    return resolve_price(name, base_url=base_url, overrides=overrides)
 
 
 def system_prompt(settings: Policy) -> str:
@@ -135,9 +138,7 @@ def system_prompt(settings: Policy) -> str:
     )
 
 
-def _model(
-    settings: Policy, env: Mapping[str, str], api_key: str, on_retry: Retries | None
-) -> Model:
+def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retries | None) -> Model:
     spec = settings.model.name
     if spec.startswith(SCRIPTED_PREFIX):
         return ScriptedModel.from_file(Path(spec.removeprefix(SCRIPTED_PREFIX)))
@@ -148,7 +149,7 @@ def _model(
         )
     chat = ChatModelSettings(
         model=spec,
-        base_url=settings.model.base_url or env.get("OPENAI_BASE_URL") or None,
+        base_url=base_url,
         system_prompt=system_prompt(settings),
         temperature=default_temperature(spec),
     )

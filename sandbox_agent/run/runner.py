@@ -21,7 +21,7 @@ from sandbox_agent.agent.trace import GateResultEvent, Listener, ModelRetryEvent
 from sandbox_agent.errors import RunError, RunInterrupted, SandboxError
 from sandbox_agent.gate.completion import CompletionGate, Gate
 from sandbox_agent.gate.testrun import TestRun
-from sandbox_agent.models.chat_model import ChatModelBase
+from sandbox_agent.models.prices import require_price_for_cap
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import RunDir, RunRecord, new_run_id, now_iso
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
@@ -124,6 +124,10 @@ def run_fix(
     retries = _RetryRelay()
     prepared = prepare(options, env, on_retry=retries)
     try:
+        prepared.model.start()  # a wrong model, key or endpoint is exit 2 before anything starts
+        require_price_for_cap(
+            prepared.model.name, prepared.price, max_cost_usd=prepared.settings.budget.max_cost_usd
+        )
         for notice in notices(prepared):
             if warn is not None:
                 warn(notice)
@@ -142,8 +146,7 @@ def run_fix(
             retries.trace = run.trace
             return run.execute()
     finally:
-        if isinstance(prepared.model, ChatModelBase):
-            prepared.model.close()
+        prepared.model.close()
 
 
 class _SavingGate:
@@ -256,13 +259,9 @@ class Run:
     def _loop(self) -> AgentLoop:
         limits = self.settings.budget
         own = RunBudget(
-            Limits(
-                max_tokens=limits.max_tokens,
-                max_cost_usd=limits.max_cost_usd,
-                max_wall_s=limits.max_wall_s,
-            ),
+            Limits.of(limits),
             model_name=self.p.model.name,
-            prices=self.p.prices(),
+            price=self.p.price,
             on_unknown_price=self.warn,
         )
         budget: Budget = own if self.wrap_budget is None else self.wrap_budget(own)

@@ -4,9 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox_agent.agent.budget import DEFAULT_LIMITS, Limits, RunBudget, UnlimitedBudget
+from sandbox_agent.agent.budget import Limits, RunBudget, UnlimitedBudget
 from sandbox_agent.errors import BudgetExceeded, UnknownPriceError
 from sandbox_agent.models.prices import ModelPrice, PriceTier
+from sandbox_agent.settings import BudgetSection
 from sandbox_agent.types import CallEstimate, Usage
 
 PRICE = ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)
@@ -116,7 +117,10 @@ def test_cost_check_uses_the_highest_tier() -> None:
 def test_limits_are_frozen_and_strict() -> None:
     with pytest.raises(ValueError, match="extra"):
         Limits(max_steps=3)  # type: ignore[call-arg]
-    assert DEFAULT_LIMITS.describe() == "max_tokens 2000000, max_cost_usd 2.00, max_wall_s 3600"
+    assert (
+        Limits.of(BudgetSection()).describe()
+        == "max_tokens 2000000, max_cost_usd 2.00, max_wall_s 3600"
+    )
     assert Limits().describe() == "no token, cost or time limit"
 
 

@@ -79,17 +79,23 @@ def test_fix_run_keeps_the_key_out_of_the_run_directory(
     assert API_KEY not in retries[0].error
 
 
-def _options(tmp_path: Path, server: FakeOpenAIServer, **fields: object) -> FixOptions:
-    values: dict[str, object] = {
-        "repo": _repo(tmp_path / "repo"),
-        "task": "add() subtracts; make test_calc pass",
-        "base_url": server.base_url,
-        "test_cmd": "python3 -m pytest -q",
-        "runs_dir": tmp_path / "runs",
-        "workspace_root": tmp_path / "workspaces",
+def _options(
+    tmp_path: Path, server: FakeOpenAIServer, policy_file: Path | None = None, **flags: object
+) -> FixOptions:
+    """Options for a run against the test server; ``flags`` are ``fix`` flags (max_cost=1.0)."""
+    overrides: dict[str, object] = {
+        "--base-url": server.base_url,
+        "--test-cmd": "python3 -m pytest -q",
     }
-    values.update(fields)
-    return FixOptions.model_validate(values)
+    overrides.update({"--" + name.replace("_", "-"): value for name, value in flags.items()})
+    return FixOptions(
+        repo=_repo(tmp_path / "repo"),
+        task="add() subtracts; make test_calc pass",
+        policy_file=policy_file,
+        runs_dir=tmp_path / "runs",
+        workspace_root=tmp_path / "workspaces",
+        overrides=overrides,
+    )
 
 
 def _nothing_started(tmp_path: Path, server: FakeOpenAIServer) -> None:
@@ -118,7 +124,7 @@ def test_a_cost_cap_on_an_unpriced_model_stops_before_the_sandbox(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     server.models = ModelsEndpoint(ids=("made-up-model",))  # served, but nobody knows its price
-    options = _options(tmp_path, server, model="made-up-model", max_cost_usd=1.0)
+    options = _options(tmp_path, server, model="made-up-model", max_cost=1.0)
     with pytest.raises(UnknownPriceError) as info:
         run_fix(options, {"OPENAI_API_KEY": API_KEY})
     assert "no price is known for model 'made-up-model'" in str(info.value)
@@ -140,9 +146,7 @@ def test_a_policy_price_prices_an_unknown_model_under_a_cost_cap(
         ok(tool_calls=[("c1", "edit_file", edit)], prompt_tokens=900, completion_tokens=40),
         ok(tool_calls=[("c2", "finish", '{"summary": "ok"}')], prompt_tokens=1000),
     )
-    options = _options(
-        tmp_path, server, model="made-up-model", max_cost_usd=1.0, policy_file=policy
-    )
+    options = _options(tmp_path, server, model="made-up-model", max_cost=1.0, policy_file=policy)
     record = run_fix(options, {"OPENAI_API_KEY": API_KEY})
     assert record.exit_reason == "finished"
     assert record.usage.cost_usd == pytest.approx((1900 * 1.0 + 60 * 2.0) / 1e6)
