@@ -9,6 +9,7 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── PolicyFileError         a policy file is wrong (file, line, key named)
     │   ├── ScriptError             a scripted-model file is wrong (line named)
     │   ├── EngineUnavailableError  no Docker engine / no permission / image build failed
+    │   ├── RepoNotFoundError       --repo is not a directory
     │   ├── ApplyError              a patch cannot be applied to the user's repo
     │   ├── ModelSetupError         the model cannot be used as given (found before the run)
     │   │   ├── MissingApiKeyError, InvalidBaseUrlError
@@ -18,7 +19,8 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── BudgetExceeded          budget_exceeded (tokens, cost, wall time, gate attempts)
     │   ├── StepLimitExceeded       max_steps_exceeded
     │   ├── ModelError              model_error (transport, auth, not found)
-    │   │   └── ContextLengthError  the prompt does not fit (the adapter compacts and retries)
+    │   │   ├── ContextLengthError  the prompt does not fit (the adapter compacts and retries)
+    │   │   └── RetriesExhaustedError  a retryable failure persisted past the retry bounds
     │   ├── InvalidModelOutputError invalid_model_output (recoverable inside the loop)
     │   ├── SandboxError            sandbox_error (container died, engine failed)
     │   └── RunInterrupted          interrupted (Ctrl-C, SIGTERM)
@@ -73,6 +75,10 @@ class ScriptError(UserError):
 
 class EngineUnavailableError(UserError):
     """The Docker engine cannot be used (missing, no permission, image build failed)."""
+
+
+class RepoNotFoundError(UserError):
+    """The repository to snapshot does not exist or is not a directory."""
 
 
 class ApplyError(UserError):
@@ -139,6 +145,16 @@ class ModelError(RunError):
 
 class ContextLengthError(ModelError):
     """The server said the prompt does not fit the model's context window."""
+
+
+class RetriesExhaustedError(ModelError):
+    """A retryable error persisted; ``last`` is the final error (also ``__cause__``)."""
+
+    def __init__(self, last: BaseException, attempts: int, waited_s: float) -> None:
+        super().__init__(f"gave up after {attempts} attempts ({waited_s:.1f}s waiting)")
+        self.last = last
+        self.attempts = attempts
+        self.waited_s = waited_s
 
 
 class InvalidModelOutputError(RunError):

@@ -21,12 +21,12 @@ from sandbox_agent.errors import (
     InvalidBaseUrlError,
     MissingApiKeyError,
     ModelError,
+    RetriesExhaustedError,
 )
 from sandbox_agent.models.preflight import check_model
 from sandbox_agent.models.retry import (
     DEFAULT_RETRY,
     OnRetry,
-    RetriesExhaustedError,
     RetrySettings,
     call_with_retries,
     server_message,

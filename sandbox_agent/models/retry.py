@@ -26,10 +26,11 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
+from sandbox_agent.errors import RetriesExhaustedError
+
 __all__ = [
     "DEFAULT_RETRY",
     "OnRetry",
-    "RetriesExhaustedError",
     "RetrySettings",
     "call_with_retries",
     "is_retryable",
@@ -63,16 +64,6 @@ class RetrySettings(BaseModel):
 
 
 DEFAULT_RETRY = RetrySettings()
-
-
-class RetriesExhaustedError(Exception):
-    """A retryable error persisted; ``last`` is the final error (also ``__cause__``)."""
-
-    def __init__(self, last: BaseException, attempts: int, waited_s: float) -> None:
-        super().__init__(f"gave up after {attempts} attempts ({waited_s:.1f}s waiting)")
-        self.last = last
-        self.attempts = attempts
-        self.waited_s = waited_s
 
 
 def is_retryable(exc: BaseException) -> bool:

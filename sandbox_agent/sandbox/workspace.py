@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_agent.errors import UserError
+from sandbox_agent.errors import RepoNotFoundError
 from sandbox_agent.sandbox.baseline import BaselineWriter, host_git, host_git_env
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
@@ -36,10 +36,6 @@ SHADOW_DIR = "baseline.git"
 
 Owner = tuple[int, int] | None
 """``(uid, gid)`` to give copied files to, or ``None`` to keep the current user's."""
-
-
-class RepoNotFoundError(UserError):
-    """The repository to snapshot does not exist or is not a directory."""
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_agent.errors import RepoNotFoundError
 from sandbox_agent.sandbox import packwriter
 from sandbox_agent.sandbox.workspace import (
     OWNER_FILE,
     WORKSPACE_PREFIX,
-    RepoNotFoundError,
     remove_workspace,
     snapshot,
 )
