@@ -20,6 +20,7 @@ from sandbox_agent.agent.trace import describe, read_trace
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
+from sandbox_agent.cli.review import register as register_review_commands
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
 from sandbox_agent.cli.views import runs_table, show, summary
 from sandbox_agent.errors import UserError
@@ -41,6 +42,7 @@ trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
 register_sandbox_commands(app)
+register_review_commands(app)
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
