@@ -54,7 +54,10 @@ def usage_chart(events: Iterable[TraceEvent]) -> str:
     steps = step_usage(events)
     if not steps:
         return '<p class="muted">No model calls were recorded.</p>'
-    most = max(max(s.usage.total_tokens for s in steps), 1)
+    most = max(s.usage.total_tokens for s in steps)
+    if most == 0:
+        return f'<p class="muted">{len(steps)} model calls; the model reported no token usage.</p>'
+
     costs = [s.usage.cost_usd for s in steps]
     top_cost = max((c for c in costs if c is not None), default=0.0)
     plot_h = _H - _BOTTOM - 12

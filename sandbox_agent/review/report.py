@@ -116,6 +116,12 @@ def run_summary(record: RunRecord, problems: tuple[str, ...] = ()) -> str:
     )
 
 
+def _verdict_word(outcome: GateOutcome) -> str:
+    if outcome.phase == "baseline":
+        return "passing" if outcome.passed else "failing"
+    return "passed" if outcome.passed else "rejected"
+
+
 def gate_section(record: RunRecord, events: tuple[TraceEvent, ...]) -> str:
     """Each gate verdict (the baseline, then every finish attempt) with its checks."""
     verdicts: list[tuple[GateOutcome, TextRecord | None]] = [
@@ -128,9 +134,7 @@ def gate_section(record: RunRecord, events: tuple[TraceEvent, ...]) -> str:
     parts = []
     for outcome, feedback in verdicts:
         title = "baseline" if outcome.phase == "baseline" else f"finish attempt {outcome.attempt}"
-        word = "passed" if outcome.passed else "rejected"
-        if outcome.phase == "baseline":
-            word = "passing" if outcome.passed else "failing"
+        word = _verdict_word(outcome)
         checks = "".join(
             f"<tr><td>{esc(c.name)}</td><td>{badge('passed' if c.passed else 'rejected')}</td>"
             f"<td><pre>{esc(c.detail)}</pre></td></tr>"
@@ -239,9 +243,7 @@ def _event_row(event: TraceEvent, when: str) -> str | None:
         case GateResultEvent():
             failed = ", ".join(c.name for c in event.checks if not c.passed)
             what = f"gate {esc(event.phase)}" + (f": failed {esc(failed)}" if failed else "")
-            return _plain_row(
-                "gate", when, event.step, what, badge("passed" if event.passed else "rejected")
-            )
+            return _plain_row("gate", when, event.step, what, badge(_verdict_word(event)))
         case ModelRetryEvent():
             return _plain_row(
                 "retry", when, event.step, f"model retry {event.attempt}: {esc(event.error)}"
