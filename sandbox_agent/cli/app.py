@@ -22,6 +22,7 @@ from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
+from sandbox_agent.cli.review import register as register_review_commands
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
 from sandbox_agent.cli.timeline import describe
 from sandbox_agent.cli.views import runs_table, show, summary
@@ -46,6 +47,7 @@ trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True, cls=Group
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
 register_sandbox_commands(app)
+register_review_commands(app)
 
 err = console(stderr=True)
 out = console()

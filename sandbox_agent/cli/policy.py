@@ -16,6 +16,7 @@ import typer
 
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.output import fail, warn
+from sandbox_agent.cli.review import candidate_policy, policy_replay, policy_suggest
 from sandbox_agent.errors import PolicyFileError
 from sandbox_agent.policy.config import (
     LoadedPolicy,
@@ -147,3 +148,52 @@ def lint(
     if problems:
         raise typer.Exit(1)
     typer.echo(visible(f"{file}: ok"))
+
+
+_Runs = Annotated[
+    list[str] | None,
+    typer.Argument(help="Run ids, id prefixes or run directories (default: every run)."),
+]
+_RunsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--runs-dir",
+        help="Where run directories live (default: $XDG_STATE_HOME/sandbox-agent/runs).",
+    ),
+]
+_RunRepo = Annotated[
+    Path | None,
+    typer.Option(
+        "--repo", help="Use this checkout's .sandbox-agent.toml (default: each run's repo)."
+    ),
+]
+
+
+@policy_app.command("replay")
+def replay(
+    runs: _Runs = None,
+    policy: Annotated[
+        Path | None, typer.Option("--policy", help="The candidate policy file (trusted).")
+    ] = None,
+    repo: _RunRepo = None,
+    runs_dir: _RunsDir = None,
+    as_json: _Json = False,
+    trust_repo_policy: _Trust = False,
+) -> None:
+    """Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail."""
+    candidate = candidate_policy(policy, repo, trust_repo_policy)
+    policy_replay(runs or [], candidate, runs_dir, as_json)
+
+
+@policy_app.command("suggest")
+def suggest(
+    runs: _Runs = None,
+    policy: _PolicyFile = None,
+    repo: _RunRepo = None,
+    runs_dir: _RunsDir = None,
+    as_json: _Json = False,
+    trust_repo_policy: _Trust = False,
+) -> None:
+    """Propose the narrowest allow rules for past runs' denied calls, as TOML, and replay them."""
+    candidate = candidate_policy(policy, repo, trust_repo_policy)
+    policy_suggest(runs or [], candidate, runs_dir, as_json)
