@@ -227,8 +227,9 @@ class RunSection(_Section):
     """``ask``: prompt on a terminal for calls an ``ask`` rule matches (else they are denied)."""
     trace_content: Annotated[
         Literal["safe", "full"], Rule(Merge.TRUSTED, flag="--trace-content", tight="safe")
-    ] = "safe"
-    """``full``: also record text (commands, outputs) in the trace, secrets redacted."""
+    ] = "full"
+    """``full``: the trace keeps commands, paths and outputs, secrets redacted; ``safe``: only
+    their sizes and hashes (a trace to share; ``trace export --safe`` makes one of any run)."""
 
 
 class Sections(_Section):

@@ -1,10 +1,12 @@
 """The run trace: typed events, an append-only JSON Lines writer, and a tolerant reader.
 
-Safe by default: free text (the task, tool outputs, file contents, the model's words) is written
-as its length and sha256, and tool arguments as their keys only. ``content="full"`` is an explicit
-opt-in that writes the text too. In both modes every known secret (the API key) is replaced by
-``[REDACTED]``, and no environment variable is ever recorded. In-process listeners (the live
-progress display) receive the events whole, with secrets redacted; only the file is reduced.
+By default (``content="full"``) the trace keeps what happened: the task, commands, paths, tool
+output (as the model saw it) and the model's words, with secrets redacted (``redact.py``: the
+API key in any spelling, credentials, private keys, values of secret-looking names).
+``content="safe"`` keeps only the length and sha256 of free text and the keys of tool arguments,
+for a trace to share; :func:`safe_copy` makes such a copy of any trace. No environment variable
+is ever recorded. In-process listeners (the live progress display) receive the events whole,
+redacted the same way; only the file is reduced in safe mode.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import IO, Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from sandbox_agent.policy.base import Decision
+from sandbox_agent.redact import Redactor
 from sandbox_agent.types import (
     Frozen,
     GateOutcome,
@@ -29,7 +32,6 @@ from sandbox_agent.types import (
 )
 
 ContentMode = Literal["safe", "full"]
-REDACTED = "[REDACTED]"
 
 
 class TextRecord(Frozen):
@@ -182,14 +184,14 @@ class Trace:
         path: Path | None,
         run_id: str,
         *,
-        content: ContentMode = "safe",
+        content: ContentMode = "full",
         secrets: Iterable[str] = (),
         listeners: Sequence[Listener] = (),
     ) -> None:
         self.path = path
         self.run_id = run_id
         self.content = content
-        self._secrets = tuple(s for s in secrets if s)
+        self.redactor = Redactor(secrets)
         self._listeners = list(listeners)
         self._file: IO[str] | None = None
         if path is not None:
@@ -201,7 +203,7 @@ class Trace:
 
     def text(self, value: str) -> TextRecord:
         """Record free text (its text is dropped from the file in safe mode)."""
-        value = self.redact(value)
+        value = self.redactor.text(value)
         digest = hashlib.sha256(value.encode("utf-8", errors="replace")).hexdigest()
         return TextRecord(chars=len(value), sha256=digest, text=value)
 
@@ -211,13 +213,8 @@ class Trace:
             id=call.id,
             tool_name=call.tool_name,
             argument_keys=tuple(sorted(call.arguments)),
-            arguments=json.loads(self.redact(json.dumps(call.arguments))),
+            arguments=self.redactor.data(call.arguments),
         )
-
-    def redact(self, value: str) -> str:
-        for secret in self._secrets:
-            value = value.replace(secret, REDACTED)
-        return value
 
     def emit(self, event: TraceEvent) -> TraceEvent:
         """Stamp ``event`` with the run id and the time, write it as one line, tell listeners."""
@@ -226,7 +223,7 @@ class Trace:
             data = event.model_dump(mode="json")
             if self.content == "safe":
                 data = _safe(data)
-            self._file.write(self.redact(json.dumps(data, ensure_ascii=False)) + "\n")
+            self._file.write(json.dumps(self.redactor.data(data), ensure_ascii=False) + "\n")
             self._file.flush()
         for listener in self._listeners:
             listener(event)
@@ -256,6 +253,19 @@ def _safe(data: Any) -> Any:
     if "argument_keys" in out:
         out["arguments"] = None
     return out
+
+
+def safe_copy(source: Path, target: Path) -> int:
+    """Write a shareable copy of a trace: text and arguments reduced to sizes and hashes.
+
+    The copy is what ``content="safe"`` writes. A line that is not a trace event is left out
+    (``read_trace`` reports such lines). Returns the number of events copied.
+    """
+    events = read_trace(source).events
+    with target.open("w", encoding="utf-8") as out:
+        for event in events:
+            out.write(json.dumps(_safe(event.model_dump(mode="json")), ensure_ascii=False) + "\n")
+    return len(events)
 
 
 class TraceFile(Frozen):

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 import typer
 
 from sandbox_agent import __version__
-from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.agent.trace import read_trace, safe_copy
 from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.output import console, fail, safe, warn
@@ -406,3 +406,33 @@ def trace_show(
         out.print(f"{event.timestamp[11:23]}  step {event.step:>3}  {safe(describe(event))}")
     for problem in trace.problems:
         warn(problem)
+
+
+@trace_app.command("export", cls=Command)
+def trace_export(
+    run: Annotated[
+        str | None,
+        typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Where to write it (default: trace.safe.jsonl)."),
+    ] = None,
+    safe_only: Annotated[
+        bool,
+        typer.Option("--safe", help="Keep only sizes and hashes of text (required for now)."),
+    ] = False,
+    runs_dir: RunsDirOption = None,
+) -> None:
+    """Write a shareable copy of a run's trace: commands and outputs as sizes and hashes."""
+    if not safe_only:
+        raise fail(UserError("trace export writes safe copies only: pass --safe"))
+    try:
+        source = _trace_file(run, runs_dir)
+        target = output or source.with_name("trace.safe.jsonl")
+        count = safe_copy(source, target)
+    except UserError as e:
+        raise fail(e) from e
+    except OSError as e:
+        raise fail(UserError(f"{output}: cannot write the copy ({e.strerror})")) from e
+    out.print(f"wrote {count} events to {safe(target)}")

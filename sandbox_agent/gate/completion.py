@@ -45,6 +45,7 @@ class CompletionGate:
         *,
         is_protected: Callable[[str], bool],
         log_path: Path | None = None,
+        redact: Callable[[str], str] = str,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -53,6 +54,8 @@ class CompletionGate:
         self.test_command: str = config.test_command
         self.is_protected = is_protected
         self.log_path = log_path
+        self.redact = redact
+        """Applied to what ``gate.log`` keeps (test output can print secrets)."""
         self.baseline: TestRun | None = None
         self.verdicts: list[GateVerdict] = []
 
@@ -106,7 +109,7 @@ class CompletionGate:
         run = run_tests(self.sandbox, self.test_command, self.config.timeout_s, label)
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:
-                log.write(run.log_text())
+                log.write(self.redact(run.log_text()))
         return run
 
     def _feedback(

@@ -181,8 +181,6 @@ class Run:
         self.wrap_budget = wrap_budget
         self.started = time.monotonic()
         self.baseline: GateOutcome | None = None
-        self.record = self._initial_record()
-        run_dir.write_record(self.record)
         self.trace = Trace(
             run_dir.trace_path,
             run_id,
@@ -190,6 +188,10 @@ class Run:
             secrets=[prepared.api_key],
             listeners=[listener] if listener else [],
         )
+        self.redactor = self.trace.redactor
+        """What the run writes to disk is redacted: the trace, result.json's texts, gate.log."""
+        self.record = self._initial_record()
+        run_dir.write_record(self.record)
         self.engine = RuleEngine(self.settings, host_workspace=sandbox.workspace)
         """The policy engine; it sees the host copy so symlinks out of the repo are caught."""
         self.gate = CompletionGate(
@@ -197,6 +199,7 @@ class Run:
             self.settings.gate,
             is_protected=self.engine.is_protected,
             log_path=run_dir.gate_log_path,
+            redact=self.redactor.text,
         )
 
     def _initial_record(self) -> RunRecord:
@@ -207,7 +210,7 @@ class Run:
             patch_path=str(run_dir.patch_path),
             trace_path=str(run_dir.trace_path),
             gate_log_path=str(run_dir.gate_log_path),
-            task=p.options.task,
+            task=self.redactor.text(p.options.task),
             repo=str(p.repo.root),
             model=p.model.name,
             started_at=now_iso(),
@@ -315,8 +318,8 @@ class Run:
                 "steps": result.steps,
                 "gate_passed": result.gate_passed,
                 "usage": result.usage,
-                "answer": result.answer,
-                "error": result.error,
+                "answer": None if result.answer is None else self.redactor.text(result.answer),
+                "error": None if result.error is None else self.redactor.text(result.error),
                 "ended_at": now_iso(),
                 "duration_s": round(time.monotonic() - self.started, 3),
                 "gate_history": tuple(history),

@@ -71,7 +71,7 @@ TABLE: dict[str, Row] = {
     "model.base_url": Row(None, 1, "http://evil.example/v1"),
     "model.tool_protocol": Row("native", "xml", "json"),
     "run.approve": Row("never", "sometimes", "ask", "never"),
-    "run.trace_content": Row("safe", "all", "full", "safe"),
+    "run.trace_content": Row("full", "all", None, "safe"),
 }
 FIELDS = sorted(TABLE)
 INPUT_FLAGS = {
