@@ -19,6 +19,7 @@ from rich.console import Console
 from sandbox_agent import __version__
 from sandbox_agent.agent.trace import describe, read_trace
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
+from sandbox_agent.cli.env import env_app
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
@@ -40,6 +41,7 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
+app.add_typer(env_app, name="env")
 register_sandbox_commands(app)
 
 err = Console(stderr=True, highlight=False)

@@ -27,6 +27,7 @@ from typing import IO, Any
 import docker
 import docker.errors
 from docker.types import Mount
+from docker.utils.socket import frames_iter
 
 from sandbox_agent.env import cache, hostca
 from sandbox_agent.env.base import resolve_base
@@ -133,13 +134,23 @@ def ensure_environment(
             found = _cached(client, tag, key, log_path)
             if found is not None:
                 return found
-        return _build(client, repo, plan, base.attrs, tag, key, host_env or os.environ, log)
+        old = _cached(client, tag, key, log_path)
+        built = _build(client, repo, plan, base.attrs, tag, key, host_env or os.environ, log)
+        if old is not None:
+            _drop_replaced(client, old.image_id)
+        return built
     except docker.errors.DockerException as e:
         raise SandboxError(f"the engine failed during the environment build: {e}", op="env") from e
     finally:
         log.close()
         if own:
             client.close()
+
+
+def _drop_replaced(client: docker.DockerClient, image_id: str) -> None:
+    """Remove the image a rebuild replaced (its tag moved); one still in use stays."""
+    with contextlib.suppress(docker.errors.DockerException):
+        client.images.remove(image_id, force=False)
 
 
 def _cached(client: docker.DockerClient, tag: str, key: str, log: Path | None) -> EnvImage | None:
@@ -151,6 +162,7 @@ def _cached(client: docker.DockerClient, tag: str, key: str, log: Path | None) -
     return EnvImage(
         tag=tag,
         key=key,
+        image_id=str(image.id),
         cached=True,
         test_command=labels.get(cache.TEST_LABEL) or None,
         test_note=labels.get(cache.NOTE_LABEL, ""),
@@ -228,7 +240,7 @@ def _build(
                 cache.NOTE_LABEL: note,
                 cache.PATH_LABEL: path,
             }
-            _commit(client, cid, base, tag, labels, container_env_for(path))
+            image_id = _commit(client, cid, base, tag, labels, container_env_for(path))
     finally:
         remove_workspace(ws.root)
         shutil.rmtree(setup_dir, ignore_errors=True)
@@ -236,6 +248,7 @@ def _build(
     return EnvImage(
         tag=tag,
         key=key,
+        image_id=image_id,
         cached=False,
         test_command=test_command,
         test_note=note,
@@ -252,13 +265,13 @@ def _commit(
     tag: str,
     labels: dict[str, str],
     extra_env: dict[str, str],
-) -> None:
+) -> str:
     """Commit the build container, restoring the base image's entrypoint, command and user."""
     config = base.get("Config", {})
     env = [e for e in _image_env(base) if e.partition("=")[0] not in extra_env]
     env += [f"{k}={v}" for k, v in extra_env.items()]
     repository, _, version = tag.partition(":")
-    client.api.commit(
+    answer = client.api.commit(
         cid,
         repository=repository,
         tag=version,
@@ -271,6 +284,7 @@ def _commit(
             "WorkingDir": "/workspace",
         },
     )
+    return str(answer["Id"])
 
 
 def _run_step(
@@ -322,12 +336,19 @@ def _exec(
     timer.daemon = True
     timer.start()
     recent: list[str] = []
+    raw = client.api.exec_start(exec_id, socket=True)
+    sock = getattr(raw, "_sock", None) or raw  # the wrapper owns the response: close both
     try:
-        for line in _lines(client.api.exec_start(exec_id, stream=True)):
+        frames = frames_iter(raw, tty=False)  # type: ignore[no-untyped-call]
+        for line in _lines(data for _, data in frames):
             log.line(f"  {line}")
             recent = [*recent[-19:], line]
     finally:
         timer.cancel()
+        for closer in (sock.close, getattr(raw, "close", None)):
+            if closer is not None:
+                with contextlib.suppress(OSError):
+                    closer()
     code = client.api.exec_inspect(exec_id).get("ExitCode")
     return (code if isinstance(code, int) else -1), timed_out.is_set(), "\n".join(recent[-12:])
 

@@ -91,6 +91,7 @@ class EnvImage(Frozen):
     tag: str
     key: str
     """The cache key (hex sha256) the tag is made from."""
+    image_id: str = ""
     cached: bool
     """Whether it came from the cache (no step ran)."""
     test_command: str | None
