@@ -191,7 +191,7 @@ def _tool_venv(tool: str) -> str:
 def _lock_install(facts: PythonFacts) -> SetupStep:
     env = f"SETUPTOOLS_SCM_PRETEND_VERSION={facts.scm_version} " if facts.scm_version else ""
     if facts.lock == "uv.lock":
-        words = [UV, "sync", "--frozen", "--inexact"]
+        words = [UV, "sync", "--frozen", "--inexact", "--no-default-groups"]
         words += [w for e in facts.extras for w in ("--extra", e)]
         words += [w for g in facts.groups for w in ("--group", g)]
         command = f"cd /workspace && {env}UV_PROJECT_ENVIRONMENT={VENV} {_q(words)}"

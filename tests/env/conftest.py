@@ -20,6 +20,7 @@ import pytest
 from sandbox_agent.env.build import BUILD_LABEL, ensure_environment, owner_label
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvSettings
+from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 
 TOKEN = uuid.uuid4().hex[:12]
@@ -166,7 +167,7 @@ def env_sandbox(
     made: list[DockerSandbox] = []
 
     def make(repo: Path, env: EnvImage) -> DockerSandbox:
-        config = DockerSandboxConfig(image=env.tag, extra_env=env.container_env)
+        config = DockerSandboxConfig.model_validate(sandbox_settings(env))
         sandbox = DockerSandbox.create(
             repo,
             config,

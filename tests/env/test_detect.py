@@ -76,7 +76,7 @@ def test_python_extras_groups_and_requirement_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lock", "expected"),
     [
-        ("uv.lock", "uv sync --frozen --inexact --extra test --group dev"),
+        ("uv.lock", "uv sync --frozen --inexact --no-default-groups --extra test --group dev"),
         ("poetry.lock", "poetry install --no-interaction --extras test"),
         ("pdm.lock", "pdm sync -G :all"),
     ],
