@@ -225,12 +225,7 @@ def _build(
         if f"{VENV}/bin" in plan.path:
             env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
         with _build_container(client, base, ws, setup_dir, plan.network_during_setup) as cid:
-            _exec(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
-            for i, step in enumerate(plan.steps, 1):
-                _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log)
-            test_command, note = _choose_test(client, cid, plan, env)
-            cleanup = _CLEANUP + (f"; chown -R {os.getuid()}:{os.getgid()} /workspace")
-            _exec(client, cid, cleanup, env, BuildLog(lambda _: None, None), 600)
+            test_command, note = _run_all(client, cid, plan, env, log)
             labels = {
                 **(base.get("Config", {}).get("Labels") or {}),
                 BUILD_LABEL: "",
@@ -256,6 +251,25 @@ def _build(
         build_s=round(log.elapsed, 2),
         log_path=log.path,
     )
+
+
+def _run_all(
+    client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str], log: BuildLog
+) -> tuple[str | None, str]:
+    """Run every step, choose the test command, remove setup's caches; give the copy back."""
+    quiet = BuildLog(lambda _: None, None)
+    try:
+        _exec(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
+        for i, step in enumerate(plan.steps, 1):
+            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log)
+        chosen = _choose_test(client, cid, plan, env)
+        _exec(client, cid, _CLEANUP, env, quiet, 600)
+        return chosen
+    finally:  # root wrote into the host's copy: hand it back so it can be removed
+        if os.getuid() != 0:
+            with contextlib.suppress(docker.errors.DockerException):
+                owner = f"{os.getuid()}:{os.getgid()}"
+                _exec(client, cid, f"chown -R {owner} /workspace", env, quiet, 600)
 
 
 def _commit(
