@@ -184,8 +184,9 @@ def prune_command(
     try:
         rows = cache.list_envs(client)
         doomed = rows if remove_all else cache.stale(rows)
+        bases = cache.base_tags(client) if remove_all else []
         if not dry_run:
-            cache.remove(client, [row.tag for row in doomed])
+            cache.remove(client, [row.tag for row in doomed] + bases)
     except SandboxError as e:
         raise _fail(e) from e
     finally:
@@ -193,4 +194,6 @@ def prune_command(
     verb = "would remove" if dry_run else "removed"
     for row in doomed:
         typer.echo(f"{verb} {row.tag}  ({row.repo})")
+    for tag in bases:
+        typer.echo(f"{verb} {tag}  (a base built from a Dockerfile)")
     typer.echo(f"{verb} {len(doomed)} of {len(rows)} environments")

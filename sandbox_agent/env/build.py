@@ -261,7 +261,7 @@ def _run_all(
     try:
         _exec(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
         for i, step in enumerate(plan.steps, 1):
-            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log)
+            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan.timeout_s)
         chosen = _choose_test(client, cid, plan, env)
         _exec(client, cid, _CLEANUP, env, quiet, 600)
         return chosen
@@ -308,7 +308,7 @@ def _run_step(
     position: str,
     env: dict[str, str],
     log: BuildLog,
-    timeout_s: float = 1800.0,
+    timeout_s: float,
 ) -> None:
     log.line(f"step {position}: {step.command}")
     log.line(f"  why: {step.why}")

@@ -112,3 +112,12 @@ def remove(client: docker.DockerClient, tags: list[str]) -> None:
             continue
         except docker.errors.DockerException as e:
             raise SandboxError(f"could not remove {tag}: {e}", op="env") from e
+
+
+def base_tags(client: docker.DockerClient) -> list[str]:
+    """Tags of the base images built from Dockerfiles (``env prune --all`` removes them too)."""
+    try:
+        images = client.images.list(name=BASE_REPO)
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"listing base images failed: {e}", op="env") from e
+    return sorted(t for image in images for t in image.tags if t.startswith(f"{BASE_REPO}:"))

@@ -115,5 +115,6 @@ def detect_plan(repo: Path, settings: EnvSettings | None = None) -> EnvPlan:
         test_commands=tuple(dict.fromkeys(tests)),
         path=tuple(path),
         network_during_setup=settings.network_during_setup,
+        timeout_s=settings.timeout_s,
         notes=tuple(notes),
     )

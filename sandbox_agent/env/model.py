@@ -76,6 +76,8 @@ class EnvPlan(Frozen):
     path: tuple[str, ...] = ()
     """Directories put in front of ``PATH`` in the environment (the venv, ``node_modules``)."""
     network_during_setup: bool = True
+    timeout_s: float = Field(default=1800.0, gt=0)
+    """Most time one setup step may take (not part of the cache key)."""
     notes: tuple[str, ...] = ()
     """What the reader should know (a lock file not understood, a setting overridden)."""
 

@@ -101,6 +101,8 @@ class EnvBuilds:
         self.client = client
         self.root = root
         self.made: list[str] = []
+        self.bases: list[str] = []
+        """Tags of base images built from Dockerfiles (removed after the environments)."""
         self.lines: list[str] = []
 
     def build(self, repo: Path, settings: EnvSettings | None = None, **kw: object) -> EnvImage:
@@ -116,7 +118,7 @@ class EnvBuilds:
         return env
 
     def cleanup(self) -> None:
-        for image_id in dict.fromkeys(reversed(self.made)):
+        for image_id in [*dict.fromkeys(reversed(self.made)), *self.bases]:
             try:
                 self.client.images.remove(image_id, force=True)
             except docker.errors.ImageNotFound:

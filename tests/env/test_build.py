@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_agent.env.base import dockerfile_tag
+from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.errors import EnvBuildError
 from sandbox_agent.env.model import EnvImage, EnvSettings
 from sandbox_agent.gate.baseline import classify_baseline, local_modules
 from sandbox_agent.gate.testrun import run_tests
-from tests.env.conftest import EnvBuilds, MakeEnvSandbox, make_repo
+from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from tests.env.conftest import TOKEN, EnvBuilds, MakeEnvSandbox, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -128,3 +131,36 @@ def test_failed_step_is_named_and_its_log_kept(env_builds: EnvBuilds) -> None:
     assert str(log) in str(caught.value)
     assert "about to fail" in log.read_text()
     assert "oops" in log.read_text()
+
+
+def test_a_step_past_its_timeout_is_stopped_and_named(env_builds: EnvBuilds) -> None:
+    repo = make_repo(env_builds.root / "slow", {"README.md": "x\n"})
+    settings = EnvSettings(auto=False, setup=("sleep 60",), timeout_s=2)
+    with pytest.raises(EnvBuildError, match="timed out after 2s") as caught:
+        env_builds.build(repo, settings)
+    assert caught.value.step == "sleep 60"
+
+
+def test_dockerfile_base_is_built_once_then_reused(env_builds: EnvBuilds) -> None:
+    repo = make_repo(
+        env_builds.root / "dockerfile",
+        {
+            "ci/Dockerfile": f"FROM {DEFAULT_IMAGE}\nCOPY ci/tool.txt /opt/tool.txt\n",
+            "ci/tool.txt": f"tool {TOKEN}\n",
+        },
+    )
+    settings = EnvSettings(
+        dockerfile=Path("ci/Dockerfile"), auto=False, setup=("cat /opt/tool.txt",)
+    )
+    env_builds.bases.append(dockerfile_tag(repo, detect_plan(repo, settings).base))
+    first = env_builds.build(repo, settings)
+    assert not first.cached
+    assert any(f"tool {TOKEN}" in line for line in env_builds.lines)  # the COPY reached the step
+    again = env_builds.build(repo, settings)
+    assert again.cached
+    assert again.tag == first.tag
+    (repo / "ci/tool.txt").write_text("changed\n")  # a file the Dockerfile copies: a new base
+    env_builds.bases.append(dockerfile_tag(repo, detect_plan(repo, settings).base))
+    changed = env_builds.build(repo, settings)
+    assert not changed.cached
+    assert changed.tag != first.tag
