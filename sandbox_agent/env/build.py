@@ -10,29 +10,25 @@ not part of the image, and setup's caches are removed before the commit.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import os
-import re
 import shlex
 import shutil
 import socket
 import tempfile
-import threading
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import docker
 import docker.errors
 from docker.types import Mount
-from docker.utils.socket import frames_iter
 
 from sandbox_agent.env import cache, hostca
 from sandbox_agent.env.base import resolve_base
 from sandbox_agent.env.errors import EnvBuildError
 from sandbox_agent.env.model import VENV, EnvImage, EnvPlan, SetupStep
+from sandbox_agent.env.stream import BuildLog, run_in
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
@@ -42,41 +38,11 @@ BUILD_LABEL = "sandbox-agent.env-build"
 """Label on a build container: ``<hostname>:<pid>`` of the process building it."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _CLEANUP = "rm -rf /tmp/setup-home /tmp/setup-cache /tmp/poetry /tmp/pdm /root/.cache"
-_LINES = re.compile(r"\r\n|\r|\n")
 
 
 def owner_label() -> str:
     """This process as ``<hostname>:<pid>`` (the value of :data:`BUILD_LABEL`)."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-class BuildLog:
-    """Build output, each line stamped with the elapsed time, to a callback and a file."""
-
-    def __init__(self, progress: Progress, path: Path | None) -> None:
-        self.started = time.monotonic()
-        self.progress = progress
-        self.path = path
-        self._file: IO[str] | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("w", encoding="utf-8")
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def line(self, text: str) -> None:
-        """Stamp and emit one line."""
-        stamped = f"[{self.elapsed:7.1f}s] {text}"
-        self.progress(stamped)
-        if self._file is not None:
-            self._file.write(stamped + "\n")
-            self._file.flush()
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
 
 
 def _image_env(attrs: dict[str, Any]) -> list[str]:
@@ -259,17 +225,17 @@ def _run_all(
     """Run every step, choose the test command, remove setup's caches; give the copy back."""
     quiet = BuildLog(lambda _: None, None)
     try:
-        _exec(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
+        run_in(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
         for i, step in enumerate(plan.steps, 1):
             _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan.timeout_s)
         chosen = _choose_test(client, cid, plan, env)
-        _exec(client, cid, _CLEANUP, env, quiet, 600)
+        run_in(client, cid, _CLEANUP, env, quiet, 600)
         return chosen
     finally:  # root wrote into the host's copy: hand it back so it can be removed
         if os.getuid() != 0:
             with contextlib.suppress(docker.errors.DockerException):
                 owner = f"{os.getuid()}:{os.getgid()}"
-                _exec(client, cid, f"chown -R {owner} /workspace", env, quiet, 600)
+                run_in(client, cid, f"chown -R {owner} /workspace", env, quiet, 600)
 
 
 def _commit(
@@ -313,7 +279,7 @@ def _run_step(
     log.line(f"step {position}: {step.command}")
     log.line(f"  why: {step.why}")
     started = log.elapsed
-    code, timed_out, tail = _exec(client, cid, step.command, env, log, timeout_s)
+    code, timed_out, tail = run_in(client, cid, step.command, env, log, timeout_s)
     if code == 0 and not timed_out:
         log.line(f"step {position} done in {log.elapsed - started:.1f}s")
         return
@@ -327,59 +293,6 @@ def _run_step(
     )
 
 
-def _exec(
-    client: docker.DockerClient,
-    cid: str,
-    command: str,
-    env: dict[str, str],
-    log: BuildLog,
-    timeout_s: float,
-) -> tuple[int, bool, str]:
-    """Run ``command`` with sh as root; stream its lines. Returns exit code, timed out, tail."""
-    exec_id = client.api.exec_create(
-        cid, ["sh", "-c", command], environment=env, workdir="/workspace", user="0"
-    )["Id"]
-    timed_out = threading.Event()
-
-    def kill() -> None:
-        timed_out.set()
-        with contextlib.suppress(docker.errors.DockerException):
-            client.api.kill(cid)
-
-    timer = threading.Timer(timeout_s, kill)
-    timer.daemon = True
-    timer.start()
-    recent: list[str] = []
-    raw = client.api.exec_start(exec_id, socket=True)
-    sock = getattr(raw, "_sock", None) or raw  # the wrapper owns the response: close both
-    try:
-        frames = frames_iter(raw, tty=False)  # type: ignore[no-untyped-call]
-        for line in _lines(data for _, data in frames):
-            log.line(f"  {line}")
-            recent = [*recent[-19:], line]
-    finally:
-        timer.cancel()
-        for closer in (sock.close, getattr(raw, "close", None)):
-            if closer is not None:
-                with contextlib.suppress(OSError):
-                    closer()
-    code = client.api.exec_inspect(exec_id).get("ExitCode")
-    return (code if isinstance(code, int) else -1), timed_out.is_set(), "\n".join(recent[-12:])
-
-
-def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Whole lines out of a byte stream (carriage-return redraws count as line ends)."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    pending = ""
-    for chunk in chunks:
-        pending += decoder.decode(chunk)
-        *done, pending = _LINES.split(pending)
-        yield from (line for line in done if line.strip())
-    pending += decoder.decode(b"", final=True)
-    if pending.strip():
-        yield pending
-
-
 def _choose_test(
     client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str]
 ) -> tuple[str | None, str]:
@@ -388,7 +301,7 @@ def _choose_test(
     missing: list[str] = []
     for command in plan.test_commands:
         program = shlex.split(command)[0]
-        code, _, _ = _exec(client, cid, f"command -v {shlex.quote(program)}", env, quiet, 60)
+        code, _, _ = run_in(client, cid, f"command -v {shlex.quote(program)}", env, quiet, 60)
         if code == 0:
             return command, ""
         missing.append(program)

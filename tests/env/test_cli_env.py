@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sandbox_agent.cli.app import app
+from sandbox_agent.env.cache import CachedEnv, stale
 
 runner = CliRunner()
 
@@ -54,3 +55,15 @@ def test_list_and_prune_dry_run() -> None:
     pruned = runner.invoke(app, ["env", "prune", "--dry-run", "--all"])
     assert pruned.exit_code == 0
     assert f"would remove {len(rows)} of {len(rows)} environments" in pruned.output
+
+
+def test_prune_keeps_the_newest_environment_of_each_repo() -> None:
+    def row(tag: str, repo: str, created: str) -> CachedEnv:
+        return CachedEnv(tag=tag, key=tag, repo=repo, created=created, size_mb=1, test_command="")
+
+    rows = [  # newest first, as list_envs returns them
+        row("e:3", "/a", "2026-01-03"),
+        row("e:2", "/b", "2026-01-02"),
+        row("e:1", "/a", "2026-01-01"),
+    ]
+    assert [r.tag for r in stale(rows)] == ["e:1"]
