@@ -99,6 +99,7 @@ def ensure_environment(
         if not rebuild:
             found = _cached(client, tag, key, log_path)
             if found is not None:
+                log.line(f"environment {tag} is cached: no setup step runs")
                 return found
         old = _cached(client, tag, key, log_path)
         built = _build(client, repo, plan, base.attrs, tag, key, host_env or os.environ, log)

@@ -32,7 +32,9 @@ def test_python_env_is_built_once_then_reused(
     again = env_builds.build(python_repo)
     assert again.cached
     assert (again.tag, again.image_id) == (first.tag, first.image_id)
-    assert not any("step" in line for line in env_builds.lines)  # nothing ran
+    assert env_builds.lines == [  # nothing ran
+        next(line for line in env_builds.lines if line.endswith("is cached: no setup step runs"))
+    ]
 
 
 def test_agent_phase_runs_the_tests_offline_on_a_fresh_snapshot(
