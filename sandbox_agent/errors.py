@@ -10,6 +10,9 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── ScriptError             a scripted-model file is wrong (line named)
     │   ├── EngineUnavailableError  no Docker engine / no permission / image build failed
     │   ├── RepoNotFoundError       --repo is not a directory
+    │   ├── EnvPlanError            the repo's environment description cannot be read
+    │   ├── EnvBuildError           building the environment failed (step and log named)
+    │   ├── BrokenBaselineError     the tests cannot run at the baseline (diagnosis named)
     │   ├── ApplyError              a patch cannot be applied to the user's repo
     │   ├── ModelSetupError         the model cannot be used as given (found before the run)
     │   │   ├── MissingApiKeyError, InvalidBaseUrlError
@@ -79,6 +82,28 @@ class EngineUnavailableError(UserError):
 
 class RepoNotFoundError(UserError):
     """The repository to snapshot does not exist or is not a directory."""
+
+
+class EnvPlanError(UserError):
+    """A repository's environment description cannot be read (file and problem named)."""
+
+
+class EnvBuildError(UserError):
+    """Building a project's environment failed; the message names the step and the log."""
+
+    def __init__(self, message: str, *, step: str, log_path: Path | None = None) -> None:
+        super().__init__(message)
+        self.step = step
+        """The setup command (or phase) that failed."""
+        self.log_path = log_path
+        """The build log, kept after the failure."""
+
+
+class BrokenBaselineError(UserError):
+    """The tests cannot run in the environment (a missing program or module, none collected).
+
+    Raised after the baseline test run, before any model call: nothing was spent.
+    """
 
 
 class ApplyError(UserError):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "BudgetSection",
     "CommandsSection",
+    "EnvironmentSection",
     "ExamplesSection",
     "GateSection",
     "Merge",
@@ -35,7 +37,6 @@ __all__ = [
     "RunSection",
     "SandboxSection",
     "Sections",
-    "SetupSection",
     "field_rules",
     "flag_fields",
     "memory_bytes",
@@ -136,8 +137,6 @@ class PathsSection(_Section):
 class SandboxSection(_Section):
     """The container every tool call runs in."""
 
-    image: Annotated[str | None, Rule(Merge.TRUSTED)] = None
-    """Docker image; ``None`` means the image built from ``Dockerfile.sandbox``."""
     network: Annotated[bool, Rule(Merge.FALSE)] = False
     """Whether the container has a network while the model works."""
     cpus: Annotated[float, Rule(Merge.LOWER)] = Field(default=2.0, gt=0)
@@ -190,17 +189,32 @@ class GateSection(_Section):
     """Timeout of one test run."""
     max_attempts: Annotated[int, Rule(Merge.LOWER)] = Field(default=3, gt=0)
     """How many rejected finishes end the run."""
+    allow_broken_baseline: Annotated[bool, Rule(Merge.FALSE, flag="--allow-broken-baseline")] = (
+        False
+    )
+    """Start the model even when the tests cannot run at the baseline (a missing program or
+    module, nothing collected): for a task that is to fix exactly that."""
 
 
-class SetupSection(_Section):
-    """Commands run once in the sandbox before the loop (the user's, not the model's)."""
+class EnvironmentSection(_Section):
+    """The run's environment: a base image plus setup steps, built once and cached as an image.
 
-    commands: Annotated[tuple[str, ...], Rule(Merge.EMPTY)] = ()
-    """Shell commands, run in order; a failure stops the run before any model call."""
-    network: Annotated[bool, Rule(Merge.FALSE)] = False
-    """Whether the setup commands get a network (taken away before the model starts)."""
-    timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=900.0, gt=0)
-    """Timeout of each setup command."""
+    Setup steps run as root with a network (when allowed) while the image is built; the agent
+    phase and the gate never have a network unless ``[sandbox] network`` says so.
+    """
+
+    image: Annotated[str | None, Rule(Merge.TRUSTED)] = None
+    """Base image; unset: a devcontainer's, else the image built from ``Dockerfile.sandbox``."""
+    dockerfile: Annotated[Path | None, Rule(Merge.TRUSTED)] = None
+    """A Dockerfile in the repo to build the base image from (relative to the repo's root)."""
+    setup: Annotated[tuple[str, ...], Rule(Merge.EMPTY)] = ()
+    """Commands run after the detected installs, as root, in ``/workspace``."""
+    network_during_setup: Annotated[bool, Rule(Merge.FALSE)] = True
+    """Whether setup steps (detected installs included) get a network."""
+    auto: Annotated[bool, Rule(Merge.FALSE)] = True
+    """Detect installs from the repo's files (``pyproject.toml``, ``package.json``, ...)."""
+    timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=1800.0, gt=0)
+    """Most time one setup step may take."""
 
 
 class ModelSection(_Section):
@@ -240,7 +254,7 @@ class Sections(_Section):
     sandbox: SandboxSection = Field(default_factory=SandboxSection)
     budget: BudgetSection = Field(default_factory=BudgetSection)
     gate: GateSection = Field(default_factory=GateSection)
-    setup: SetupSection = Field(default_factory=SetupSection)
+    environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
     model: ModelSection = Field(default_factory=ModelSection)
     run: RunSection = Field(default_factory=RunSection)
 

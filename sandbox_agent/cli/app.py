@@ -19,6 +19,7 @@ from sandbox_agent import __version__
 from sandbox_agent.agent.trace import read_trace, safe_copy
 from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
+from sandbox_agent.cli.env import env_app
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
@@ -46,6 +47,7 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True, cls=Group)
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
+app.add_typer(env_app, name="env")
 register_sandbox_commands(app)
 register_review_commands(app)
 
@@ -186,6 +188,14 @@ def fix(
         Literal["safe", "full"] | None,
         typer.Option(help="full: also record text in the trace (policy: run.trace_content)."),
     ] = None,
+    allow_broken_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-broken-baseline",
+            help="Start the model even if the tests cannot run at the baseline "
+            "(policy: gate.allow_broken_baseline).",
+        ),
+    ] = False,
     tool_protocol: Annotated[
         Literal["native", "json"] | None,
         typer.Option(help="json: for servers without tool calling (policy: model.tool_protocol)."),
@@ -216,6 +226,7 @@ def fix(
             "--approve": approve,
             "--trace-content": trace_content,
             "--tool-protocol": tool_protocol,
+            "--allow-broken-baseline": True if allow_broken_baseline else None,
         },
     )
     raise typer.Exit(_exit_code(_run(options, as_json=as_json)))

@@ -26,6 +26,7 @@ from sandbox_agent.policy.config import (
     policy_json_schema,
 )
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings import Merge, field_rules
 from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]
@@ -108,27 +109,30 @@ def show(
 
 
 def _render(loaded: LoadedPolicy) -> str:
+    """The effective policy as TOML, every setting of the tree with where it came from."""
     p = loaded.policy
     lines = [f"# sources (nearest last): {', '.join(p.sources)}", f"# sha256: {loaded.sha256}"]
-    for section, keys in (
-        ("commands", ("allow", "deny", "ask", "allow_env")),
-        ("paths", ("read", "write", "protect", "allow_outside")),
-    ):
-        lines.append(f"\n[{section}]")
-        for key in keys:
-            items = getattr(getattr(p, section), key)
-            lines.append(f"{key} = [")
-            lines += [
-                f"  {json.dumps(item)},  # {p.origin(f'{section}.{key}', item)}" for item in items
-            ]
-            lines.append("]")
     dumped: dict[str, Any] = p.model_dump(mode="json")
-    for section in ("sandbox", "budget", "gate", "setup"):
-        lines.append(f"\n[{section}]")
-        for key, value in dumped[section].items():
+    current = ""
+    for path, rule in field_rules().items():
+        section, _, key = path.rpartition(".")
+        if section != current:
+            lines.append(f"\n[{section}]")
+            current = section
+        value: Any = dumped
+        for part in path.split("."):
+            value = value[part]
+        if rule.merge in _LISTS:
+            lines.append(f"{key} = [")
+            lines += [f"  {json.dumps(item)},  # {p.origin(path, item)}" for item in value]
+            lines.append("]")
+        else:
             origin = p.origins.get(f"{section}:{key}", "built-in default")
             lines.append(f"{key} = {json.dumps(value)}  # {origin}")
     return "\n".join(lines)
+
+
+_LISTS = (Merge.UNION, Merge.UNION_TRUSTED, Merge.NARROWER)
 
 
 @policy_app.command("schema", cls=Command)

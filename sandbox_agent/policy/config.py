@@ -25,12 +25,12 @@ from sandbox_agent.policy.merge import merge_layer
 from sandbox_agent.settings import (
     BudgetSection,
     CommandsSection,
+    EnvironmentSection,
     GateSection,
     PathsSection,
     Policy,
     PriceSection,
     SandboxSection,
-    SetupSection,
 )
 
 __all__ = [
@@ -38,13 +38,13 @@ __all__ = [
     "UNTRUSTED",
     "BudgetSection",
     "CommandsSection",
+    "EnvironmentSection",
     "GateSection",
     "LoadedPolicy",
     "PathsSection",
     "Policy",
     "PriceSection",
     "SandboxSection",
-    "SetupSection",
     "default_user_config_dir",
     "lint_policy_file",
     "load_policy",

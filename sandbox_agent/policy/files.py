@@ -24,6 +24,13 @@ from sandbox_agent.types import Frozen
 __all__ = ["PolicyFile", "preset_dir", "preset_names", "read_policy_file", "rule_errors"]
 
 _LINE = re.compile(r"at line (\d+)")
+_MOVED = {
+    "sandbox.image": "the image moved to [environment] image (the base the environment is "
+    "built on)",
+    "setup": "[setup] became [environment]: setup = [...] (commands, run once when the "
+    "environment is built and cached), network_during_setup, timeout_s",
+}
+"""Keys of earlier versions, and where their setting lives now."""
 
 
 class PolicyFile(Sections):
@@ -92,7 +99,9 @@ def _validation_errors(exc: ValidationError, path: Path, text: str) -> list[Poli
         line = next(
             (n for cut in range(len(loc), 0, -1) if (n := find_line(text, loc[:cut]))), None
         )
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden" and ".".join(loc) in _MOVED:
+            message = f"unknown key: {_MOVED['.'.join(loc)]}"
+        elif err["type"] == "extra_forbidden":
             expected = _expected_keys(loc[:-1])
             message = f"unknown key; expected one of: {expected}"
         else:
@@ -134,6 +143,11 @@ def find_line(text: str, loc: list[str]) -> int | None:
             continue
         if in_section and re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
             return number
+    if not sections:  # a whole table: its header
+        header = f"[{key}]"
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip().replace(" ", "") == header:
+                return number
     return None
 
 

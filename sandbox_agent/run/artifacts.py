@@ -17,12 +17,15 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from sandbox_agent.errors import UserError
+from sandbox_agent.gate.baseline import BaselineDiagnosis
 from sandbox_agent.types import Frozen, GateOutcome, Usage
 
 RESULT_FILE = "result.json"
 PATCH_FILE = "patch.diff"
 TRACE_FILE = "trace.jsonl"
 GATE_LOG = "gate.log"
+ENV_BUILD_LOG = "env-build.log"
+"""The environment's build output, when the run had to build it (not cached)."""
 
 
 class RunRecord(Frozen):
@@ -55,6 +58,9 @@ class RunRecord(Frozen):
     policy: dict[str, Any] = Field(default_factory=dict)
     """The effective policy with each rule's origin (see ``policy show``)."""
     gate_history: tuple[GateOutcome, ...] = ()
+    baseline: BaselineDiagnosis | None = None
+    """What the baseline test run said: whether the tests could run, and the gate's strength
+    (``weak`` when they already passed before any change)."""
     files_changed: int = 0
     version: str = ""
 

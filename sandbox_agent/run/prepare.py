@@ -8,14 +8,15 @@ command, and builds the model. Any problem is a ``UserError``: exit 2, nothing s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from sandbox_agent.env.detect import detect_plan
+from sandbox_agent.env.model import EnvImage, EnvPlan
 from sandbox_agent.errors import MissingApiKeyError, UserError
-from sandbox_agent.gate.testrun import detect_test_command
 from sandbox_agent.models.base import Model
 from sandbox_agent.models.chat_model import ChatModelSettings, default_temperature
 from sandbox_agent.models.json_protocol import JsonProtocolModel
@@ -67,17 +68,38 @@ class Prepared:
     """The policy files as loaded (sources, warnings, trust)."""
     settings: Policy
     """The settings tree after the flags, with the test command resolved."""
+    plan: EnvPlan
+    """The environment to build (or take from the cache) for the repo."""
+    test_command_given: bool
+    """Whether the user named the test command (else the environment's first usable one)."""
     runs_dir: Path
     model: Model
     price: ModelPrice | None
     """The model's price (``None``: unknown, and then no cost cap can be enforced)."""
     api_key: str
+    base_url: str | None
+    on_retry: Retries | None
+    env: EnvImage | None = None
+    """The environment image, once built or found in the cache."""
 
     @property
     def test_command(self) -> str:
         command = self.settings.gate.test_command
         assert command is not None  # prepare() refuses to build a Prepared without one
         return command
+
+    def with_test_command(self, command: str) -> Prepared:
+        """The same run with the test command the built environment can run.
+
+        The model is made anew (its system prompt names the command); the old one is closed.
+        """
+        if command == self.test_command:
+            return self
+        self.model.close()
+        gate = self.settings.gate.model_copy(update={"test_command": command})
+        settings = self.settings.model_copy(update={"gate": gate})
+        model = _model(settings, self.base_url, self.api_key, self.on_retry)
+        return replace(self, settings=settings, model=model)
 
 
 def prepare(
@@ -99,21 +121,33 @@ def prepare(
     if unknown:
         raise UserError(f"{unknown[0]}: not a flag that sets a setting")
     settings = apply_overrides(loaded.policy, options.overrides)
-    if settings.gate.test_command is None:
-        detected = detect_test_command(repo.root)
-        if detected is None:
+    plan = detect_plan(repo.root, settings.environment)
+    given = settings.gate.test_command is not None
+    if not given:
+        if not plan.test_commands:
             raise UserError(
                 f"{repo.root}: no test command for the completion gate; pass --test-cmd "
                 'or set [gate] test_command = "..." in .sandbox-agent.toml'
             )
-        gate = settings.gate.model_copy(update={"test_command": detected})
+        gate = settings.gate.model_copy(update={"test_command": plan.test_commands[0]})
         settings = settings.model_copy(update={"gate": gate})
     api_key = env.get("OPENAI_API_KEY", "")
     base_url = settings.model.base_url or env.get("OPENAI_BASE_URL") or None
     model = _model(settings, base_url, api_key, on_retry)
-    runs_dir = options.runs_dir or default_runs_dir(env)
-    price = _price(settings, base_url)
-    return Prepared(options, repo, loaded, settings, runs_dir, model, price, api_key)
+    return Prepared(
+        options=options,
+        repo=repo,
+        loaded=loaded,
+        settings=settings,
+        plan=plan,
+        test_command_given=given,
+        runs_dir=options.runs_dir or default_runs_dir(env),
+        model=model,
+        price=_price(settings, base_url),
+        api_key=api_key,
+        base_url=base_url,
+        on_retry=on_retry,
+    )
 
 
 def _price(settings: Policy, base_url: str | None) -> ModelPrice | None:

@@ -12,20 +12,37 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 from types import FrameType
 
 from sandbox_agent import __version__
 from sandbox_agent.agent.budget import Budget, Limits, RunBudget
 from sandbox_agent.agent.loop import AgentLoop, Approver, LoopConfig
 from sandbox_agent.agent.trace import GateResultEvent, Listener, ModelRetryEvent, RunFinished, Trace
-from sandbox_agent.errors import RunError, RunInterrupted, SandboxError
+from sandbox_agent.env.build import ensure_environment
+from sandbox_agent.env.model import EnvImage
+from sandbox_agent.errors import (
+    BrokenBaselineError,
+    RunError,
+    RunInterrupted,
+    SandboxError,
+    UserError,
+)
+from sandbox_agent.gate.baseline import (
+    BaselineDiagnosis,
+    BaselineVerdict,
+    classify_baseline,
+    local_modules,
+)
 from sandbox_agent.gate.completion import CompletionGate, Gate
 from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.models.prices import require_price_for_cap
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.run.artifacts import RunDir, RunRecord, new_run_id, now_iso
+from sandbox_agent.run.artifacts import ENV_BUILD_LOG, RunDir, RunRecord, new_run_id, now_iso
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
+from sandbox_agent.sandbox.image import Progress, print_to_stderr
 from sandbox_agent.settings import Policy
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
@@ -89,19 +106,39 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def sandbox_config(settings: Policy) -> DockerSandboxConfig:
-    """The container for this run: the tree's ``[sandbox]``, plus a network for setup."""
-    s, setup = settings.sandbox, settings.setup
-    fields: dict[str, object] = {
-        "network": s.network or (setup.network and bool(setup.commands)),
-        "cpus": s.cpus,
-        "memory": s.memory,
-        "pids": s.pids,
-        "timeout_s": s.command_timeout_s,
-    }
-    if s.image is not None:
-        fields["image"] = s.image
-    return DockerSandboxConfig.model_validate(fields)
+def sandbox_config(settings: Policy, env: EnvImage) -> DockerSandboxConfig:
+    """The container for this run: the environment's image and the tree's ``[sandbox]``."""
+    s = settings.sandbox
+    return DockerSandboxConfig(
+        image=env.tag,
+        extra_env=dict(env.container_env),
+        network=s.network,
+        cpus=s.cpus,
+        memory=s.memory,
+        pids=s.pids,
+        timeout_s=s.command_timeout_s,
+    )
+
+
+def environment(prepared: Prepared, log: Path, on_build_line: Progress) -> Prepared:
+    """Build the run's environment (or take it from the cache), with the network it needs.
+
+    Returns the run ready to start on it: the image, and the test command the image can run.
+    A build writes its output to ``log`` (kept, and named, when it fails).
+
+    Raises:
+        EnvBuildError: a setup step failed (the step and the log named).
+        UserError: no engine, or the environment has no program for any test command.
+    """
+    env = ensure_environment(
+        prepared.repo.root, prepared.plan, progress=on_build_line, log_path=log
+    )
+    prepared = replace(prepared, env=env)
+    if prepared.test_command_given:
+        return prepared
+    if env.test_command is None:
+        raise UserError(f"{prepared.repo.root}: {env.test_note}")
+    return prepared.with_test_command(env.test_command)
 
 
 def run_fix(
@@ -112,11 +149,13 @@ def run_fix(
     approver: Approver | None = None,
     warn: Warn | None = None,
     wrap_budget: WrapBudget | None = None,
+    on_build_line: Progress = print_to_stderr,
 ) -> RunRecord:
     """Run ``fix`` end to end and return its final record (also in ``result.json``).
 
     ``warn`` hears what the user should know before the sandbox starts (:func:`notices`);
-    ``wrap_budget`` wraps the run's budget (a batch's shared cap).
+    ``wrap_budget`` wraps the run's budget (a batch's shared cap); ``on_build_line`` hears the
+    environment's build output when it is not cached.
 
     Raises:
         UserError: before the run starts (bad repo, policy, flags, no engine).
@@ -132,16 +171,21 @@ def run_fix(
             if warn is not None:
                 warn(notice)
         run_id = new_run_id()
+        build_log = prepared.runs_dir.parent / "env-builds" / f"{run_id}.log"
+        prepared = environment(prepared, build_log, on_build_line)
+        assert prepared.env is not None
+        run_dir = RunDir.create(prepared.runs_dir, run_id)
+        if build_log.exists():  # a build ran: its log belongs to the run
+            build_log.replace(run_dir.path / ENV_BUILD_LOG)
         with (
             sigterm_interrupts(),
             DockerSandbox.create(
                 prepared.repo.root,
-                sandbox_config(prepared.settings),
+                sandbox_config(prepared.settings, prepared.env),
                 run_id=run_id,
                 workspace_root=options.workspace_root,
             ) as sandbox,
         ):
-            run_dir = RunDir.create(prepared.runs_dir, run_id)
             run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
             retries.trace = run.trace
             return run.execute()
@@ -232,32 +276,39 @@ class Run:
                 result = loop.run(task, notes=notes)
             except (RunError, KeyboardInterrupt) as e:
                 result = _ended_early(e, loop)
+            except BrokenBaselineError as e:  # exit 2, nothing spent; the record says why
+                self._finish(_result_so_far(loop, ExitReason.SANDBOX_ERROR, str(e)))
+                raise
             except BaseException as e:  # a bug: keep a true record of it, then let it propagate
                 self._finish(_internal_error(e, loop))
                 raise
             return self._finish(result)
 
     def _before_loop(self) -> list[ModelFeedback]:
-        self._setup()
         run = self.gate.run_baseline()
         check = run.check()
         self.baseline = GateOutcome(phase="baseline", passed=run.passed, checks=(check,))
         note = baseline_note(run)
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
+        self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
         return [ModelFeedback(kind="notice", content=note)]
 
-    def _setup(self) -> None:
-        setup = self.settings.setup
-        for command in setup.commands:
-            result = self.sandbox.exec(command, timeout_s=setup.timeout_s)
-            if result.exit_code != 0:
-                status = "timed out" if result.timed_out else f"exited {result.exit_code}"
-                tail = (result.stdout + result.stderr).strip()[-2000:]
-                raise SandboxError(f"setup command `{command}` {status}:\n{tail}", op="setup")
-        if setup.commands:
-            if not self.settings.sandbox.network:
-                self.sandbox.disconnect_network()
-            self.sandbox.rebaseline()
+    def _judge_baseline(self, diagnosis: BaselineDiagnosis) -> None:
+        """Stop before any model call when the tests cannot run; say when they already pass."""
+        self.record = self.record.model_copy(update={"baseline": diagnosis})
+        self.run_dir.write_record(self.record)
+        if diagnosis.broken and not self.settings.gate.allow_broken_baseline:
+            fix = f"; {diagnosis.fix}" if diagnosis.fix else ""
+            raise BrokenBaselineError(
+                f"the tests cannot run in this environment: {diagnosis.message}{fix}. No model "
+                "was called. If the task is to fix exactly this, pass --allow-broken-baseline "
+                f"(environment: {self.p.env.tag if self.p.env else 'unknown'})"
+            )
+        if diagnosis.verdict is BaselineVerdict.PASSING and self.warn is not None:
+            self.warn(
+                "the tests already pass before any change: the gate can only check that they "
+                "still pass (gate strength: weak); add a test that fails until the issue is fixed"
+            )
 
     def _loop(self) -> AgentLoop:
         limits = self.settings.budget

@@ -78,6 +78,14 @@ class DockerSandboxConfig(Frozen):
     """``uid:gid`` inside the container when the host user is root (never root inside)."""
     workspace_in_memory: bool = True
     """Put the workspace under ``/dev/shm`` when it has 4 GiB free: copying is much faster."""
+    extra_env: dict[str, str] = Field(default_factory=dict)
+    """Variables added to (or replacing in) ``CONTAINER_ENV``: a built environment's ``PATH``
+    with its venv, ``VIRTUAL_ENV`` (see ``sandbox_agent.env``). Never host variables."""
+
+
+def container_env(config: DockerSandboxConfig) -> dict[str, str]:
+    """The whole environment of a container and of every command in it."""
+    return {**CONTAINER_ENV, **config.extra_env}
 
 
 DEFAULT_CONFIG = DockerSandboxConfig()
@@ -118,7 +126,7 @@ def container_kwargs(
         },
         "user": user,
         "working_dir": "/workspace",
-        "environment": CONTAINER_ENV,
+        "environment": container_env(config),
         "network_mode": "bridge" if config.network else "none",
         "read_only": True,
         "tmpfs": {
@@ -154,7 +162,7 @@ def start_container(
         out["id"] = container.id
         container.start()
         channel = ExecutorChannel(
-            client.api, str(container.id), user=kwargs["user"], env=CONTAINER_ENV
+            client.api, str(container.id), user=kwargs["user"], env=kwargs["environment"]
         )
         out["channel"] = channel
         channel.request({"op": "ping"}, timeout_s=60)

@@ -25,11 +25,11 @@ from sandbox_agent.errors import RunInterrupted, SandboxError, ToolError
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
 from sandbox_agent.sandbox.container import (
-    CONTAINER_ENV,
     DEFAULT_CONFIG,
     DockerSandboxConfig,
     auto_workspace_root,
     cleanup_failed_start,
+    container_env,
     container_kwargs,
     remove_container,
     start_container,
@@ -149,7 +149,7 @@ class DockerSandbox:
     def _open_channel(self) -> ExecutorChannel:
         try:
             channel = ExecutorChannel(
-                self._client.api, self.container_id, user=self._user, env=CONTAINER_ENV
+                self._client.api, self.container_id, user=self._user, env=container_env(self.config)
             )
         except SandboxError as e:
             self._raise_if_dead(e)

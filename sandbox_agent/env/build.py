@@ -1,0 +1,320 @@
+"""Build an environment: run its setup steps in a container with network, commit the image.
+
+``ensure_environment`` is the one entry point: it returns the cached image when the cache key
+(``cache.cache_key``) is present, else builds it. The build container starts from the base
+image as root, with the repo's snapshot mounted at ``/workspace`` (the path every run mounts it
+at, so editable installs point to the right place) and the host's CA bundle beside the image's
+own. Only the container's filesystem outside ``/workspace`` is committed: the bind mounts are
+not part of the image, and setup's caches are removed before the commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import Mount
+
+from sandbox_agent.env import cache, hostca
+from sandbox_agent.env.base import resolve_base
+from sandbox_agent.env.model import VENV, EnvImage, EnvPlan, SetupStep
+from sandbox_agent.env.stream import BuildLog, run_in
+from sandbox_agent.errors import EnvBuildError, SandboxError
+from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox.image import Progress, print_to_stderr
+from sandbox_agent.sandbox.workspace import Workspace, remove_workspace, snapshot
+
+BUILD_LABEL = "sandbox-agent.env-build"
+"""Label on a build container: ``<hostname>:<pid>`` of the process building it."""
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_CLEANUP = "rm -rf /tmp/setup-home /tmp/setup-cache /tmp/poetry /tmp/pdm /root/.cache"
+
+
+def owner_label() -> str:
+    """This process as ``<hostname>:<pid>`` (the value of :data:`BUILD_LABEL`)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _image_env(attrs: dict[str, Any]) -> list[str]:
+    return list(attrs.get("Config", {}).get("Env") or [])
+
+
+def _path_value(plan: EnvPlan, image_env: list[str]) -> str:
+    image_path = next((e[5:] for e in image_env if e.startswith("PATH=")), DEFAULT_PATH)
+    return ":".join([*plan.path, image_path])
+
+
+def container_env_for(plan_path: str) -> dict[str, str]:
+    """What a sandbox started from the environment needs in its environment."""
+    env = {"PATH": plan_path}
+    if f"{VENV}/bin" in plan_path.split(":"):
+        env["VIRTUAL_ENV"] = VENV
+    return env
+
+
+def ensure_environment(
+    repo: Path,
+    plan: EnvPlan,
+    *,
+    client: docker.DockerClient | None = None,
+    host_env: Mapping[str, str] | None = None,
+    progress: Progress = print_to_stderr,
+    log_path: Path | None = None,
+    rebuild: bool = False,
+) -> EnvImage:
+    """The environment image of ``repo`` for ``plan``: from the cache, or built now.
+
+    Args:
+        repo: The user's repository (only read; setup runs on a snapshot of it).
+        plan: From :func:`sandbox_agent.env.detect.detect_plan`.
+        client: An engine client (one is opened and closed when ``None``).
+        host_env: Where the CA bundle and proxy variables are read from (``os.environ``).
+        progress: Hears every build line, stamped with the elapsed time.
+        log_path: Where the build log is written (kept when the build fails).
+        rebuild: Build even when the cached image exists.
+
+    Raises:
+        EnvBuildError: the base image or a setup step failed (the step and the log named).
+        EngineUnavailableError: no engine.
+    """
+    own = client is None
+    client = client or engine.connect()
+    log = BuildLog(progress, log_path)
+    try:
+        repo = repo.resolve()
+        base_ref = resolve_base(client, repo, plan.base, log.line)
+        base = client.images.get(base_ref)
+        key = cache.cache_key(repo, plan, str(base.id))
+        tag = cache.env_tag(key)
+        if not rebuild:
+            found = _cached(client, tag, key, log_path)
+            if found is not None:
+                log.line(f"environment {tag} is cached: no setup step runs")
+                return found
+        old = _cached(client, tag, key, log_path)
+        built = _build(client, repo, plan, base.attrs, tag, key, host_env or os.environ, log)
+        if old is not None:
+            _drop_replaced(client, old.image_id)
+        return built
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"the engine failed during the environment build: {e}", op="env") from e
+    finally:
+        log.close()
+        if own:
+            client.close()
+
+
+def _drop_replaced(client: docker.DockerClient, image_id: str) -> None:
+    """Remove the image a rebuild replaced (its tag moved); one still in use stays."""
+    with contextlib.suppress(docker.errors.DockerException):
+        client.images.remove(image_id, force=False)
+
+
+def _cached(client: docker.DockerClient, tag: str, key: str, log: Path | None) -> EnvImage | None:
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    labels = image.labels or {}
+    return EnvImage(
+        tag=tag,
+        key=key,
+        image_id=str(image.id),
+        cached=True,
+        test_command=labels.get(cache.TEST_LABEL) or None,
+        test_note=labels.get(cache.NOTE_LABEL, ""),
+        container_env=container_env_for(labels.get(cache.PATH_LABEL, DEFAULT_PATH)),
+        log_path=log,
+    )
+
+
+@contextlib.contextmanager
+def _build_container(
+    client: docker.DockerClient,
+    base: dict[str, Any],
+    ws: Workspace,
+    setup_dir: Path,
+    network: bool,
+) -> Iterator[str]:
+    has_entrypoint = bool(base.get("Config", {}).get("Entrypoint"))
+    container = client.containers.create(
+        image=str(base["Id"]),
+        # Only an image with an entrypoint gets one replaced (the commit restores it): a
+        # container's entrypoint, once set, cannot be taken out of the committed image.
+        entrypoint=["sleep"] if has_entrypoint else None,
+        command=["2147483647"] if has_entrypoint else ["sleep", "2147483647"],
+        user="0:0",
+        working_dir="/workspace",
+        network_mode="bridge" if network else "none",
+        mounts=[
+            Mount("/workspace", str(ws.repo), type="bind", read_only=False),
+            Mount(hostca.SETUP_DIR, str(setup_dir), type="bind", read_only=True),
+        ],
+        labels={BUILD_LABEL: owner_label()},
+        pids_limit=4096,
+        security_opt=["no-new-privileges:true"],
+    )
+    try:
+        container.start()
+        yield str(container.id)
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            client.api.remove_container(str(container.id), force=True, v=True)
+
+
+def _build(
+    client: docker.DockerClient,
+    repo: Path,
+    plan: EnvPlan,
+    base: dict[str, Any],
+    tag: str,
+    key: str,
+    host_env: Mapping[str, str],
+    log: BuildLog,
+) -> EnvImage:
+    path = _path_value(plan, _image_env(base))
+    net = "with" if plan.network_during_setup else "without"
+    log.line(f"building {tag} from {plan.base.describe()}: {len(plan.steps)} steps, {net} network")
+    ws = snapshot(repo, run_id=f"env-{key[:12]}")
+    setup_dir = Path(tempfile.mkdtemp(prefix="sandbox-agent-setup-"))
+    try:
+        env = {**hostca.prepare(host_env, setup_dir), "PATH": path}
+        if f"{VENV}/bin" in plan.path:
+            env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
+        with _build_container(client, base, ws, setup_dir, plan.network_during_setup) as cid:
+            test_command, note = _run_all(client, cid, plan, env, log)
+            labels = {
+                **(base.get("Config", {}).get("Labels") or {}),
+                BUILD_LABEL: "",
+                cache.LABEL: key,
+                cache.REPO_LABEL: str(repo),
+                cache.TEST_LABEL: test_command or "",
+                cache.NOTE_LABEL: note,
+                cache.PATH_LABEL: path,
+            }
+            image_id = _commit(client, cid, base, tag, labels, container_env_for(path))
+    finally:
+        remove_workspace(ws.root)
+        shutil.rmtree(setup_dir, ignore_errors=True)
+    log.line(f"built {tag}; test command: {test_command or 'none (' + note + ')'}")
+    return EnvImage(
+        tag=tag,
+        key=key,
+        image_id=image_id,
+        cached=False,
+        test_command=test_command,
+        test_note=note,
+        container_env=container_env_for(path),
+        build_s=round(log.elapsed, 2),
+        log_path=log.path,
+    )
+
+
+def _run_all(
+    client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str], log: BuildLog
+) -> tuple[str | None, str]:
+    """Run every step, choose the test command, remove setup's caches; give the copy back."""
+    quiet = BuildLog(lambda _: None, None)
+    try:
+        run_in(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
+        for i, step in enumerate(plan.steps, 1):
+            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan.timeout_s)
+        chosen = _choose_test(client, cid, plan, env)
+        run_in(client, cid, _CLEANUP, env, quiet, 600)
+        return chosen
+    finally:  # root wrote into the host's copy: hand it back so it can be removed
+        if os.getuid() != 0:
+            with contextlib.suppress(docker.errors.DockerException):
+                owner = f"{os.getuid()}:{os.getgid()}"
+                run_in(client, cid, f"chown -R {owner} /workspace", env, quiet, 600)
+
+
+def _commit(
+    client: docker.DockerClient,
+    cid: str,
+    base: dict[str, Any],
+    tag: str,
+    labels: dict[str, str],
+    extra_env: dict[str, str],
+) -> str:
+    """Commit the build container, restoring the base image's entrypoint, command and user."""
+    config = base.get("Config", {})
+    env = [e for e in _image_env(base) if e.partition("=")[0] not in extra_env]
+    env += [f"{k}={v}" for k, v in extra_env.items()]
+    repository, _, version = tag.partition(":")
+    answer = client.api.commit(
+        cid,
+        repository=repository,
+        tag=version,
+        conf={
+            "Entrypoint": config.get("Entrypoint"),
+            "Cmd": config.get("Cmd") or ["sleep", "infinity"],
+            "User": config.get("User") or "0",
+            "Env": env,
+            "Labels": labels,
+            "WorkingDir": "/workspace",
+        },
+    )
+    return str(answer["Id"])
+
+
+def _run_step(
+    client: docker.DockerClient,
+    cid: str,
+    step: SetupStep,
+    position: str,
+    env: dict[str, str],
+    log: BuildLog,
+    timeout_s: float,
+) -> None:
+    log.line(f"step {position}: {step.command}")
+    log.line(f"  why: {step.why}")
+    started = log.elapsed
+    code, timed_out, tail = run_in(client, cid, step.command, env, log, timeout_s)
+    if code == 0 and not timed_out:
+        log.line(f"step {position} done in {log.elapsed - started:.1f}s")
+        return
+    status = f"timed out after {timeout_s:.0f}s" if timed_out else f"exited {code}"
+    where = f"\nthe full log is in {log.path}" if log.path else ""
+    raise EnvBuildError(
+        f"environment setup failed at step {position} ({step.why}): `{step.command}` "
+        f"{status}\n{tail}{where}",
+        step=step.command,
+        log_path=log.path,
+    )
+
+
+def _choose_test(
+    client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str]
+) -> tuple[str | None, str]:
+    """The first candidate test command whose program the built environment has."""
+    quiet = BuildLog(lambda _: None, None)
+    missing: list[str] = []
+    for command in plan.test_commands:
+        program = shlex.split(command)[0]
+        code, _, _ = run_in(client, cid, f"command -v {shlex.quote(program)}", env, quiet, 60)
+        if code == 0:
+            return command, ""
+        missing.append(program)
+    if not plan.test_commands:
+        return None, "no test command detected: set [gate] test_command"
+    return None, (
+        f"the environment has no {', '.join(dict.fromkeys(missing))} for "
+        f"{', '.join(f'`{c}`' for c in plan.test_commands)}: use an image that has it "
+        "([environment] image or dockerfile) or set [gate] test_command"
+    )
+
+
+def describe(env: EnvImage) -> str:
+    """One line about an environment for progress output."""
+    source = "cached" if env.cached else f"built in {env.build_s:.1f}s"
+    return f"environment {env.tag} ({source})"

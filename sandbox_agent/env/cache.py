@@ -1,0 +1,123 @@
+"""The environment cache: keys, tags and labels of environment images; listing and pruning.
+
+An environment image's tag is a hash of exactly what it depends on: the base image's id, the
+setup commands, the contents of the files they read, the ``PATH`` entries and candidate test
+commands, and whether setup had a network. Anything else (the repo's other files, the host's CA
+bundle) does not change the tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from sandbox_agent.env.model import EnvPlan
+from sandbox_agent.errors import SandboxError
+from sandbox_agent.types import Frozen
+
+SCHEMA = 1
+"""Bump when the way setup runs changes, so old images are not reused."""
+ENV_REPO = "sandbox-agent-env"
+BASE_REPO = "sandbox-agent-base"
+LABEL = "sandbox-agent.env"
+"""Label on every environment image: its cache key."""
+REPO_LABEL = "sandbox-agent.env.repo"
+TEST_LABEL = "sandbox-agent.env.test-command"
+NOTE_LABEL = "sandbox-agent.env.test-note"
+PATH_LABEL = "sandbox-agent.env.path"
+
+
+def file_digest(repo: Path, name: str) -> str | None:
+    """sha256 of a repo file's bytes; ``None`` when it is missing."""
+    path = repo / name
+    if not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cache_key(repo: Path, plan: EnvPlan, base_id: str) -> str:
+    """The hex sha256 of everything the environment depends on."""
+    payload = {
+        "schema": SCHEMA,
+        "base": base_id,
+        "steps": [step.command for step in plan.steps],
+        "files": {name: file_digest(repo, name) for name in plan.inputs},
+        "path": list(plan.path),
+        "tests": list(plan.test_commands),
+        "network": plan.network_during_setup,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def env_tag(key: str) -> str:
+    """The local image tag of an environment."""
+    return f"{ENV_REPO}:{key[:20]}"
+
+
+class CachedEnv(Frozen):
+    """One environment image in the local cache."""
+
+    tag: str
+    key: str
+    repo: str
+    created: str
+    size_mb: float
+    test_command: str
+
+
+def list_envs(client: docker.DockerClient) -> list[CachedEnv]:
+    """Every environment image, newest first."""
+    try:
+        images = client.images.list(filters={"label": LABEL})
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"listing environment images failed: {e}", op="env") from e
+    rows = []
+    for image in images:
+        labels = image.labels or {}
+        tags = [t for t in image.tags if t.startswith(f"{ENV_REPO}:")] or [image.short_id]
+        rows.append(
+            CachedEnv(
+                tag=tags[0],
+                key=labels.get(LABEL, ""),
+                repo=labels.get(REPO_LABEL, ""),
+                created=str(image.attrs.get("Created", ""))[:19],
+                size_mb=round(int(image.attrs.get("Size", 0)) / 1e6, 1),
+                test_command=labels.get(TEST_LABEL, ""),
+            )
+        )
+    return sorted(rows, key=lambda r: r.created, reverse=True)
+
+
+def stale(rows: list[CachedEnv]) -> list[CachedEnv]:
+    """Every image but the newest of each repository (what ``env prune`` removes)."""
+    seen: set[str] = set()
+    old = []
+    for row in rows:  # newest first
+        if row.repo in seen:
+            old.append(row)
+        seen.add(row.repo)
+    return old
+
+
+def remove(client: docker.DockerClient, tags: list[str]) -> None:
+    """Remove images by tag (a missing one is fine)."""
+    for tag in tags:
+        try:
+            client.images.remove(tag, force=False, noprune=False)
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"could not remove {tag}: {e}", op="env") from e
+
+
+def base_tags(client: docker.DockerClient) -> list[str]:
+    """Tags of the base images built from Dockerfiles (``env prune --all`` removes them too)."""
+    try:
+        images = client.images.list(name=BASE_REPO)
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"listing base images failed: {e}", op="env") from e
+    return sorted(t for image in images for t in image.tags if t.startswith(f"{BASE_REPO}:"))

@@ -1,0 +1,121 @@
+"""Read a repository into an :class:`EnvPlan`: base image, setup steps, inputs, test command.
+
+Pure file reading (no engine). What is detected from which file is tabled in
+``docs/environments.md``; keep the two in step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_agent.env import devcontainer, python
+from sandbox_agent.env.model import NODE_MODULES, VENV, BaseImage, EnvPlan, SetupStep
+from sandbox_agent.env.node import has_test_script, node_steps, read_package_json
+from sandbox_agent.errors import EnvPlanError
+from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from sandbox_agent.settings import EnvironmentSection
+
+RUNTIME_STEP = SetupStep(
+    command=(
+        "missing=; for p in python3 git; do command -v $p >/dev/null || missing=1; done; "
+        "python3 -c 'import ensurepip' 2>/dev/null || missing=1; "
+        'if [ -n "$missing" ]; then if command -v apt-get >/dev/null; then '
+        "apt-get update -q && apt-get install -y -q --no-install-recommends "
+        "python3 python3-venv git ca-certificates && rm -rf /var/lib/apt/lists/*; "
+        "else echo 'the image lacks python3 or git (every sandbox needs both) and has no "
+        "apt-get: use an image that has them' >&2; exit 1; fi; fi"
+    ),
+    why="the sandbox runs python3 and git in every container: from apt when the image lacks them",
+)
+OTHER_TOOLCHAINS = (("go.mod", "go test ./...", "Go"), ("Cargo.toml", "cargo test", "Rust"))
+
+
+def _base(repo: Path, settings: EnvironmentSection) -> tuple[BaseImage, Path | None]:
+    """The base image, and the devcontainer.json when one is used."""
+    if settings.image and settings.dockerfile:
+        raise EnvPlanError("[environment]: set `image` or `dockerfile`, not both")
+    if settings.image:
+        return BaseImage(kind="image", image=settings.image, why="[environment] image"), None
+    if settings.dockerfile:
+        if not (repo / settings.dockerfile).is_file():
+            raise EnvPlanError(f"[environment] dockerfile: {settings.dockerfile} is not a file")
+        base = BaseImage(
+            kind="dockerfile",
+            dockerfile=settings.dockerfile.as_posix(),
+            why="[environment] dockerfile",
+        )
+        return base, None
+    found = devcontainer.find(repo)
+    if found is not None:
+        chosen = devcontainer.base_image(repo, found, devcontainer.read(found))
+        if chosen is not None:
+            return chosen, found
+    why = "default: the sandbox image (Python 3, pytest, git)"
+    return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why), found
+
+
+def _detected(repo: Path) -> tuple[list[SetupStep], list[str], list[str], list[str]]:
+    """Detected installs: steps, inputs, test commands and ``PATH`` entries."""
+    steps: list[SetupStep] = []
+    inputs: list[str] = []
+    tests: list[str] = []
+    path: list[str] = []
+    if python.is_python(repo):
+        facts = python.read_facts(repo)
+        steps += python.python_steps(facts)
+        inputs += facts.inputs
+        tests += python.TEST_COMMANDS
+        path.append(f"{VENV}/bin")
+    package = read_package_json(repo)
+    if package is not None:
+        node, node_inputs = node_steps(repo, package)
+        steps += node
+        inputs += node_inputs
+        if has_test_script(package):
+            tests.append("npm test")
+        path.append(f"{NODE_MODULES}/.bin")
+    return steps, inputs, tests, path
+
+
+def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPlan:
+    """The environment plan of ``repo`` under ``settings`` (all defaults when ``None``).
+
+    Raises:
+        EnvPlanError: a file the plan reads is malformed, or the settings contradict.
+    """
+    settings = settings or EnvironmentSection()
+    repo = repo.resolve()
+    base, dc_path = _base(repo, settings)
+    steps: list[SetupStep] = []
+    if not (base.kind == "image" and base.image == DEFAULT_IMAGE):
+        steps.append(RUNTIME_STEP)
+    inputs: list[str] = []
+    tests: list[str] = []
+    path: list[str] = []
+    notes: list[str] = []
+    if settings.auto:
+        detected, inputs, tests, path = _detected(repo)
+        steps += detected
+    else:
+        notes.append("detection is off ([environment] auto = false): only the setup commands run")
+    if dc_path is not None:
+        rel = dc_path.relative_to(repo).as_posix()
+        steps += devcontainer.post_create_steps(dc_path, devcontainer.read(dc_path), rel)
+    steps += [SetupStep(command=c, why="[environment] setup") for c in settings.setup]
+    for marker, command, name in OTHER_TOOLCHAINS:
+        if (repo / marker).is_file():
+            tests.append(command)
+            notes.append(
+                f"{marker}: nothing installs a {name} toolchain; `{command}` is kept only if "
+                "the image has it ([environment] image or dockerfile)"
+            )
+    return EnvPlan(
+        base=base,
+        steps=tuple(steps),
+        inputs=tuple(sorted(set(inputs))),
+        test_commands=tuple(dict.fromkeys(tests)),
+        path=tuple(path),
+        network_during_setup=settings.network_during_setup,
+        timeout_s=settings.timeout_s,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,81 @@
+"""Zero-configuration installs for Node projects.
+
+Node and npm come from the base image's package manager (apt) when the image lacks them. The
+project's own frozen install runs in ``/workspace`` and ``node_modules`` is then moved to
+:data:`~sandbox_agent.env.model.NODE_MODULES`: Node's resolver and ``npm run`` look for
+``node_modules`` (and ``node_modules/.bin``) in every parent directory, so the project finds its
+dependencies while ``/workspace`` holds only the repo.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sandbox_agent.env.model import NODE_MODULES, SetupStep
+from sandbox_agent.errors import EnvPlanError
+
+NPM_DEFAULT_TEST = 'echo "Error: no test specified" && exit 1'
+APT_NODE = (
+    "command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q "
+    "--no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*)"
+)
+_LOCKS = (
+    ("package-lock.json", "npm ci", "package-lock.json: npm ci installs exactly the lock"),
+    ("npm-shrinkwrap.json", "npm ci", "npm-shrinkwrap.json: npm ci installs exactly the lock"),
+    (
+        "yarn.lock",
+        "(command -v yarn >/dev/null || npm install -g -q yarn@1) "
+        "&& yarn install --frozen-lockfile",
+        "yarn.lock: yarn's frozen install",
+    ),
+    (
+        "pnpm-lock.yaml",
+        "(command -v pnpm >/dev/null || npm install -g -q pnpm) && pnpm install --frozen-lockfile",
+        "pnpm-lock.yaml: pnpm's frozen install",
+    ),
+)
+
+
+def read_package_json(repo: Path) -> dict[str, Any] | None:
+    """The parsed ``package.json``, or ``None`` when there is none.
+
+    Raises:
+        EnvPlanError: it is not a JSON object.
+    """
+    path = repo / "package.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise EnvPlanError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise EnvPlanError(f"{path}: not a JSON object")
+    return data
+
+
+def has_test_script(package: dict[str, Any]) -> bool:
+    """Whether ``npm test`` would run something (not npm init's placeholder)."""
+    scripts = package.get("scripts")
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    return isinstance(test, str) and bool(test.strip()) and test.strip() != NPM_DEFAULT_TEST
+
+
+def node_steps(repo: Path, package: dict[str, Any]) -> tuple[list[SetupStep], list[str]]:
+    """The steps installing a Node project's dependencies, and the files they read."""
+    steps = [SetupStep(command=APT_NODE, why="package.json: node and npm, from apt when missing")]
+    inputs = ["package.json"]
+    install, why = "npm install --no-save", "package.json (no lock file): npm install"
+    lock = next((entry for entry in _LOCKS if (repo / entry[0]).is_file()), None)
+    if lock is not None:
+        inputs.append(lock[0])
+        install, why = lock[1], lock[2]
+    if (repo / ".npmrc").is_file():
+        inputs.append(".npmrc")
+    has_deps = any(package.get(k) for k in ("dependencies", "devDependencies"))
+    if has_deps:
+        move = f"rm -rf {NODE_MODULES} && mv node_modules {NODE_MODULES}"
+        steps.append(SetupStep(command=f"cd /workspace && {install} && {move}", why=why))
+    return steps, inputs

@@ -1,0 +1,121 @@
+"""The baseline classifier: broken environment, tests fail, tests already pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.gate.baseline import BaselineVerdict, classify_baseline, local_modules
+from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
+from sandbox_agent.sandbox.base import ExecResult
+
+COLLECTION_ERROR = """
+==================================== ERRORS ====================================
+______________________ ERROR collecting tests/test_it.py _______________________
+ImportError while importing test module '/workspace/tests/test_it.py'.
+tests/test_it.py:1: in <module>
+    import yaml
+E   ModuleNotFoundError: No module named 'yaml'
+=========================== short test summary info ============================
+ERROR tests/test_it.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+"""
+
+
+def run(command: str, code: int, out: str = "", *, report: TestReport | None = None) -> TestRun:
+    result = ExecResult(exit_code=code, stdout=out, stderr="", timed_out=False, duration_s=0.1)
+    return TestRun(label="baseline", command=command, result=result, report=report)
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "program"),
+    [
+        ("go test ./...", "bash: line 1: go: command not found\n", "go"),
+        ("npm test", "> t@1 test\n> jest\n\nsh: 1: jest: not found\n", "jest"),
+        ("make test", "/bin/sh: 1: make: not found\n", "make"),
+    ],
+)
+def test_command_not_found_names_the_program(command: str, output: str, program: str) -> None:
+    diagnosis = classify_baseline(run(command, 127, output))
+    assert diagnosis.verdict is BaselineVerdict.BROKEN
+    assert diagnosis.reason == "command_not_found"
+    assert diagnosis.missing == program
+    assert f"`{program}`" in diagnosis.message
+    assert "[environment] image" in diagnosis.fix
+    assert "[gate] test_command" in diagnosis.fix
+    assert diagnosis.gate_strength == "none"
+
+
+def test_third_party_import_error_in_collection_is_broken() -> None:
+    diagnosis = classify_baseline(run("python -m pytest -q", 2, COLLECTION_ERROR))
+    assert diagnosis.broken
+    assert diagnosis.reason == "missing_module"
+    assert diagnosis.missing == "yaml"
+    assert "requirements-dev.txt" in diagnosis.fix
+    assert "[environment] setup" in diagnosis.fix
+
+
+def test_missing_module_of_the_project_itself_is_a_failing_test(tmp_path: Path) -> None:
+    (tmp_path / "src" / "mypkg").mkdir(parents=True)
+    (tmp_path / "src" / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "helper.py").write_text("")
+    local = local_modules(tmp_path)
+    assert local == frozenset({"mypkg", "helper"})
+    output = COLLECTION_ERROR.replace("'yaml'", "'mypkg.newfeature'")
+    diagnosis = classify_baseline(run("python -m pytest -q", 2, output), local)
+    assert diagnosis.verdict is BaselineVerdict.FAILING  # the task may be to add it
+
+
+def test_cannot_import_name_from_an_installed_package_is_broken() -> None:
+    out = "E   ImportError: cannot import name 'Thing' from 'attr' (/opt/venv/x.py)\n"
+    diagnosis = classify_baseline(run("pytest", 2, out))
+    assert diagnosis.reason == "import_error"
+    assert diagnosis.missing == "attr"
+
+
+def test_no_tests_collected_and_missing_pytest() -> None:
+    assert classify_baseline(run("python -m pytest", 5, "no tests ran")).reason == "no_tests"
+    out = "/opt/venv/bin/python: No module named pytest\n"
+    diagnosis = classify_baseline(run("python -m pytest -q", 1, out))
+    assert diagnosis.broken
+    assert diagnosis.missing == "pytest"
+
+
+def test_pytest_usage_error_is_broken() -> None:
+    out = "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --cov\n"
+    diagnosis = classify_baseline(run("python -m pytest --cov", 4, out))
+    assert diagnosis.broken
+    assert diagnosis.reason == "pytest_error"
+    assert "unrecognized arguments" in diagnosis.message or "usage" in diagnosis.message
+
+
+def test_node_cannot_find_a_package_is_broken_but_a_relative_file_is_not() -> None:
+    out = "Error: Cannot find module 'is-number'\nRequire stack:\n- /workspace/t.js\n"
+    assert classify_baseline(run("npm test", 1, out)).missing == "is-number"
+    relative = out.replace("'is-number'", "'./lib/new'")
+    assert classify_baseline(run("npm test", 1, relative)).verdict is BaselineVerdict.FAILING
+
+
+def test_failing_tests_are_the_normal_case() -> None:
+    report = TestReport(
+        ids=frozenset({"t::a"}), skipped=frozenset(), failures=(Failure(id="t::a", message="x"),)
+    )
+    diagnosis = classify_baseline(run("python -m pytest -q", 1, "1 failed", report=report))
+    assert diagnosis.verdict is BaselineVerdict.FAILING
+    assert diagnosis.gate_strength == "normal"
+    assert not diagnosis.broken
+
+
+def test_passing_tests_warn_with_a_weak_gate() -> None:
+    report = TestReport(ids=frozenset({"t::a"}), skipped=frozenset())
+    diagnosis = classify_baseline(run("python -m pytest -q", 0, "1 passed", report=report))
+    assert diagnosis.verdict is BaselineVerdict.PASSING
+    assert diagnosis.gate_strength == "weak"
+    assert "failing test" in diagnosis.fix or "fails because of the issue" in diagnosis.fix
+
+
+def test_sandbox_failure_is_broken() -> None:
+    diagnosis = classify_baseline(TestRun(label="baseline", command="pytest", result=None))
+    assert diagnosis.broken
+    assert diagnosis.reason == "sandbox_failed"
