@@ -58,6 +58,8 @@ class CommandFacts:
     """Path arguments (absolute, ``~``, ``..``, globs) and redirection sources, as written."""
     writes: list[str] = field(default_factory=list)
     """Files written: output redirections, write options, positional targets of cp, tee, ..."""
+    trees: list[str] = field(default_factory=list)
+    """Directories deleted and recreated with everything under them (``pytest --basetemp``)."""
     env: list[str] = field(default_factory=list)
     """Environment variables set (``VAR=value cmd``, ``env VAR=value``, ``export``)."""
     cds: list[str] = field(default_factory=list)
@@ -385,6 +387,8 @@ class _Collector:
             self.argv([value or ""], depth)
         elif opt.effect == "write":
             self.f.writes.append(value or "")
+        elif opt.effect == "write_tree":
+            self.f.trees.append(value or "")
         elif opt.effect in ("read", "script_file"):
             self.f.reads.append(value or "")
 

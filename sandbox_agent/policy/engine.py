@@ -8,7 +8,7 @@ then ``ask`` if any program needed approval; else allow. The file tools check ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from sandbox_agent.policy.model import Policy
 from sandbox_agent.policy.paths import (
     expand_braces,
     glob_match,
+    glob_may_match_below,
     inside,
     relative_to,
     resolve,
@@ -46,6 +47,22 @@ def allowed_programs(policy: Policy) -> list[str]:
 
 def _deny(reason: str, rule: str | None = None) -> Decision:
     return Decision(decision="deny", rule=rule, reason=reason)
+
+
+def _unnamed_target(raw: str) -> Decision | None:
+    """Refuse a write target that is not one named file: ``{}`` or a glob."""
+    if "{}" in raw:
+        return _deny(
+            "the command would change files not named in advance (`{}`); name the files explicitly",
+            _STATIC,
+        )
+    if any(ch in raw for ch in "*?[") or expand_braces(raw) != [raw]:
+        return _deny(
+            f"the write target `{raw}` is a glob, which may match protected files; "
+            "name the files explicitly",
+            _STATIC,
+        )
+    return None
 
 
 def _show(argv: Iterable[str], limit: int = 60) -> str:
@@ -230,22 +247,25 @@ class RuleEngine:
                     if denied:
                         return denied
         for raw in facts.writes:
-            if "{}" in raw:
-                return _deny(
-                    "the command would change files not named in advance (`{}`); "
-                    "name the files explicitly",
-                    _STATIC,
-                )
-            if any(ch in raw for ch in "*?[") or expand_braces(raw) != [raw]:
-                return _deny(
-                    f"the write target `{raw}` is a glob, which may match protected files; "
-                    "name the files explicitly",
-                    _STATIC,
-                )
-            for cwd in cwds:
-                denied = self._write_target(raw, resolve(raw, cwd, self.home))
-                if denied:
-                    return denied
+            denied = _unnamed_target(raw) or self._each_cwd(raw, cwds, self._write_target)
+            if denied:
+                return denied
+        for raw in facts.trees:
+            denied = _unnamed_target(raw) or self._each_cwd(raw, cwds, self._tree_target)
+            if denied:
+                return denied
+        return None
+
+    def _each_cwd(
+        self,
+        raw: str,
+        cwds: list[str],
+        check: Callable[[str, str | None], Decision | None],
+    ) -> Decision | None:
+        for cwd in cwds:
+            denied = check(raw, resolve(raw, cwd, self.home))
+            if denied:
+                return denied
         return None
 
     def _symlink_check(self, facts: CommandFacts) -> Decision | None:
@@ -253,7 +273,7 @@ class RuleEngine:
         if self.host_workspace is None:
             return None
         words = {a for argv in facts.invocations for a in argv[1:] if not a.startswith("-")}
-        words.update(facts.reads, facts.writes)
+        words.update(facts.reads, facts.writes, facts.trees)
         for word in sorted(words):
             for cwd in self._cwds(facts):
                 resolved = resolve(word, cwd, self.home)
@@ -288,6 +308,22 @@ class RuleEngine:
         if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
             return _deny(f"`{raw}` is a symlink that leads outside the repository", _BOUNDARY)
         return self._writable(raw, rel)
+
+    def _tree_target(self, raw: str, resolved: str | None) -> Decision | None:
+        """A directory deleted and recreated whole: nothing at or below it may be protected."""
+        denied = self._write_target(raw, resolved)
+        if denied is not None or resolved is None or not inside(resolved, self.workspace):
+            return denied
+        rel = relative_to(resolved, self.workspace)
+        for pattern in self.policy.paths.protect:
+            if glob_may_match_below(rel, pattern):
+                origin = self.policy.origin("paths.protect", pattern)
+                return _deny(
+                    f"the command deletes the directory `{raw}` with everything in it, and "
+                    f"protected files (`{pattern}`) may be there; use a directory under /tmp",
+                    f"{origin}: {pattern}",
+                )
+        return None
 
     def _writable(self, raw: str, rel: str) -> Decision | None:
         pattern = self._protecting(rel)

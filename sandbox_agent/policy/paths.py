@@ -19,6 +19,7 @@ from pathlib import Path
 __all__ = [
     "expand_braces",
     "glob_match",
+    "glob_may_match_below",
     "inside",
     "looks_like_path",
     "relative_to",
@@ -124,6 +125,26 @@ def glob_match(path: str, pattern: str) -> bool:
     matches at any depth only when written as ``**/name``.
     """
     return _compile(pattern).fullmatch(path) is not None
+
+
+def glob_may_match_below(directory: str, pattern: str) -> bool:
+    """Whether ``pattern`` could match some path strictly below the repo-relative ``directory``.
+
+    ``directory`` is ``.`` for the repo root. Answers for every path that could exist, not only
+    the ones that do: ``src`` and ``**/test_*.py`` give ``True``.
+    """
+    parts = [] if directory in ("", ".") else directory.split("/")
+    return _below(tuple(parts), tuple(pattern.split("/")))
+
+
+def _below(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    if not pattern:
+        return False
+    if "**" in pattern[0]:
+        return True
+    if not parts:
+        return True
+    return fnmatchcase(parts[0], pattern[0]) and _below(parts[1:], pattern[1:])
 
 
 @lru_cache(maxsize=1024)

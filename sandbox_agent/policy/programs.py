@@ -31,10 +31,20 @@ __all__ = [
 ]
 
 Effect = Literal[
-    "shell", "program", "argv", "write", "read", "deny", "pattern", "script", "script_file"
+    "shell",
+    "program",
+    "argv",
+    "write",
+    "write_tree",
+    "read",
+    "deny",
+    "pattern",
+    "script",
+    "script_file",
 ]
 """What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
--exec ... ;``); a file written; a file read; an option never allowed; a pattern (not a path); the
+-exec ... ;``); a file written; a directory deleted and recreated with everything under it
+(``pytest --basetemp``); a file read; an option never allowed; a pattern (not a path); the
 program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
 file holding that pattern (``grep -f``: read, and every positional is a file)."""
 
@@ -350,7 +360,22 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "sleep": ProgramSpec(no_paths=True),
         "seq": ProgramSpec(no_paths=True),
         "pytest": ProgramSpec(
-            opts("write", "--junitxml", "--junit-xml", "--result-log", "--log-file", "--report-log")
+            {
+                **opts(
+                    "write",
+                    "--junitxml",
+                    "--junit-xml",
+                    "--result-log",
+                    "--log-file",
+                    "--report-log",
+                ),
+                **opts("write_tree", "--basetemp"),
+                **opts(
+                    "deny",
+                    "--pastebin",
+                    reason="sends test output to a public paste service (bpaste.net)",
+                ),
+            }
         ),
     }
 )
