@@ -48,61 +48,22 @@ Effect = Literal[
 program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
 file holding that pattern (``grep -f``: read, and every positional is a file)."""
 
-_GREP_VALUES = (
-    "-m",
-    "--max-count",
-    "-A",
-    "--after-context",
-    "-B",
-    "--before-context",
-    "-C",
-    "--context",
-    "--include",
-    "--exclude",
-    "--exclude-dir",
-    "--color",
-    "--colour",
-    "--label",
-    "-d",
-    "-D",
-    "--binary-files",
-    "--devices",
-    "--directories",
-    "--exclude-from",
+
+def _names(text: str) -> tuple[str, ...]:
+    """Option names written as one space-separated string."""
+    return tuple(text.split())
+
+
+_GREP_VALUES = _names(
+    "-m --max-count -A --after-context -B --before-context -C --context --include "
+    "--exclude --exclude-dir --color --colour --label -d -D --binary-files --devices "
+    "--directories --exclude-from"
 )
-_RG_VALUES = (
-    "-m",
-    "--max-count",
-    "-A",
-    "--after-context",
-    "-B",
-    "--before-context",
-    "-C",
-    "--context",
-    "-g",
-    "--glob",
-    "--iglob",
-    "--pre-glob",
-    "-t",
-    "--type",
-    "-T",
-    "--type-not",
-    "-M",
-    "--max-columns",
-    "--max-depth",
-    "-d",
-    "-j",
-    "--threads",
-    "--type-add",
-    "-r",
-    "--replace",
-    "--sort",
-    "--sortr",
-    "-E",
-    "--encoding",
-    "--color",
-    "--colors",
-    "--max-filesize",
+_RG_VALUES = _names(
+    "-m --max-count -A --after-context -B --before-context -C --context -g --glob "
+    "--iglob --pre-glob -t --type -T --type-not -M --max-columns --max-depth -d -j "
+    "--threads --type-add -r --replace --sort --sortr -E --encoding --color --colors "
+    "--max-filesize"
 )
 
 
@@ -211,18 +172,8 @@ SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
 FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
 """Shells whose language is not bash: never analysable."""
 
-_FIND_PATTERNS = (
-    "-name",
-    "-iname",
-    "-path",
-    "-ipath",
-    "-regex",
-    "-iregex",
-    "-wholename",
-    "-iwholename",
-    "-lname",
-    "-ilname",
-    "-printf",
+_FIND_PATTERNS = _names(
+    "-name -iname -path -ipath -regex -iregex -wholename -iwholename -lname -ilname -printf"
 )
 
 PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
