@@ -31,6 +31,7 @@ __all__ = ["RuleEngine", "allowed_programs"]
 
 _BOUNDARY = "built-in: workspace boundary"
 _STATIC = "built-in: static analysis"
+_ENGINE_ERROR = "built-in: engine error"
 _MAX_CWDS = 16
 _UNTRUSTED = "(untrusted)"
 
@@ -126,7 +127,20 @@ class RuleEngine:
         return None
 
     def decide(self, call: ToolCall) -> Decision:
-        """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``)."""
+        """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``).
+
+        Never raises: an input the analysis itself fails on is denied (the fuzz test makes
+        sure no input reaches that backstop).
+        """
+        try:
+            return self._decide(call)
+        except (RecursionError, ValueError, OSError, UnicodeError) as e:
+            return _deny(
+                f"the policy engine could not analyse this call ({type(e).__name__}); simplify it",
+                _ENGINE_ERROR,
+            )
+
+    def _decide(self, call: ToolCall) -> Decision:
         args = call.arguments
         if call.tool_name == "bash":
             return self._bash(args)
@@ -363,6 +377,8 @@ class RuleEngine:
         """Decide on a ``read_file`` (``write=False``) or ``write_file``/``edit_file`` path."""
         if not isinstance(path, str) or not path:
             return _deny("`path` must be a non-empty string", "built-in: tools")
+        if "\0" in path:
+            return _deny("`path` contains a NUL byte, which no file name can", "built-in: tools")
         resolved = resolve(path, self.workspace, self.home)
         if resolved is None or not inside(resolved, self.workspace):
             return _deny(
