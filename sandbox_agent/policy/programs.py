@@ -257,10 +257,16 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "rsync": ProgramSpec(opts("shell", "-e", "--rsh", "--rsync-path")),
         "scp": ProgramSpec(opts("program", "-S")),
         "ssh": ProgramSpec(opts("deny", "-o", reason="options like ProxyCommand run programs")),
+        "cut": ProgramSpec(
+            opts("pattern", "-b", "--bytes", "-c", "--characters", "-f", "--fields")
+            | opts("pattern", "-d", "--delimiter", "--output-delimiter")
+        ),
+        "tr": ProgramSpec(no_paths=True),
         "sort": ProgramSpec(
             {
                 **opts("program", "--compress-program"),
-                **opts("write", "-o", "--output"),
+                **opts("write", "-o", "--output", "-T", "--temporary-directory"),
+                **opts("pattern", "-t", "--field-separator", "-k", "--key", "-S", "--buffer-size"),
                 **opts("deny", "--files0-from", reason=_FILE_LIST),
             }
         ),
