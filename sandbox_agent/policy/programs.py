@@ -41,12 +41,14 @@ Effect = Literal[
     "pattern",
     "script",
     "script_file",
+    "none",
 ]
 """What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
 -exec ... ;``); a file written; a directory deleted and recreated with everything under it
 (``pytest --basetemp``); a file read; an option never allowed; a pattern (not a path); the
 program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
-file holding that pattern (``grep -f``: read, and every positional is a file)."""
+file holding that pattern (``grep -f``: read, and every positional is a file); no effect (an
+option listed so that it is not taken for an abbreviation of another)."""
 
 
 def _names(text: str) -> tuple[str, ...]:
