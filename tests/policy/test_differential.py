@@ -8,6 +8,7 @@ one the engine saw and judged.
 
 from __future__ import annotations
 
+import os
 import random
 import shlex
 import socket
@@ -193,7 +194,7 @@ done
 
 @pytest.fixture(scope="module")
 def container(docker_client: docker.DockerClient) -> Iterator[Container]:
-    name = f"policy-diff-{socket.gethostname()}"[:60]
+    name = f"policy-diff-{socket.gethostname()}-{os.getpid()}"[:60]
     box = docker_client.containers.run(
         DEFAULT_IMAGE,
         ["sleep", "600"],
