@@ -198,6 +198,9 @@ class _Collector(OptionReader):
                 if "s" in token[1:] and not token.startswith("--"):
                     break
                 continue
+            if token.startswith("/dev/fd/"):
+                self.f.problems.append(f"`{prog}` would run commands read from a pipe")
+                return
             self._path_arg(token)
             return
         self.f.problems.append(

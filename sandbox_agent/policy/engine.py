@@ -25,6 +25,7 @@ from sandbox_agent.policy.paths import (
     resolve_on_host,
 )
 from sandbox_agent.policy.rules import Rule, parse_rule
+from sandbox_agent.policy.words import PIPE
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]
@@ -48,6 +49,16 @@ def allowed_programs(policy: Policy) -> list[str]:
 
 def _deny(reason: str, rule: str | None = None) -> Decision:
     return Decision(decision="deny", rule=rule, reason=reason)
+
+
+def _descriptor(resolved: str | None) -> bool:
+    """``/dev/fd/63``: the pipe of a ``<(...)`` whose commands were checked on their own.
+
+    Only reading it: opening ``/dev/fd/N`` for writing reopens the file behind a read-only
+    ``N<file``. Other descriptors stay outside the workspace (a fresh shell opens only 0-2,
+    and a redirection that opens more is checked itself).
+    """
+    return resolved == PIPE
 
 
 def _unnamed_target(raw: str) -> Decision | None:
@@ -257,7 +268,8 @@ class RuleEngine:
         for raw in facts.reads:
             for word in expand_braces(raw):
                 for cwd in cwds:
-                    denied = self._outside(raw, resolve(word, cwd, self.home))
+                    resolved = resolve(word, cwd, self.home)
+                    denied = None if _descriptor(resolved) else self._outside(raw, resolved)
                     if denied:
                         return denied
         for raw in facts.writes:

@@ -3,7 +3,8 @@
 ``static_value`` turns a tree-sitter word node (word, '...', "...", $'...', concatenations)
 into its value and whether it contains unquoted glob or brace-expansion characters; anything
 bash expands at run time has no static value, except the numeric special parameters ``$?``,
-``$#``, ``$$`` and ``$!``, which stand for the literal ``0``.
+``$#``, ``$$`` and ``$!``, which stand for the literal ``0``, and a process substitution, which
+stands for the descriptor of its pipe (its commands are analysed separately).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from contextvars import ContextVar
 
 from tree_sitter import Node
 
-__all__ = ["SOURCE", "node_text", "static_value"]
+__all__ = ["PIPE", "SOURCE", "node_text", "static_value"]
+
+PIPE = "/dev/fd/63"
+"""What a process substitution ``<(...)``/``>(...)`` expands to: a pipe's file descriptor."""
 
 SOURCE: ContextVar[bytes] = ContextVar("SOURCE", default=b"")
 """The real bytes of the command being walked (the tree is built from an ASCII stand-in)."""
@@ -46,6 +50,8 @@ def static_value(node: Node) -> tuple[str | None, bool]:
         return _unquoted_word(node_text(node))
     if kind == "number" and node.child_count == 0:
         return node_text(node), False
+    if kind == "process_substitution":
+        return PIPE, False
     if kind == "raw_string":
         return node_text(node)[1:-1], False
     if kind == "ansi_c_string":
