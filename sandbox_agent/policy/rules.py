@@ -184,9 +184,9 @@ def _python_normal(argv: tuple[str, ...], rule: bool) -> _Normal:
             positionals.extend(rest[i + (token == "--") :])
             break
         if token.startswith("--"):
-            name, eq, value = token.partition("=")
+            name, eq, given = token.partition("=")
             flags.add(name)
-            values.update([(name, value)] if eq else [])
+            values.update([(name, given)] if eq else [])
             i += 1
             continue
         for j, ch in enumerate(token[1:], start=2):
