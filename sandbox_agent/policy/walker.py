@@ -13,7 +13,7 @@ from itertools import pairwise
 from tree_sitter import Node
 
 from sandbox_agent.policy.analysis import Redirect, ShellAnalysis, SimpleCommand, Word
-from sandbox_agent.policy.words import SOURCE, node_text, static_value
+from sandbox_agent.policy.words import SOURCE, InexactWord, node_text, static_value
 
 __all__ = ["Walker"]
 
@@ -290,7 +290,11 @@ class Walker:
         """Quote-remove a word; nested substitutions are analysed as commands too."""
         self.scan(node)
         source = node_text(node)
-        text, glob = static_value(node)
+        try:
+            text, glob = static_value(node)
+        except InexactWord as e:
+            self.out.problems.append(str(e))
+            return Word(None, source)
         return Word(text, source, glob)
 
 

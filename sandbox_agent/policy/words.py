@@ -13,7 +13,7 @@ from contextvars import ContextVar
 
 from tree_sitter import Node
 
-__all__ = ["PIPE", "SOURCE", "node_text", "static_value"]
+__all__ = ["PIPE", "SOURCE", "InexactWord", "node_text", "static_value"]
 
 PIPE = "/dev/fd/63"
 """What a process substitution ``<(...)``/``>(...)`` expands to: a pipe's file descriptor."""
@@ -36,6 +36,10 @@ _ANSI_ESCAPES = {
     '"': '"',
     "?": "?",
 }
+
+
+class InexactWord(Exception):
+    """A word bash would read differently from this module; the message says how."""
 
 
 def node_text(node: Node) -> str:
@@ -121,6 +125,11 @@ def _double_quoted(node: Node) -> str | None:
 
 
 def _ansi_c(raw: str) -> str:
+    r"""Decode ``$'...'``; raises ``InexactWord`` where bash's bytes are not modelled.
+
+    bash ends the word at a NUL (``\0``, ``\x00``, ``\c@``, ...), and past ASCII its output
+    depends on the escape kind and the locale, so both are refused rather than guessed.
+    """
     out: list[str] = []
     i = 0
     while i < len(raw):
@@ -139,15 +148,31 @@ def _ansi_c(raw: str) -> str:
             j = i + 1
             while j < len(raw) and j < i + 4 and raw[j] in "01234567":
                 j += 1
-            out.append(chr(int(raw[i + 1 : j], 8) & 0xFF))
+            out.append(_escaped(int(raw[i + 1 : j], 8), raw[i:j]))
             i = j
         elif ch == "c" and i + 2 < len(raw):
-            out.append(chr(ord(raw[i + 2]) & 0x1F))
+            control = raw[i + 2]
+            if not (control.isascii() and (control.isalpha() or control in "@[]^_")):
+                raise InexactWord(f"the escape `\\c{control}` in `$'...'` is not modelled")
+            out.append(_escaped(ord(control) & 0x1F, raw[i : i + 3]))
             i += 3
         else:
             out.append("\\" + ch)
             i += 2
     return "".join(out)
+
+
+def _escaped(value: int, escape: str) -> str:
+    if value == 0:
+        raise InexactWord(
+            f"the escape `{escape}` in `$'...'` is a NUL byte, where bash ends the word; remove it"
+        )
+    if value > 0x7F:
+        raise InexactWord(
+            f"the escape `{escape}` in `$'...'` is not ASCII, and bash's bytes for it depend "
+            "on the locale; write the character itself"
+        )
+    return chr(value)
 
 
 def _hex_escape(raw: str, start: int, width: int, out: list[str]) -> int:
@@ -157,6 +182,5 @@ def _hex_escape(raw: str, start: int, width: int, out: list[str]) -> int:
     if j == start:
         out.append("\\" + raw[start - 1])
         return start
-    value = int(raw[start:j], 16)
-    out.append(chr(value) if value <= 0x10FFFF else "\ufffd")
+    out.append(_escaped(int(raw[start:j], 16), raw[start - 2 : j]))
     return j
