@@ -3,7 +3,7 @@
 ``static_value`` turns a tree-sitter word node (word, '...', "...", $'...', concatenations)
 into its value and whether it contains unquoted glob or brace-expansion characters; anything
 bash expands at run time has no static value, except the numeric special parameters ``$?``,
-``$#``, ``$$`` and ``$!``, which stand for the literal ``0``, and a process substitution, which
+``$#`` and ``$$``, which stand for the literal ``0``, and a process substitution, which
 stands for the descriptor of its pipe (its commands are analysed separately).
 """
 
@@ -94,11 +94,15 @@ def _unquoted_word(raw: str) -> tuple[str, bool]:
 
 
 def _numeric_parameter(node: Node) -> bool:
-    """``$?``, ``$#``, ``$$``, ``$!``: always a number, so as safe as a literal ``0``."""
+    """``$?``, ``$#``, ``$$``: always a number, so as safe as a literal ``0``.
+
+    Not ``$!``: in a fresh shell no job ran in the background yet, so it expands to nothing
+    (an argument fewer), not to a number.
+    """
     if node.type != "simple_expansion" or node.named_child_count != 1:
         return False
     child = node.named_children[0]
-    return child.type == "special_variable_name" and node_text(child) in ("?", "#", "$", "!")
+    return child.type == "special_variable_name" and node_text(child) in ("?", "#", "$")
 
 
 def _double_quoted(node: Node) -> str | None:

@@ -46,3 +46,14 @@ def test_a_non_ascii_escape_is_denied(engine: RuleEngine, escape: str) -> None:
 def test_ascii_escapes_stay_allowed(engine: RuleEngine) -> None:
     _allow(engine, "cat $'src/\\x61pp.py'")
     _allow(engine, "grep -n $'\\t' src/app.py")
+
+
+@pytest.mark.parametrize("command", ["cat $!", 'echo "$!"', "cat src/$!"])
+def test_dollar_bang_is_not_a_number(engine: RuleEngine, command: str) -> None:
+    """In a fresh shell ``$!`` is empty (no background job yet); it is dynamic."""
+    _deny(engine, command)
+
+
+def test_numeric_parameters_stay_allowed(engine: RuleEngine) -> None:
+    _allow(engine, 'pytest -q; echo "exit code: $?"')
+    _allow(engine, "echo $# $$")
