@@ -20,7 +20,9 @@ class Word:
     source: str
     """The word as written."""
     glob: bool = False
-    """Contains unquoted glob or brace-expansion characters."""
+    """Contains unquoted glob characters or a brace expansion."""
+    fields: tuple[str, ...] | None = None
+    """The words bash makes of it by brace expansion (``None``: none, ``text`` is the word)."""
 
 
 @dataclass(frozen=True, slots=True)

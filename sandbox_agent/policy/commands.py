@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from sandbox_agent.policy.analysis import CommandFacts, ShellAnalysis, SimpleCommand
 from sandbox_agent.policy.options import OptionReader
-from sandbox_agent.policy.paths import expand_braces
 from sandbox_agent.policy.programs import (
     FOREIGN_SHELLS,
     PROGRAMS,
@@ -97,14 +96,15 @@ class _Collector(OptionReader):
                     "check it; write the value out literally"
                 )
                 return
-            if word.glob and word.text[:1] in ("*", "?", "[") and not options_end:
-                self.f.problems.append(
-                    f"the glob `{word.source}` could expand to a file name starting with `-` "
-                    f"that is read as an option; write `./{word.source}` instead"
-                )
-                return
-            options_end = options_end or word.text == "--"
-            argv.extend(expand_braces(word.text) if word.glob else [word.text])
+            for text in word.fields if word.fields is not None else (word.text,):
+                if word.glob and text[:1] in ("*", "?", "[") and not options_end:
+                    self.f.problems.append(
+                        f"the glob `{word.source}` could expand to a file name starting with "
+                        f"`-` that is read as an option; write `./{word.source}` instead"
+                    )
+                    return
+                options_end = options_end or text == "--"
+                argv.append(text)
         self.argv(argv, depth)
 
     def argv(self, argv: list[str], depth: int, dynamic_tail: bool = False) -> None:

@@ -291,11 +291,11 @@ class Walker:
         self.scan(node)
         source = node_text(node)
         try:
-            text, glob = static_value(node)
+            text, glob, fields = static_value(node)
         except InexactWord as e:
             self.out.problems.append(str(e))
             return Word(None, source)
-        return Word(text, source, glob)
+        return Word(text, source, glob, fields)
 
 
 _WORD_KINDS = frozenset(

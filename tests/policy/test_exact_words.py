@@ -11,6 +11,7 @@ import pytest
 
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.shell import analyze
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +58,74 @@ def test_dollar_bang_is_not_a_number(engine: RuleEngine, command: str) -> None:
 def test_numeric_parameters_stay_allowed(engine: RuleEngine) -> None:
     _allow(engine, 'pytest -q; echo "exit code: $?"')
     _allow(engine, "echo $# $$")
+
+
+@pytest.mark.parametrize(
+    ("word", "fields"),
+    [
+        ("{x,}", ["x"]),
+        ("a{x,}b", ["axb", "ab"]),
+        ("{,}", []),
+        ("{,}x", ["x", "x"]),
+        ("{x,''}", ["x", ""]),
+        ("{a..c}", ["a", "b", "c"]),
+        ("{c..a}", ["c", "b", "a"]),
+        ("{1..3}", ["1", "2", "3"]),
+        ("{10..1..3}", ["10", "7", "4", "1"]),
+        ("{a..e..+2}", ["a", "c", "e"]),
+        ("{1..3..0}", ["1", "2", "3"]),
+        ("{1..2}{a,}", ["1a", "1", "2a", "2"]),
+        ("{a,b{c,d}}", ["a", "bc", "bd"]),
+        ("{1,2..3}", ["1", "2..3"]),
+        ("{a..b..c}", ["{a..b..c}"]),
+        ("{1..a}", ["{1..a}"]),
+        ("{}", ["{}"]),
+        ("\\{a,b}", ["{a,b}"]),
+        ("{a\\,b}", ["{a,b}"]),
+        ('{"a,b"}', ["{a,b}"]),
+        ('"{a,b}"', ["{a,b}"]),
+        ('{a,"b"}', ["a", "b"]),
+    ],
+)
+def test_brace_expansion_is_exact(word: str, fields: list[str]) -> None:
+    """Each expected list was printed by bash 5.2: ``printf '[%s]' WORD``."""
+    result = analyze(f"printf %s {word}")
+    assert not result.problems, result.problems
+    [command] = result.commands
+    assert (
+        list(
+            command.argv[2].fields if command.argv[2].fields is not None else [command.argv[2].text]
+        )
+        == fields
+    )
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        *("{01..3}", "{1..07}", "{-1..2}", "{+1..3}", "{a..C}", "{Z..a}", "{1..999}"),
+        *("{a{b,c}}", "{a,b}}", "{{a,b}", "q{..{1..3}}"),
+    ],
+)
+def test_a_brace_sequence_not_reproduced_exactly_is_denied(engine: RuleEngine, word: str) -> None:
+    _deny(engine, f"echo {word}", "brace expansion")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp src/app.py {tests/test_app.py,}",
+        "touch {s..u}ests/x",
+        "rm src/{a..c} {tests,}/test_app.py",
+    ],
+)
+def test_brace_expansion_is_checked_word_by_word(engine: RuleEngine, command: str) -> None:
+    """The empty word of ``{x,}`` and the middle of ``{s..u}`` are what bash really uses."""
+    _deny(engine, command, "protected")
+
+
+@pytest.mark.parametrize(
+    "command", ["cp src/app.py{,.bak}", "cat src/app.{py,txt}", "echo {1..3}", "ls {a..c}"]
+)
+def test_exact_brace_expansions_stay_allowed(engine: RuleEngine, command: str) -> None:
+    _allow(engine, command)
