@@ -171,6 +171,11 @@ class Walker:
                 "the command continues over a line break where bash would end it; "
                 "put each command on its own line"
             )
+        touching = _touching(node)
+        if touching:
+            self.out.problems.append(
+                f"`{touching}` is one word to bash but was read as two; quote the whole word"
+            )
         for child in node.children:
             if child.type == "variable_assignment":
                 assignments.append(self._assignment(child))
@@ -330,6 +335,19 @@ def _spans_lines(node: Node) -> bool:
         if b"\n" in gap:
             return True
     return False
+
+
+def _touching(node: Node) -> str | None:
+    r"""Two argument nodes with nothing between them, as text; ``None`` if there are none.
+
+    bash reads one word there where tree-sitter read two: ``"test"\s/x`` is ``tests/x`` to
+    bash, and tree-sitter-bash splits it at the backslash.
+    """
+    words = [c for c in node.children if c.type not in _REDIRECTS]
+    for before, after in pairwise(words):
+        if before.end_byte == after.start_byte:
+            return SOURCE.get()[before.start_byte : after.end_byte].decode("utf-8", "replace")
+    return None
 
 
 def _plain_expansion(node: Node) -> bool:

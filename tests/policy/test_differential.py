@@ -22,6 +22,7 @@ from docker.models.containers import Container
 from sandbox_agent.policy.commands import collect_facts
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.shell import analyze
 from sandbox_agent.sandbox import engine as docker_engine
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from tests.policy.corpus import ALLOW, DENY
@@ -312,3 +313,41 @@ def test_real_injection_vectors_are_denied(container: Container, tmp_path: Path)
     ran = run_in_bash(container, VECTORS)
     not_real = [c for c, programs in zip(VECTORS, ran, strict=True) if "id" not in programs]
     assert not not_real, f"these no longer run code in bash: {not_real}"
+
+
+def generated_words() -> list[str]:
+    """Brace expansions, quoting and ANSI-C escapes, mixed at random (seeded)."""
+    rng = random.Random(11)
+    atoms = ["{", "}", ",", "..", "a", "b", "1", "3", "x", "''", '"q"', "\\,", "\\{", "-", "0"]
+    atoms += ["Z", "c", "2", "{a,b}", "{1..3}", "{x,}", "$'\\x41'", "$'\\t'", "$'\\0'", "$?"]
+    return sorted({"".join(rng.choices(atoms, k=rng.randint(1, 7))) for _ in range(1500)})
+
+
+def engine_fields(word: str) -> list[str] | None:
+    """The words the engine reads ``word`` as, or ``None`` when it refuses the word."""
+    result = analyze(f"printf '<%s>' {word}")
+    if result.problems or len(result.commands) != 1:
+        return None
+    fields: list[str] = []
+    for part in result.commands[0].argv[2:]:
+        if part.text is None:
+            return None
+        fields += part.fields if part.fields is not None else [part.text]
+    return fields
+
+
+def test_words_read_as_bash_reads_them(container: Container) -> None:
+    """Every word the engine accepts has exactly the fields bash gives it (printf shows them)."""
+    words = generated_words()
+    script = "".join(f"printf '<%s>' {w}; echo\n" for w in words)
+    result = container.exec_run(["bash", "-c", script])
+    lines = _text(result.output).split("\n")
+    accepted = [(w, line, engine_fields(w)) for w, line in zip(words, lines, strict=False)]
+    checked = [(w, line, fields) for w, line, fields in accepted if fields is not None]
+    assert len(checked) >= 500
+    wrong = [
+        (w, line, fields)
+        for w, line, fields in checked
+        if line != ("".join(f"<{f}>" for f in fields) if fields else "<>")
+    ]
+    assert not wrong, wrong[:10]

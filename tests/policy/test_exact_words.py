@@ -129,3 +129,11 @@ def test_brace_expansion_is_checked_word_by_word(engine: RuleEngine, command: st
 )
 def test_exact_brace_expansions_stay_allowed(engine: RuleEngine, command: str) -> None:
     _allow(engine, command)
+
+
+@pytest.mark.parametrize(
+    "command", ['cp src/app.py "test"\\s/x', "cp src/app.py 'test'\\s/x", 'cat "a"\\,b']
+)
+def test_words_tree_sitter_splits_are_denied(engine: RuleEngine, command: str) -> None:
+    """tree-sitter-bash reads ``"test"\\s/x`` as two words; bash as ``tests/x``."""
+    _deny(engine, command, "one word to bash")
