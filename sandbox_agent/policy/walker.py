@@ -263,8 +263,16 @@ class Walker:
     def _heredoc(self, node: Node) -> list[Word]:
         """A heredoc; return the command's words that follow ``<<EOF`` on its line."""
         words: list[Word] = []
+        start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+        quoted = start is None or any(q in node_text(start) for q in "'\"\\")
         for child in node.named_children:
             if child.type == "heredoc_body":
+                if not quoted and _substitutes(node_text(child)):
+                    self.out.problems.append(
+                        "an unquoted heredoc body runs backticks and `$(...)`, which the policy "
+                        "does not analyse there; quote the delimiter (`<<'EOF'`) or run the "
+                        "commands directly"
+                    )
                 self.scan(child)
             elif child.type in _REDIRECTS:
                 words += self._redirect(child)
@@ -348,6 +356,23 @@ def _touching(node: Node) -> str | None:
         if before.end_byte == after.start_byte:
             return SOURCE.get()[before.start_byte : after.end_byte].decode("utf-8", "replace")
     return None
+
+
+def _substitutes(body: str) -> bool:
+    """Whether an unquoted heredoc body has a backtick or ``$(`` that bash would run.
+
+    tree-sitter-bash reads backticks in a heredoc body as text, so the body is not left to
+    its tree: any unescaped backtick or ``$(`` counts.
+    """
+    i = 0
+    while i < len(body):
+        if body[i] == "\\":
+            i += 2
+            continue
+        if body[i] == "`" or body.startswith("$(", i):
+            return True
+        i += 1
+    return False
 
 
 def _plain_expansion(node: Node) -> bool:

@@ -302,6 +302,8 @@ VECTORS = [
     "nice <<EOF id\nEOF\n",
     "git -c alias.x='!id' x",
     "find . -maxdepth 0 -execdir id \\;",
+    "cat <<EOF\n`id`\nEOF",
+    "cat <<EOF | cat\nx `id` y\nEOF",
 ]
 """Code-execution vectors through allowed programs; each must really run ``id`` in bash."""
 

@@ -137,3 +137,32 @@ def test_exact_brace_expansions_stay_allowed(engine: RuleEngine, command: str) -
 def test_words_tree_sitter_splits_are_denied(engine: RuleEngine, command: str) -> None:
     """tree-sitter-bash reads ``"test"\\s/x`` as two words; bash as ``tests/x``."""
     _deny(engine, command, "one word to bash")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat <<EOF\n`id`\nEOF",
+        "cat <<EOF\nx `id` y\nEOF",
+        "cat <<EOF\n$(git status)\nEOF",
+        "cat <<EOF | cat\n`id`\nEOF",
+        "cat <<-EOF\n\t`id`\n\tEOF",
+        "cat <<EOF > out.txt\n`id`\nEOF",
+        "cat <<'A'\n`x`\nA\ncat <<B\n`id`\nB",
+    ],
+)
+def test_substitutions_in_an_unquoted_heredoc_are_denied(engine: RuleEngine, command: str) -> None:
+    _deny(engine, command, "heredoc")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat <<'EOF'\n`id`\nEOF",
+        'cat <<"EOF"\n$(id)\nEOF',
+        "cat <<\\EOF\n`id`\nEOF",
+        "cat <<EOF\nplain text, a $ sign and a \\` escaped backtick\nEOF",
+    ],
+)
+def test_quoted_heredocs_are_data(engine: RuleEngine, command: str) -> None:
+    _allow(engine, command)
