@@ -8,32 +8,21 @@ then ``ask`` if any program needed approval; else allow. The file tools check ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.commands import CommandFacts, collect_facts
 from sandbox_agent.policy.model import Policy
-from sandbox_agent.policy.paths import (
-    expand_braces,
-    glob_match,
-    glob_may_match_below,
-    inside,
-    relative_to,
-    resolve,
-    resolve_on_host,
-)
+from sandbox_agent.policy.pathcheck import STATIC, PathChecker
+from sandbox_agent.policy.pathcheck import deny as _deny
 from sandbox_agent.policy.rules import Rule, parse_rule
-from sandbox_agent.policy.words import PIPE
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]
 
-_BOUNDARY = "built-in: workspace boundary"
-_STATIC = "built-in: static analysis"
 _ENGINE_ERROR = "built-in: engine error"
-_MAX_CWDS = 16
 _UNTRUSTED = "(untrusted)"
 
 
@@ -45,36 +34,6 @@ def allowed_programs(policy: Policy) -> list[str]:
     names = {parse_rule(text).program for text in policy.commands.allow} - {"*"}
     first = [name for name in _FIRST if name in names]
     return first + sorted(names - set(first))
-
-
-def _deny(reason: str, rule: str | None = None) -> Decision:
-    return Decision(decision="deny", rule=rule, reason=reason)
-
-
-def _descriptor(resolved: str | None) -> bool:
-    """``/dev/fd/63``: the pipe of a ``<(...)`` whose commands were checked on their own.
-
-    Only reading it: opening ``/dev/fd/N`` for writing reopens the file behind a read-only
-    ``N<file``. Other descriptors stay outside the workspace (a fresh shell opens only 0-2,
-    and a redirection that opens more is checked itself).
-    """
-    return resolved == PIPE
-
-
-def _unnamed_target(raw: str) -> Decision | None:
-    """Refuse a write target that is not one named file: ``{}`` or a glob."""
-    if "{}" in raw:
-        return _deny(
-            "the command would change files not named in advance (`{}`); name the files explicitly",
-            _STATIC,
-        )
-    if any(ch in raw for ch in "*?[") or expand_braces(raw) != [raw]:
-        return _deny(
-            f"the write target `{raw}` is a glob, which may match protected files; "
-            "name the files explicitly",
-            _STATIC,
-        )
-    return None
 
 
 def _show(argv: Iterable[str], limit: int = 60) -> str:
@@ -106,6 +65,7 @@ class RuleEngine:
         self.workspace = workspace.rstrip("/") or "/"
         self.home = home
         self.host_workspace = host_workspace
+        self.paths = PathChecker(policy, self.workspace, home, host_workspace)
         cmds = policy.commands
         self._deny_rules = self._rules("commands.deny", cmds.deny)
         self._ask_rules = self._rules("commands.ask", cmds.ask)
@@ -129,13 +89,9 @@ class RuleEngine:
 
     def is_protected(self, path: str) -> bool:
         """Whether a repo-relative path is protected."""
-        return self._protecting(path.lstrip("./") if path.startswith("./") else path) is not None
-
-    def _protecting(self, rel: str) -> str | None:
-        for pattern in self.policy.paths.protect:
-            if glob_match(rel, pattern):
-                return pattern
-        return None
+        return (
+            self.paths.protecting(path.lstrip("./") if path.startswith("./") else path) is not None
+        )
 
     def decide(self, call: ToolCall) -> Decision:
         """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``).
@@ -178,7 +134,7 @@ class RuleEngine:
     def check_command(self, command: str) -> Decision:
         """Decide on a shell command string (what ``policy check`` prints)."""
         if not command.strip():
-            return _deny("the command is empty; give a command to run", _STATIC)
+            return _deny("the command is empty; give a command to run", STATIC)
         facts = collect_facts(command, self.workspace)
         return (
             self._deny_rule_hit(facts)
@@ -186,17 +142,16 @@ class RuleEngine:
             or self._problem(facts)
             or self._program_check(facts, unknown_only=False)
             or self._env_check(facts)
-            or self._path_check(facts)
-            or self._symlink_check(facts)
+            or self.paths.check(facts)
             or self._ask_or_allow(facts)
         )
 
     def _problem(self, facts: CommandFacts) -> Decision | None:
         if facts.problems:
             first = facts.problems[0]
-            return _deny(first[0].upper() + first[1:] + ".", _STATIC)
+            return _deny(first[0].upper() + first[1:] + ".", STATIC)
         if not facts.invocations and not facts.env:
-            return _deny("the command runs nothing; give a command to run", _STATIC)
+            return _deny("the command runs nothing; give a command to run", STATIC)
         return None
 
     def _deny_rule_hit(self, facts: CommandFacts) -> Decision | None:
@@ -251,121 +206,6 @@ class RuleEngine:
                 return f"{origin}: {rule.text}"
         return None
 
-    def _cwds(self, facts: CommandFacts) -> list[str]:
-        cwds = [self.workspace]
-        targets = [word for raw in facts.cds for word in expand_braces(raw)]
-        for target in targets:
-            for cwd in list(cwds):
-                new = resolve(target, cwd, self.home)
-                if new is not None and inside(new, self.workspace) and new not in cwds:
-                    cwds.append(new)
-            if len(cwds) > _MAX_CWDS:
-                break
-        return cwds[:_MAX_CWDS]
-
-    def _path_check(self, facts: CommandFacts) -> Decision | None:
-        cwds = self._cwds(facts)
-        for raw in facts.reads:
-            for word in expand_braces(raw):
-                for cwd in cwds:
-                    resolved = resolve(word, cwd, self.home)
-                    denied = None if _descriptor(resolved) else self._outside(raw, resolved)
-                    if denied:
-                        return denied
-        for raw in facts.writes:
-            denied = _unnamed_target(raw) or self._each_cwd(raw, cwds, self._write_target)
-            if denied:
-                return denied
-        for raw in facts.trees:
-            denied = _unnamed_target(raw) or self._each_cwd(raw, cwds, self._tree_target)
-            if denied:
-                return denied
-        return None
-
-    def _each_cwd(
-        self,
-        raw: str,
-        cwds: list[str],
-        check: Callable[[str, str | None], Decision | None],
-    ) -> Decision | None:
-        for cwd in cwds:
-            denied = check(raw, resolve(raw, cwd, self.home))
-            if denied:
-                return denied
-        return None
-
-    def _symlink_check(self, facts: CommandFacts) -> Decision | None:
-        """With the host copy at hand, refuse any argument that is a symlink leading outside."""
-        if self.host_workspace is None:
-            return None
-        words = {a for argv in facts.invocations for a in argv[1:] if not a.startswith("-")}
-        words.update(facts.reads, facts.writes, facts.trees)
-        for word in sorted(words):
-            for cwd in self._cwds(facts):
-                resolved = resolve(word, cwd, self.home)
-                if resolved is None or not inside(resolved, self.workspace):
-                    continue
-                rel = relative_to(resolved, self.workspace)
-                if resolve_on_host(self.host_workspace, rel) is None:
-                    return _deny(
-                        f"`{word}` is a symlink that leads outside the repository", _BOUNDARY
-                    )
-        return None
-
-    def _outside(self, raw: str, resolved: str | None) -> Decision | None:
-        if resolved is not None and inside(resolved, self.workspace):
-            return None
-        if resolved is not None:
-            for pattern in self.policy.paths.allow_outside:
-                if resolved == pattern or glob_match(resolved.lstrip("/"), pattern.lstrip("/")):
-                    return None
-        where = f"`{resolved}`" if resolved else "a place the policy cannot know"
-        return _deny(
-            f"`{raw}` resolves to {where}, outside the workspace {self.workspace}; "
-            "use paths inside the repository",
-            _BOUNDARY,
-        )
-
-    def _write_target(self, raw: str, resolved: str | None) -> Decision | None:
-        outside = self._outside(raw, resolved)
-        if outside is not None or resolved is None or not inside(resolved, self.workspace):
-            return outside
-        rel = relative_to(resolved, self.workspace)
-        if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
-            return _deny(f"`{raw}` is a symlink that leads outside the repository", _BOUNDARY)
-        return self._writable(raw, rel)
-
-    def _tree_target(self, raw: str, resolved: str | None) -> Decision | None:
-        """A directory deleted and recreated whole: nothing at or below it may be protected."""
-        denied = self._write_target(raw, resolved)
-        if denied is not None or resolved is None or not inside(resolved, self.workspace):
-            return denied
-        rel = relative_to(resolved, self.workspace)
-        for pattern in self.policy.paths.protect:
-            if glob_may_match_below(rel, pattern):
-                origin = self.policy.origin("paths.protect", pattern)
-                return _deny(
-                    f"the command deletes the directory `{raw}` with everything in it, and "
-                    f"protected files (`{pattern}`) may be there; use a directory under /tmp",
-                    f"{origin}: {pattern}",
-                )
-        return None
-
-    def _writable(self, raw: str, rel: str) -> Decision | None:
-        pattern = self._protecting(rel)
-        if pattern is not None:
-            origin = self.policy.origin("paths.protect", pattern)
-            return _deny(
-                f"`{raw}` is protected (`{pattern}`) and cannot be changed; change other files",
-                f"{origin}: {pattern}",
-            )
-        if not any(glob_match(rel, p) for p in self.policy.paths.write):
-            return _deny(
-                f"`{raw}` is not writable under this policy (paths.write); change other files",
-                None,
-            )
-        return None
-
     def _ask_or_allow(self, facts: CommandFacts) -> Decision:
         for argv in facts.invocations:
             rule = self._first(self._ask_rules, argv, normalised=True)
@@ -387,34 +227,4 @@ class RuleEngine:
 
     def check_path(self, path: object, *, write: bool) -> Decision:
         """Decide on a ``read_file`` (``write=False``) or ``write_file``/``edit_file`` path."""
-        if not isinstance(path, str) or not path:
-            return _deny("`path` must be a non-empty string", "built-in: tools")
-        if "\0" in path:
-            return _deny("`path` contains a NUL byte, which no file name can", "built-in: tools")
-        resolved = resolve(path, self.workspace, self.home)
-        if resolved is None or not inside(resolved, self.workspace):
-            return _deny(
-                f"`{path}` is outside the repository; use a path relative to the repo root",
-                _BOUNDARY,
-            )
-        rel = relative_to(resolved, self.workspace)
-        if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
-            return _deny(f"`{path}` is a symlink that leads outside the repository", _BOUNDARY)
-        key = "write" if write else "read"
-        denied = self._writable(path, rel) if write else None
-        return (
-            denied
-            or self._glob_allow(key, rel)
-            or _deny(f"`{path}` is not {key}able under this policy (paths.{key})", None)
-        )
-
-    def _glob_allow(self, key: str, rel: str) -> Decision | None:
-        for pattern in getattr(self.policy.paths, key):
-            if glob_match(rel, pattern):
-                origin = self.policy.origin(f"paths.{key}", pattern)
-                return Decision(
-                    decision="allow",
-                    rule=f"{origin}: {pattern}",
-                    reason=f"`{rel}` matches paths.{key}",
-                )
-        return None
+        return self.paths.file_tool(path, write=write)
