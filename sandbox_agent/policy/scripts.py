@@ -116,7 +116,10 @@ class _SedScanner:
             raise _ScriptError(f"the sed command `{cmd}` is not understood here")
 
     def _label(self) -> None:
-        while self.i < len(self.s) and self.s[self.i] not in ";\n":
+        """Skip a label: GNU sed ends it at whitespace or ``;`` (``:a w FILE`` writes FILE)."""
+        while self.i < len(self.s) and self.s[self.i] in " \t":
+            self.i += 1
+        while self.i < len(self.s) and not self.s[self.i].isspace() and self.s[self.i] != ";":
             self.i += 1
 
     def _substitute(self, cmd: str) -> None:

@@ -304,6 +304,7 @@ VECTORS = [
     "find . -maxdepth 0 -execdir id \\;",
     "cat <<EOF\n`id`\nEOF",
     "cat <<EOF | cat\nx `id` y\nEOF",
+    "echo x | sed -n ':a e id'",
 ]
 """Code-execution vectors through allowed programs; each must really run ``id`` in bash."""
 
