@@ -74,11 +74,11 @@ class OptionReader(ABC):
             token = args[i]
             hit = spec.options.get(token)
             if hit is not None and hit.effect == "argv":
-                end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), None)
-                if end is None or end == i + 1:
-                    self.f.problems.append(f"`find {token}` is not terminated by `;` or `+`")
+                end = _exec_end(args, i + 1)
+                if end is None:
+                    self.f.problems.append(f"`find {token}` is not terminated by `;` or `{{}} +`")
                     return
-                self.argv(args[i + 1 : end], depth)
+                self._exec(token, args[i + 1 : end], depth)
                 i = end + 1
                 continue
             if hit is not None:
@@ -89,6 +89,26 @@ class OptionReader(ABC):
             if looks_like_path(token) and not token.startswith("-"):
                 self.f.reads.append(token)
             i += 1
+
+    def _exec(self, action: str, argv: list[str], depth: int) -> None:
+        """``find -exec``/``-ok`` run ``argv``; ``-execdir``/``-okdir`` in each match's directory.
+
+        Relative paths of ``-execdir`` commands are relative to directories the policy cannot
+        list, so any file they write (or a relative program) is refused.
+        """
+        written = len(self.f.writes) + len(self.f.trees)
+        self.argv(argv, depth)
+        if not action.endswith("dir"):
+            return
+        if len(self.f.writes) + len(self.f.trees) > written:
+            self.f.problems.append(
+                f"`find {action}` runs its command in each matched file's directory, so the "
+                "files it writes cannot be checked; use `-exec` with paths from the repo root"
+            )
+        elif "/" in argv[0] and not argv[0].startswith("/"):
+            self.f.problems.append(
+                f"`find {action}` would run `{argv[0]}` relative to each matched file's directory"
+            )
 
     def _options(self, prog: str, spec: ProgramSpec, args: list[str], depth: int) -> None:
         positionals: list[str] = []
@@ -205,6 +225,14 @@ class OptionReader(ABC):
             value = arg.partition("=")[2]
             if looks_like_path(value):
                 self.f.reads.append(value)
+
+
+def _exec_end(args: list[str], start: int) -> int | None:
+    """Where ``find -exec``'s command ends: at ``;``, or at a ``+`` right after ``{}``."""
+    for j in range(start + 1, len(args)):
+        if args[j] == ";" or (args[j] == "+" and args[j - 1] == "{}"):
+            return j
+    return None
 
 
 def _at(args: list[str], i: int) -> str | None:

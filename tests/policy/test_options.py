@@ -39,3 +39,45 @@ def test_a_sed_label_ends_at_whitespace(script: str) -> None:
 @pytest.mark.parametrize("script", [":a;s/x/y/;ta", ":top\nN\nbtop", "b end\n:end", "s/a/b/;t"])
 def test_sed_labels_without_commands_are_fine(script: str) -> None:
     assert check_sed(script) == (None, [])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -exec git diff + --output=tests/x \\;",
+        "find . -exec git log + {} --output=tests/x \\;",
+    ],
+)
+def test_find_exec_plus_ends_only_after_braces(engine: RuleEngine, command: str) -> None:
+    """GNU find ends ``-exec`` at ``;`` or at ``{} +``; a lone ``+`` is an argument."""
+    _deny(engine, command, "tests/x")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -name '*.py' -exec grep -l foo {} +",
+        "find src -exec cat {} \\;",
+        "find . -exec echo + {} +",
+    ],
+)
+def test_find_exec_terminators_stay_allowed(engine: RuleEngine, command: str) -> None:
+    _allow(engine, command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -name x -execdir touch conftest.py \\;",
+        "find src -execdir cp {} test_x.py \\;",
+        "find src -execdir sed -i s/a/b/ {} +",
+        "find src -okdir rm {} \\;",
+    ],
+)
+def test_find_execdir_writes_are_denied(engine: RuleEngine, command: str) -> None:
+    """-execdir runs in each matched file's directory: its writes land where no check looked."""
+    _deny(engine, command, "-execdir" if "-okdir" not in command else "-okdir")
+
+
+def test_find_execdir_reading_stays_allowed(engine: RuleEngine) -> None:
+    _allow(engine, "find src -name '*.py' -execdir grep -l foo {} +")
