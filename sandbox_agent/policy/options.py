@@ -128,7 +128,9 @@ class OptionReader(ABC):
             for name, opt, value in effects:
                 patterns_given = patterns_given or opt.effect in ("script", "script_file")
                 in_place = in_place or (opt.effect == "write" and not opt.value)
-                if opt.effect == "script" and spec.script and value is not None:
+                if opt.optional and value is not None and opt.reason:
+                    self.f.problems.append(f"`{prog} {name}` with `{value}` {opt.reason}")
+                elif opt.effect == "script" and spec.script and value is not None:
                     self._script(spec.script, value)
                 elif opt.effect != "write" or opt.value:
                     self._effect(prog, name, opt, value, depth)
@@ -148,7 +150,8 @@ class OptionReader(ABC):
                 return 1, []
             name, opt = hit
             if not opt.value:
-                return 1, [(name, opt, None)]
+                given = opt.optional and "=" in token
+                return 1, [(name, opt, token.partition("=")[2] if given else None)]
             if "=" in token:
                 return 1, [(name, opt, token.partition("=")[2])]
             return 2, [(name, opt, _at(args, i + 1))]
@@ -159,6 +162,8 @@ class OptionReader(ABC):
             if short is None:
                 continue
             if not short.value:
+                if short.optional and token[j + 1 :]:
+                    return 1, [*effects, (name, short, token[j + 1 :])]
                 effects.append((name, short, None))
                 continue
             attached = token[j + 1 :]

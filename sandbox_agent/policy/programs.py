@@ -58,7 +58,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 _GREP_VALUES = _names(
     "-m --max-count -A --after-context -B --before-context -C --context --include "
-    "--exclude --exclude-dir --color --colour --label -d -D --binary-files --devices "
+    "--exclude --exclude-dir --label -d -D --binary-files --devices "
     "--directories --exclude-from"
 )
 _RG_VALUES = _names(
@@ -77,6 +77,9 @@ class Opt:
     value: bool = True
     """Whether the option takes a value (``--opt=value``, ``--opt value`` or ``-Xvalue``)."""
     reason: str = ""
+    optional: bool = False
+    """With ``value=False``: a value may still be attached (``-iSUFFIX``) or follow ``=``
+    (``--color=WHEN``), never as the next word; ``reason`` then says why a value is refused."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +116,11 @@ class WrapperSpec:
     """Options that cannot be analysed, with the reason."""
 
 
-def opts(effect: Effect, *names: str, value: bool = True, reason: str = "") -> dict[str, Opt]:
+def opts(
+    effect: Effect, *names: str, value: bool = True, reason: str = "", optional: bool = False
+) -> dict[str, Opt]:
     """The same ``Opt`` under several spellings."""
-    return dict.fromkeys(names, Opt(effect, value, reason))
+    return dict.fromkeys(names, Opt(effect, value, reason, optional))
 
 
 _FILE_LIST = "reads a list of files the policy cannot check; name the files instead"
@@ -197,6 +202,7 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
                     **opts("script", "-e", "--regexp"),
                     **opts("script_file", "-f", "--file"),
                     **opts("pattern", *_GREP_VALUES),
+                    **opts("none", "--color", "--colour", value=False, optional=True),
                 },
                 pattern_first=True,
             )
@@ -216,7 +222,14 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
             {
                 **opts("script", "-e", "--expression"),
                 **opts("deny", "-f", "--file", reason="reads a sed script that cannot be checked"),
-                **opts("write", "-i", "--in-place", value=False),
+                **opts(
+                    "write",
+                    "-i",
+                    "--in-place",
+                    value=False,
+                    optional=True,
+                    reason="also writes a backup of each file (FILE plus the suffix); use -i alone",
+                ),
             },
             pattern_first=True,
             script="sed",

@@ -81,3 +81,38 @@ def test_find_execdir_writes_are_denied(engine: RuleEngine, command: str) -> Non
 
 def test_find_execdir_reading_stays_allowed(engine: RuleEngine) -> None:
     _allow(engine, "find src -name '*.py' -execdir grep -l foo {} +")
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["grep --color root /etc/shadow", "grep --colour root /etc/shadow", "grep -n --color x /etc/x"],
+)
+def test_grep_color_takes_a_value_only_with_equals(engine: RuleEngine, command: str) -> None:
+    """``grep --color root FILE``: root is the pattern and FILE is read."""
+    _deny(engine, command, "/etc/")
+
+
+@pytest.mark.parametrize(
+    "command", ["grep --color=always -n root src/app.py", "grep --color -n root src/app.py"]
+)
+def test_grep_color_stays_allowed(engine: RuleEngine, command: str) -> None:
+    _allow(engine, command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -i.bak s/a/b/ src/app.py",
+        "sed -i_test.py s/a/b/ src/x",
+        "sed -in s/a/b/ src/app.py",
+        "sed --in-place=.orig s/a/b/ src/app.py",
+    ],
+)
+def test_sed_in_place_with_a_backup_suffix_is_denied(engine: RuleEngine, command: str) -> None:
+    """``sed -iSUFFIX`` also writes FILE+SUFFIX (``-in`` is the suffix ``n``, not ``-n``)."""
+    _deny(engine, command, "backup")
+
+
+def test_sed_in_place_alone_stays_allowed(engine: RuleEngine) -> None:
+    _allow(engine, "sed -i s/a/b/ src/app.py")
+    _allow(engine, "sed -n -i s/a/b/ src/app.py")
