@@ -124,7 +124,7 @@ class OptionReader(ABC):
                 positionals.append(token)
                 i += 1
                 continue
-            consumed, effects = self._option_token(spec, args, i)
+            consumed, effects = self._option_token(prog, spec, args, i)
             for name, opt, value in effects:
                 patterns_given = patterns_given or opt.effect in ("script", "script_file")
                 in_place = in_place or (opt.effect == "write" and not opt.value)
@@ -138,28 +138,20 @@ class OptionReader(ABC):
         self._positionals(spec, positionals, patterns_given, in_place)
 
     def _option_token(
-        self, spec: ProgramSpec, args: list[str], i: int
+        self, prog: str, spec: ProgramSpec, args: list[str], i: int
     ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
         """Effects of the option word at ``args[i]`` and how many words it consumed."""
         token = args[i]
-        long = token.startswith("--") or spec.single_dash_long or token in spec.options
-        if long:
-            hit = find_option(spec.options, token)
-            if hit is None:
-                self._path_arg(token.partition("=")[2])
-                return 1, []
-            name, opt = hit
-            if not opt.value:
-                given = opt.optional and "=" in token
-                return 1, [(name, opt, token.partition("=")[2] if given else None)]
-            if "=" in token:
-                return 1, [(name, opt, token.partition("=")[2])]
-            return 2, [(name, opt, _at(args, i + 1))]
+        if token.startswith("--") or spec.single_dash_long or token in spec.options:
+            return self._long_option(prog, spec, args, i)
         effects: list[tuple[str, Opt, str | None]] = []
         for j in range(1, len(token)):
             name = "-" + token[j]
             short = spec.options.get(name)
             if short is None:
+                if spec.strict:
+                    self._unknown(prog, spec, name)
+                    return 1, effects
                 continue
             if not short.value:
                 if short.optional and token[j + 1 :]:
@@ -176,6 +168,31 @@ class OptionReader(ABC):
         if cut > 0:
             self._path_arg(token[cut:])
         return 1, []
+
+    def _long_option(
+        self, prog: str, spec: ProgramSpec, args: list[str], i: int
+    ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
+        token = args[i]
+        hit = find_option(spec.options, token)
+        if hit is None:
+            self._unknown(prog, spec, token.partition("=")[0])
+            self._path_arg(token.partition("=")[2])
+            return 1, []
+        name, opt = hit
+        if not opt.value:
+            given = opt.optional and "=" in token
+            return 1, [(name, opt, token.partition("=")[2] if given else None)]
+        if "=" in token:
+            return 1, [(name, opt, token.partition("=")[2])]
+        return 2, [(name, opt, _at(args, i + 1))]
+
+    def _unknown(self, prog: str, spec: ProgramSpec, name: str) -> None:
+        """An option a strict spec does not list: refused, since its value is unknown."""
+        if spec.strict:
+            self.f.problems.append(
+                f"`{prog} {name}` is not an option the policy knows, so it cannot tell what "
+                "the option does or which word is its value; leave it out"
+            )
 
     def _positionals(
         self, spec: ProgramSpec, positionals: list[str], patterns_given: bool, in_place: bool

@@ -116,3 +116,57 @@ def test_sed_in_place_with_a_backup_suffix_is_denied(engine: RuleEngine, command
 def test_sed_in_place_alone_stays_allowed(engine: RuleEngine) -> None:
     _allow(engine, "sed -i s/a/b/ src/app.py")
     _allow(engine, "sed -n -i s/a/b/ src/app.py")
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("sed -l 1 'w tests/x' src/app.py", "sed `w`"),
+        ("sed -n -l 1 'w tests/x' src/app.py", "sed `w`"),
+        ("uniq -f 1 src/app.py tests/test_app.py", "protected"),
+        ("uniq -s 2 -w 3 src/app.py tests/test_app.py", "protected"),
+        ("cp src/app.py tests/test_app.py -S x", "backup"),
+        ("cp -s tests/test_app.py src/link.py", "links"),
+        ("cp --t=tests src/app.py", "protected"),
+        ("sort --o=tests/x data.txt", "protected"),
+        ("sed --e='w tests/x' src/app.py", "sed `w`"),
+        ("sed --ex='w tests/x' src/app.py", "sed `w`"),
+        ("awk -W exec src/x.awk", "-W"),
+        ("sed --frobnicate s/a/b/ src/app.py", "`sed --frobnicate`"),
+        ("cp -Q src/app.py src/b.py", "`cp -Q`"),
+        ("sed --s s/a/b/ src/app.py", "ambiguous"),
+        ("mv --backup src/app.py src/b.py", "backup"),
+        ("sed --follow-symlinks -i s/a/b/ src/app.py", "symlinks"),
+    ],
+)
+def test_options_of_writing_programs_are_allowlisted(
+    engine: RuleEngine, command: str, why: str
+) -> None:
+    """Each option is known with its arity; unknown or ambiguous ones are refused by name."""
+    _deny(engine, command, why)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -n 1,5p src/app.py",
+        "sed --quiet 1p src/app.py",
+        "sed --qu 1p src/app.py",
+        "sed -E -e s/a/b/ src/app.py",
+        "cp -r src build",
+        "cp -a src/app.py build/",
+        "mv -f src/a.py src/b.py",
+        "mkdir -p build/x",
+        "mkdir -m 755 build",
+        "touch -c src/app.py",
+        "tee -a out.txt",
+        "rm -f build/x",
+        "sort -u -k2 data.txt",
+        "sort -rn -t, -k 2 data.csv",
+        "uniq -c data.txt",
+        "awk -F, '{print $1}' data.csv",
+        "awk -v n=3 'NR > n' data.txt",
+    ],
+)
+def test_known_options_stay_allowed(engine: RuleEngine, command: str) -> None:
+    _allow(engine, command)
