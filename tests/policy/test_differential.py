@@ -42,8 +42,6 @@ LOGGED = [
     "egrep",
     "fgrep",
     "rg",
-    "sort",
-    "uniq",
     "cut",
     "tr",
     "diff",
@@ -65,12 +63,6 @@ LOGGED = [
     "sleep",
     "seq",
     "jq",
-    "mkdir",
-    "touch",
-    "cp",
-    "mv",
-    "rm",
-    "tee",
     "pytest",
     "python",
     "python3",
@@ -96,6 +88,7 @@ LOGGED = [
     "stdbuf",
 ]
 PASSTHROUGH = ["bash", "sh", "timeout", "nice", "env", "find", "xargs", "git", "sed", "awk", "tar"]
+PASSTHROUGH += ["mkdir", "touch", "cp", "mv", "rm", "tee", "sort", "uniq"]
 SOUP = [
     "git",
     "status",
@@ -162,15 +155,22 @@ SOUP = [
 SOUP += ["<<EOF", "\nhi\nEOF\n", "<<'EOF'", "> out.txt", "2>/dev/null", "\n", "<<-EOF", "\n\tEOF\n"]
 SOUP += [">", ">>", "/etc/w", "../v", "~/u", "/tmp/t", "/proc/self/root/etc/s", "tee", "-a", "cd"]
 SOUP += ["==", "=~", "\n", "&>", "<<<", "'a b'", "$?"]
+SOUP += ["sed", "-i", "-l", "1", "'w tests/w'", "--e='w tests/e'", "uniq", "-f", "cp", "-S"]
+SOUP += ["tests/test_app.py", "sort", "--o=tests/o", "find", ".", "-exec", "git", "diff", "+"]
+SOUP += ["--output=tests/g", "{}", "\\;", "-execdir", "touch", "conftest.py", "--t=tests", "mv"]
+SOUP += ["$'tests/test_app.py\\0'", "{tests/test_app.py,}", "{s..u}ests/x", "'test'\\s/x", "tee"]
+SOUP += ["grep", "--color", "-in", "a.txt", ":a w tests/l", "$!", "-d/", "<(cat a.txt)"]
 
 SETUP = r"""
 set -e
 mkdir -p /stubs /out /workspace/src /workspace/tests
+chown root /workspace  # the harness runs as root; git refuses a repository owned by another user
 cd /workspace
 printf 'def main():\n    return 1\n' > src/app.py
 cp src/app.py src/old.py
 printf 'a\nb\n' > a.txt; cp a.txt b.txt; cp a.txt data.txt; printf 'x,y\n' > data.csv
 printf '{"name": "x"}\n' > package.json; printf 'hi\n' > README.md
+mkdir -p .github; printf 'def test_a():\n    pass\n' > tests/test_app.py; echo ci > .github/ci.yml
 git init -q . && git add -A && git -c user.email=a@b -c user.name=a commit -qm base
 for name in $LOGGED; do
   printf '#!/bin/bash\necho "${0##*/}" >> "$LOG"\n' > /stubs/$name
@@ -256,6 +256,18 @@ def test_allowed_commands_change_nothing_outside_the_workspace(
     )
     changed = _text(container.exec_run(["bash", "-c", find]).output).split()
     assert changed == ["/var/tmp", "/var/tmp/control"], f"only the control may write: {changed}"
+
+
+def test_allowed_commands_change_no_protected_file(
+    container: Container, ran: list[set[str]]
+) -> None:
+    """After every allowed command ran for real, the protected files are as committed."""
+    status = container.exec_run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", "tests", ".github"],
+        workdir="/workspace",
+    )
+    assert status.exit_code == 0, _text(status.output)
+    assert _text(status.output) == "", "protected files changed by allowed commands"
 
 
 CONTROLS = {
