@@ -138,8 +138,10 @@ class _Collector(OptionReader):
             self._find(args, depth)
         else:
             self.f.invocations.append((prog, *args))
-            if prog in PYTHONS and len(args) > 1 and args[0] == "-m" and args[1] in PROGRAMS:
+            if prog in PYTHONS and len(args) > 1 and args[0] == "-m":
                 prog, args = args[1], args[2:]
+            if args and f"{prog} {args[0]}" in PROGRAMS:  # a subcommand: `ruff check`
+                prog, args = f"{prog} {args[0]}", args[1:]
             self._options(prog, PROGRAMS.get(prog, ProgramSpec()), args, depth)
 
     def _wrapper(self, prog: str, spec: WrapperSpec, args: list[str], depth: int) -> None:

@@ -113,7 +113,8 @@ class OptionReader(ABC):
     def _options(self, prog: str, spec: ProgramSpec, args: list[str], depth: int) -> None:
         positionals: list[str] = []
         patterns_given = False
-        in_place = False
+        rewrites: set[str] = set()
+        """``in_place``/``fix`` effects seen: the operands are written, files or trees."""
         i = 0
         while i < len(args):
             token = args[i]
@@ -127,15 +128,18 @@ class OptionReader(ABC):
             consumed, effects = self._option_token(prog, spec, args, i)
             for name, opt, value in effects:
                 patterns_given = patterns_given or opt.effect in ("script", "script_file")
-                in_place = in_place or (opt.effect == "write" and not opt.value)
+                rewrites.update([opt.effect] if opt.effect in ("in_place", "fix") else [])
                 if opt.optional and value is not None and opt.reason:
                     self.f.problems.append(f"`{prog} {name}` with `{value}` {opt.reason}")
                 elif opt.effect == "script" and spec.script and value is not None:
                     self._script(spec.script, value)
-                elif opt.effect != "write" or opt.value:
+                else:
                     self._effect(prog, name, opt, value, depth)
             i += consumed
-        self._positionals(spec, positionals, patterns_given, in_place)
+        if "fix" in rewrites:
+            self.f.trees.extend(positionals or ["."])
+            positionals = []
+        self._positionals(spec, positionals, patterns_given, "in_place" in rewrites)
 
     def _option_token(
         self, prog: str, spec: ProgramSpec, args: list[str], i: int
@@ -224,12 +228,30 @@ class OptionReader(ABC):
             self.analysis(parse_depth_analyze(value or "", depth + 1), depth + 1)
         elif opt.effect == "program":
             self.argv([value or ""], depth)
-        elif opt.effect == "write":
+        elif opt.effect == "ini":
+            self._ini(prog, name, value or "")
+        elif opt.effect == "write" and (opt.value or value is not None):
             self.f.writes.append(value or "")
         elif opt.effect == "write_tree":
             self.f.trees.append(value or "")
         elif opt.effect in ("read", "script_file"):
             self.f.reads.append(value or "")
+
+    def _ini(self, prog: str, name: str, setting: str) -> None:
+        """``pytest -o KEY=VALUE``: settings that write files, or add options, are seen."""
+        key, _, value = setting.partition("=")
+        key = key.strip()
+        if key == "cache_dir":
+            self.f.trees.append(value)
+        elif key in ("log_file", "junit_xml", "debug_file"):
+            self.f.writes.append(value)
+        elif key == "addopts" and value.strip():
+            self.f.problems.append(
+                f"`{prog} {name} addopts=...` adds options the policy cannot check; pass them "
+                "directly"
+            )
+        else:
+            self._path_arg(value)
 
     def _script(self, language: str, script: str) -> None:
         if language == "sed":

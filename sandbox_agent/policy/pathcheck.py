@@ -178,7 +178,7 @@ class PathChecker:
             if glob_may_match_below(rel, pattern):
                 origin = self.policy.origin("paths.protect", pattern)
                 return deny(
-                    f"the command deletes the directory `{raw}` with everything in it, and "
+                    f"the command deletes or writes anywhere in the directory `{raw}`, and "
                     f"protected files (`{pattern}`) may be there; use a directory under /tmp",
                     f"{origin}: {pattern}",
                 )

@@ -112,6 +112,37 @@ _FIND_PATTERNS = names(
     "-name -iname -path -ipath -regex -iregex -wholename -iwholename -lname -ilname -printf"
 )
 
+_RUFF = ProgramSpec(
+    {
+        **opts("fix", "--fix", "--fix-only", "--add-noqa", "--unsafe-fixes", value=False),
+        **opts("none", "--no-fix", "--diff", "--check", "--no-cache", value=False),
+        **opts("write", "-o", "--output-file"),
+        **opts("write_tree", "--cache-dir"),
+        **opts("deny", "--config", reason="sets any setting (cache, fixes, plugins paths)"),
+        **opts("deny", "--watch", "-w", value=False, reason="keeps running"),
+    }
+)
+"""``ruff check``/``ruff format``: fixes rewrite their operands (``format`` without ``--diff``
+is refused by the rules of the presets)."""
+_MYPY = ProgramSpec(
+    {
+        **opts("deny", "--install-types", value=False, reason="installs packages with pip"),
+        **opts("program", "--python-executable"),
+        **opts("write_tree", "--cache-dir", "--html-report", "--xml-report", "--txt-report"),
+        **opts("write_tree", "--linecount-report", "--linecoverage-report", "--any-exprs-report"),
+        **opts("write_tree", "--lineprecision-report", "--cobertura-xml-report"),
+        **opts("write", "--junit-xml"),
+        **opts("read", "--config-file"),
+    }
+)
+_PIP = ProgramSpec(
+    {
+        **opts("write", "--log", "--log-file", "--report"),
+        **opts("write_tree", "--cache-dir", "-t", "--target", "--prefix", "--root", "--src"),
+        **opts("read", "-r", "--requirement", "-c", "--constraint"),
+    }
+)
+
 PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
         **WRITERS,
@@ -205,6 +236,9 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "false": ProgramSpec(no_paths=True),
         "sleep": ProgramSpec(no_paths=True),
         "seq": ProgramSpec(no_paths=True),
+        **{f"ruff {sub}": _RUFF for sub in ("check", "format")},
+        "mypy": _MYPY,
+        "pip": _PIP,
         "pytest": ProgramSpec(
             {
                 **opts(
@@ -215,7 +249,9 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
                     "--log-file",
                     "--report-log",
                 ),
-                **opts("write_tree", "--basetemp"),
+                **opts("write_tree", "--basetemp", "--rootdir"),
+                **opts("ini", "-o", "--override-ini"),
+                **opts("write", "--debug", value=False, optional=True),
                 **opts(
                     "deny",
                     "--pastebin",

@@ -37,14 +37,19 @@ Effect = Literal[
     "pattern",
     "script",
     "script_file",
+    "in_place",
+    "fix",
+    "ini",
     "none",
 ]
 """What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
 -exec ... ;``); a file written; a directory deleted and recreated with everything under it
 (``pytest --basetemp``); a file read; an option never allowed; a pattern (not a path); the
 program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
-file holding that pattern (``grep -f``: read, and every positional is a file); no effect (an
-option listed so that it is not taken for an abbreviation of another)."""
+file holding that pattern (``grep -f``: read, and every positional is a file); every operand
+is rewritten in place (``sed -i``); every operand is a directory tree rewritten, the current
+one without operands (``ruff check --fix``); a ``KEY=VALUE`` setting (``pytest -o``); no
+effect (an option listed so that it is not taken for an abbreviation of another)."""
 
 
 def names(text: str) -> tuple[str, ...]:

@@ -75,7 +75,7 @@ _SED = strict_options(
     opts("deny", "-f", "--file", reason="reads a sed script that cannot be checked"),
     opts("deny", "--follow-symlinks", reason="writes through symlinks to files not named"),
     opts(
-        "write",
+        "in_place",
         "-i",
         "--in-place",
         reason="also writes a backup of each file (FILE plus the suffix); use -i alone",
