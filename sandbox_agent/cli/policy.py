@@ -17,7 +17,7 @@ import typer
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.cli.review import candidate_policy, policy_replay, policy_suggest
-from sandbox_agent.errors import PolicyFileError
+from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import (
     LoadedPolicy,
     default_user_config_dir,
@@ -26,6 +26,7 @@ from sandbox_agent.policy.config import (
     policy_json_schema,
 )
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.sandbox.workspace import inspect_repo
 from sandbox_agent.settings import Merge, field_rules
 from sandbox_agent.text import visible
 
@@ -51,13 +52,12 @@ _Trust = Annotated[
 
 
 def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
-    if not repo.is_dir():
-        raise fail(f"--repo {repo}: not a directory; pass the repository's root")
     try:
+        repo = inspect_repo(repo).root  # the root fix would use (a subdirectory's git root)
         loaded = load_policy(
             repo, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
         )
-    except PolicyFileError as e:
+    except UserError as e:
         raise fail(e) from None
     for warning in loaded.warnings:
         warn(warning)
@@ -83,7 +83,9 @@ def check(
     """Decide on one shell command: allow, deny or ask, with the rule and the reason."""
     loaded = _load(repo, policy, trust_repo_policy)
     text = command[0] if len(command) == 1 else shlex.join(command)
-    decision = RuleEngine(loaded.policy).check_command(text)
+    # The engine the runner builds: it sees the files, so symlinks out of the repo count.
+    root = inspect_repo(repo).root
+    decision = RuleEngine(loaded.policy, host_workspace=root).check_command(text)
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))
         return

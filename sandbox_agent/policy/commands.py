@@ -8,24 +8,19 @@ judged statically. No policy is consulted here; ``engine`` applies the rules to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from sandbox_agent.policy.git import GIT_GLOBAL, GIT_SUBCOMMANDS
-from sandbox_agent.policy.paths import expand_braces, looks_like_path
+from sandbox_agent.policy.analysis import CommandFacts, ShellAnalysis, SimpleCommand
+from sandbox_agent.policy.options import OptionReader
 from sandbox_agent.policy.programs import (
     FOREIGN_SHELLS,
     PROGRAMS,
     PYTHONS,
     SHELLS,
     WRAPPERS,
-    Opt,
     ProgramSpec,
     WrapperSpec,
-    find_option,
 )
 from sandbox_agent.policy.rules import program_name
-from sandbox_agent.policy.scripts import check_awk, check_sed
-from sandbox_agent.policy.shell import ShellAnalysis, SimpleCommand, analyze, parse_depth_analyze
+from sandbox_agent.policy.shell import analyze, parse_depth_analyze
 
 __all__ = ["CommandFacts", "collect_facts"]
 
@@ -48,24 +43,6 @@ _NEVER = {
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 
 
-@dataclass
-class CommandFacts:
-    """What a command would do, as far as static analysis can tell."""
-
-    invocations: list[tuple[str, ...]] = field(default_factory=list)
-    """Every argv that would run, program name normalised (``/usr/bin/git`` -> ``git``)."""
-    reads: list[str] = field(default_factory=list)
-    """Path arguments (absolute, ``~``, ``..``, globs) and redirection sources, as written."""
-    writes: list[str] = field(default_factory=list)
-    """Files written: output redirections, write options, positional targets of cp, tee, ..."""
-    env: list[str] = field(default_factory=list)
-    """Environment variables set (``VAR=value cmd``, ``env VAR=value``, ``export``)."""
-    cds: list[str] = field(default_factory=list)
-    """``cd`` targets, in order."""
-    problems: list[str] = field(default_factory=list)
-    """Reasons the command cannot be judged; any one is a deny."""
-
-
 def collect_facts(command: str, workspace: str = "/workspace") -> CommandFacts:
     """Analyse ``command`` completely; never raises."""
     facts = CommandFacts()
@@ -73,11 +50,7 @@ def collect_facts(command: str, workspace: str = "/workspace") -> CommandFacts:
     return facts
 
 
-class _Collector:
-    def __init__(self, facts: CommandFacts, workspace: str) -> None:
-        self.f = facts
-        self.workspace = workspace
-
+class _Collector(OptionReader):
     def analysis(self, result: ShellAnalysis, depth: int) -> None:
         self.f.problems.extend(result.problems)
         for redirect in result.redirects:
@@ -123,14 +96,15 @@ class _Collector:
                     "check it; write the value out literally"
                 )
                 return
-            if word.glob and word.text[:1] in ("*", "?", "[") and not options_end:
-                self.f.problems.append(
-                    f"the glob `{word.source}` could expand to a file name starting with `-` "
-                    f"that is read as an option; write `./{word.source}` instead"
-                )
-                return
-            options_end = options_end or word.text == "--"
-            argv.extend(expand_braces(word.text) if word.glob else [word.text])
+            for text in word.fields if word.fields is not None else (word.text,):
+                if word.glob and text[:1] in ("*", "?", "[") and not options_end:
+                    self.f.problems.append(
+                        f"the glob `{word.source}` could expand to a file name starting with "
+                        f"`-` that is read as an option; write `./{word.source}` instead"
+                    )
+                    return
+                options_end = options_end or text == "--"
+                argv.append(text)
         self.argv(argv, depth)
 
     def argv(self, argv: list[str], depth: int, dynamic_tail: bool = False) -> None:
@@ -164,8 +138,10 @@ class _Collector:
             self._find(args, depth)
         else:
             self.f.invocations.append((prog, *args))
-            if prog in PYTHONS and len(args) > 1 and args[0] == "-m" and args[1] in PROGRAMS:
+            if prog in PYTHONS and len(args) > 1 and args[0] == "-m":
                 prog, args = args[1], args[2:]
+            if args and f"{prog} {args[0]}" in PROGRAMS:  # a subcommand: `ruff check`
+                prog, args = f"{prog} {args[0]}", args[1:]
             self._options(prog, PROGRAMS.get(prog, ProgramSpec()), args, depth)
 
     def _wrapper(self, prog: str, spec: WrapperSpec, args: list[str], depth: int) -> None:
@@ -224,6 +200,9 @@ class _Collector:
                 if "s" in token[1:] and not token.startswith("--"):
                     break
                 continue
+            if token.startswith("/dev/fd/"):
+                self.f.problems.append(f"`{prog}` would run commands read from a pipe")
+                return
             self._path_arg(token)
             return
         self.f.problems.append(
@@ -238,173 +217,6 @@ class _Collector:
         self.f.cds.append("~" if target == "-" else target)
         self.f.reads.append("~" if target == "-" else target)
 
-    def _git(self, args: list[str], depth: int) -> None:
-        i = 0
-        while i < len(args) and args[i].startswith("-"):
-            token = args[i]
-            hit = find_option(GIT_GLOBAL, token)
-            if hit is None:
-                self.f.problems.append(f"the git option `{token}` is not known to be safe")
-                self.f.invocations.append(("git", *args))
-                return
-            name, opt = hit
-            value: str | None = None
-            if opt.value:
-                value = token.partition("=")[2] if "=" in token else _at(args, i + 1)
-                i += 0 if "=" in token else 1
-            self._effect("git", name, opt, value, depth)
-            i += 1
-        rest = args[i:]
-        self.f.invocations.append(("git", *rest))
-        if rest:
-            spec = GIT_SUBCOMMANDS.get(rest[0], ProgramSpec())
-            self._options("git " + rest[0], spec, rest[1:], depth)
-
-    def _find(self, args: list[str], depth: int) -> None:
-        self.f.invocations.append(("find", *args))
-        spec = PROGRAMS["find"]
-        i = 0
-        while i < len(args) and args[i] in ("-H", "-L", "-P"):
-            i += 1
-        roots = 0
-        while i < len(args) and not args[i].startswith(("-", "(", "!", ")", ",")):
-            self.f.reads.append(args[i])
-            roots += 1
-            i += 1
-        while i < len(args):
-            token = args[i]
-            hit = spec.options.get(token)
-            if hit is not None and hit.effect == "argv":
-                end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), None)
-                if end is None or end == i + 1:
-                    self.f.problems.append(f"`find {token}` is not terminated by `;` or `+`")
-                    return
-                self.argv(args[i + 1 : end], depth)
-                i = end + 1
-                continue
-            if hit is not None:
-                value = _at(args, i + 1) if hit.value else None
-                self._effect("find", token, hit, value, depth)
-                i += 2 if hit.value else 1
-                continue
-            if looks_like_path(token) and not token.startswith("-"):
-                self.f.reads.append(token)
-            i += 1
-
-    def _options(self, prog: str, spec: ProgramSpec, args: list[str], depth: int) -> None:
-        positionals: list[str] = []
-        patterns_given = False
-        in_place = False
-        i = 0
-        while i < len(args):
-            token = args[i]
-            if token == "--":
-                positionals.extend(args[i + 1 :])
-                break
-            if not token.startswith("-") or token == "-":
-                positionals.append(token)
-                i += 1
-                continue
-            consumed, effects = self._option_token(spec, args, i)
-            for name, opt, value in effects:
-                patterns_given = patterns_given or opt.effect in ("script", "script_file")
-                in_place = in_place or (opt.effect == "write" and not opt.value)
-                if opt.effect == "script" and spec.script and value is not None:
-                    self._script(spec.script, value)
-                elif opt.effect != "write" or opt.value:
-                    self._effect(prog, name, opt, value, depth)
-            i += consumed
-        self._positionals(spec, positionals, patterns_given, in_place)
-
-    def _option_token(
-        self, spec: ProgramSpec, args: list[str], i: int
-    ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
-        """Effects of the option word at ``args[i]`` and how many words it consumed."""
-        token = args[i]
-        long = token.startswith("--") or spec.single_dash_long or token in spec.options
-        if long:
-            hit = find_option(spec.options, token)
-            if hit is None:
-                self._path_arg(token.partition("=")[2])
-                return 1, []
-            name, opt = hit
-            if not opt.value:
-                return 1, [(name, opt, None)]
-            if "=" in token:
-                return 1, [(name, opt, token.partition("=")[2])]
-            return 2, [(name, opt, _at(args, i + 1))]
-        effects: list[tuple[str, Opt, str | None]] = []
-        for j in range(1, len(token)):
-            name = "-" + token[j]
-            short = spec.options.get(name)
-            if short is None:
-                continue
-            if not short.value:
-                effects.append((name, short, None))
-                continue
-            attached = token[j + 1 :]
-            if attached:
-                return 1, [*effects, (name, short, attached)]
-            return 2, [*effects, (name, short, _at(args, i + 1))]
-        if effects:
-            return 1, effects
-        cut = min((token.find(c) for c in "/~" if c in token), default=-1)
-        if cut > 0:
-            self._path_arg(token[cut:])
-        return 1, []
-
-    def _positionals(
-        self, spec: ProgramSpec, positionals: list[str], patterns_given: bool, in_place: bool
-    ) -> None:
-        if spec.no_paths:
-            return
-        if spec.pattern_first and not patterns_given and positionals:
-            if spec.script:
-                self._script(spec.script, positionals[0])
-            positionals = positionals[1:]
-        writes: list[str] = []
-        if in_place or spec.writes == "all":
-            writes = positionals
-        elif spec.writes == "last" and len(positionals) > 1:
-            writes = positionals[-1:]
-        elif spec.writes == "second" and len(positionals) > 1:
-            writes = positionals[1:2]
-        self.f.writes.extend(writes)
-        for arg in positionals:
-            if arg not in writes:
-                self._path_arg(arg)
-
-    def _effect(self, prog: str, name: str, opt: Opt, value: str | None, depth: int) -> None:
-        if opt.effect == "deny":
-            self.f.problems.append(f"`{prog} {name}` {opt.reason or 'is not allowed'}")
-        elif opt.value and value is None:
-            self.f.problems.append(f"`{prog} {name}` is missing its value")
-        elif opt.effect == "shell":
-            self.analysis(parse_depth_analyze(value or "", depth + 1), depth + 1)
-        elif opt.effect == "program":
-            self.argv([value or ""], depth)
-        elif opt.effect == "write":
-            self.f.writes.append(value or "")
-        elif opt.effect in ("read", "script_file"):
-            self.f.reads.append(value or "")
-
-    def _script(self, language: str, script: str) -> None:
-        if language == "sed":
-            problem, reads = check_sed(script)
-            self.f.reads.extend(reads)
-        else:
-            problem = check_awk(script)
-        if problem:
-            self.f.problems.append(problem)
-
-    def _path_arg(self, arg: str) -> None:
-        if looks_like_path(arg):
-            self.f.reads.append(arg)
-        elif "=" in arg:
-            value = arg.partition("=")[2]
-            if looks_like_path(value):
-                self.f.reads.append(value)
-
 
 def _wrapper_denial(spec: WrapperSpec, name: str) -> str | None:
     """The reason a wrapper option is refused: exact, ``-Svalue``, or a ``--long`` prefix."""
@@ -415,7 +227,3 @@ def _wrapper_denial(spec: WrapperSpec, name: str) -> str | None:
     if name.startswith("--") and len(name) > 3:
         return next((why for key, why in spec.deny.items() if key.startswith(name)), None)
     return None
-
-
-def _at(args: list[str], i: int) -> str | None:
-    return args[i] if i < len(args) else None

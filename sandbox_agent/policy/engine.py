@@ -14,23 +14,15 @@ from typing import Any
 
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.commands import CommandFacts, collect_facts
-from sandbox_agent.policy.paths import (
-    expand_braces,
-    glob_match,
-    inside,
-    relative_to,
-    resolve,
-    resolve_on_host,
-)
+from sandbox_agent.policy.pathcheck import STATIC, PathChecker
+from sandbox_agent.policy.pathcheck import deny as _deny
 from sandbox_agent.policy.rules import Rule, parse_rule
 from sandbox_agent.settings import Policy
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]
 
-_BOUNDARY = "built-in: workspace boundary"
-_STATIC = "built-in: static analysis"
-_MAX_CWDS = 16
+_ENGINE_ERROR = "built-in: engine error"
 _UNTRUSTED = "(untrusted)"
 
 
@@ -42,10 +34,6 @@ def allowed_programs(policy: Policy) -> list[str]:
     names = {parse_rule(text).program for text in policy.commands.allow} - {"*"}
     first = [name for name in _FIRST if name in names]
     return first + sorted(names - set(first))
-
-
-def _deny(reason: str, rule: str | None = None) -> Decision:
-    return Decision(decision="deny", rule=rule, reason=reason)
 
 
 def _show(argv: Iterable[str], limit: int = 60) -> str:
@@ -77,6 +65,7 @@ class RuleEngine:
         self.workspace = workspace.rstrip("/") or "/"
         self.home = home
         self.host_workspace = host_workspace
+        self.paths = PathChecker(policy, self.workspace, home, host_workspace)
         cmds = policy.commands
         self._deny_rules = self._rules("commands.deny", cmds.deny)
         self._ask_rules = self._rules("commands.ask", cmds.ask)
@@ -100,16 +89,25 @@ class RuleEngine:
 
     def is_protected(self, path: str) -> bool:
         """Whether a repo-relative path is protected."""
-        return self._protecting(path.lstrip("./") if path.startswith("./") else path) is not None
-
-    def _protecting(self, rel: str) -> str | None:
-        for pattern in self.policy.paths.protect:
-            if glob_match(rel, pattern):
-                return pattern
-        return None
+        return (
+            self.paths.protecting(path.lstrip("./") if path.startswith("./") else path) is not None
+        )
 
     def decide(self, call: ToolCall) -> Decision:
-        """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``)."""
+        """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``).
+
+        Never raises: an input the analysis itself fails on is denied (the fuzz test makes
+        sure no input reaches that backstop).
+        """
+        try:
+            return self._decide(call)
+        except (RecursionError, ValueError, OSError, UnicodeError) as e:
+            return _deny(
+                f"the policy engine could not analyse this call ({type(e).__name__}); simplify it",
+                _ENGINE_ERROR,
+            )
+
+    def _decide(self, call: ToolCall) -> Decision:
         args = call.arguments
         if call.tool_name == "bash":
             return self._bash(args)
@@ -136,7 +134,7 @@ class RuleEngine:
     def check_command(self, command: str) -> Decision:
         """Decide on a shell command string (what ``policy check`` prints)."""
         if not command.strip():
-            return _deny("the command is empty; give a command to run", _STATIC)
+            return _deny("the command is empty; give a command to run", STATIC)
         facts = collect_facts(command, self.workspace)
         return (
             self._deny_rule_hit(facts)
@@ -144,17 +142,16 @@ class RuleEngine:
             or self._problem(facts)
             or self._program_check(facts, unknown_only=False)
             or self._env_check(facts)
-            or self._path_check(facts)
-            or self._symlink_check(facts)
+            or self.paths.check(facts)
             or self._ask_or_allow(facts)
         )
 
     def _problem(self, facts: CommandFacts) -> Decision | None:
         if facts.problems:
             first = facts.problems[0]
-            return _deny(first[0].upper() + first[1:] + ".", _STATIC)
+            return _deny(first[0].upper() + first[1:] + ".", STATIC)
         if not facts.invocations and not facts.env:
-            return _deny("the command runs nothing; give a command to run", _STATIC)
+            return _deny("the command runs nothing; give a command to run", STATIC)
         return None
 
     def _deny_rule_hit(self, facts: CommandFacts) -> Decision | None:
@@ -209,101 +206,6 @@ class RuleEngine:
                 return f"{origin}: {rule.text}"
         return None
 
-    def _cwds(self, facts: CommandFacts) -> list[str]:
-        cwds = [self.workspace]
-        targets = [word for raw in facts.cds for word in expand_braces(raw)]
-        for target in targets:
-            for cwd in list(cwds):
-                new = resolve(target, cwd, self.home)
-                if new is not None and inside(new, self.workspace) and new not in cwds:
-                    cwds.append(new)
-            if len(cwds) > _MAX_CWDS:
-                break
-        return cwds[:_MAX_CWDS]
-
-    def _path_check(self, facts: CommandFacts) -> Decision | None:
-        cwds = self._cwds(facts)
-        for raw in facts.reads:
-            for word in expand_braces(raw):
-                for cwd in cwds:
-                    denied = self._outside(raw, resolve(word, cwd, self.home))
-                    if denied:
-                        return denied
-        for raw in facts.writes:
-            if "{}" in raw:
-                return _deny(
-                    "the command would change files not named in advance (`{}`); "
-                    "name the files explicitly",
-                    _STATIC,
-                )
-            if any(ch in raw for ch in "*?[") or expand_braces(raw) != [raw]:
-                return _deny(
-                    f"the write target `{raw}` is a glob, which may match protected files; "
-                    "name the files explicitly",
-                    _STATIC,
-                )
-            for cwd in cwds:
-                denied = self._write_target(raw, resolve(raw, cwd, self.home))
-                if denied:
-                    return denied
-        return None
-
-    def _symlink_check(self, facts: CommandFacts) -> Decision | None:
-        """With the host copy at hand, refuse any argument that is a symlink leading outside."""
-        if self.host_workspace is None:
-            return None
-        words = {a for argv in facts.invocations for a in argv[1:] if not a.startswith("-")}
-        words.update(facts.reads, facts.writes)
-        for word in sorted(words):
-            for cwd in self._cwds(facts):
-                resolved = resolve(word, cwd, self.home)
-                if resolved is None or not inside(resolved, self.workspace):
-                    continue
-                rel = relative_to(resolved, self.workspace)
-                if resolve_on_host(self.host_workspace, rel) is None:
-                    return _deny(
-                        f"`{word}` is a symlink that leads outside the repository", _BOUNDARY
-                    )
-        return None
-
-    def _outside(self, raw: str, resolved: str | None) -> Decision | None:
-        if resolved is not None and inside(resolved, self.workspace):
-            return None
-        if resolved is not None:
-            for pattern in self.policy.paths.allow_outside:
-                if resolved == pattern or glob_match(resolved.lstrip("/"), pattern.lstrip("/")):
-                    return None
-        where = f"`{resolved}`" if resolved else "a place the policy cannot know"
-        return _deny(
-            f"`{raw}` resolves to {where}, outside the workspace {self.workspace}; "
-            "use paths inside the repository",
-            _BOUNDARY,
-        )
-
-    def _write_target(self, raw: str, resolved: str | None) -> Decision | None:
-        outside = self._outside(raw, resolved)
-        if outside is not None or resolved is None or not inside(resolved, self.workspace):
-            return outside
-        rel = relative_to(resolved, self.workspace)
-        if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
-            return _deny(f"`{raw}` is a symlink that leads outside the repository", _BOUNDARY)
-        return self._writable(raw, rel)
-
-    def _writable(self, raw: str, rel: str) -> Decision | None:
-        pattern = self._protecting(rel)
-        if pattern is not None:
-            origin = self.policy.origin("paths.protect", pattern)
-            return _deny(
-                f"`{raw}` is protected (`{pattern}`) and cannot be changed; change other files",
-                f"{origin}: {pattern}",
-            )
-        if not any(glob_match(rel, p) for p in self.policy.paths.write):
-            return _deny(
-                f"`{raw}` is not writable under this policy (paths.write); change other files",
-                None,
-            )
-        return None
-
     def _ask_or_allow(self, facts: CommandFacts) -> Decision:
         for argv in facts.invocations:
             rule = self._first(self._ask_rules, argv, normalised=True)
@@ -325,32 +227,4 @@ class RuleEngine:
 
     def check_path(self, path: object, *, write: bool) -> Decision:
         """Decide on a ``read_file`` (``write=False``) or ``write_file``/``edit_file`` path."""
-        if not isinstance(path, str) or not path:
-            return _deny("`path` must be a non-empty string", "built-in: tools")
-        resolved = resolve(path, self.workspace, self.home)
-        if resolved is None or not inside(resolved, self.workspace):
-            return _deny(
-                f"`{path}` is outside the repository; use a path relative to the repo root",
-                _BOUNDARY,
-            )
-        rel = relative_to(resolved, self.workspace)
-        if self.host_workspace is not None and resolve_on_host(self.host_workspace, rel) is None:
-            return _deny(f"`{path}` is a symlink that leads outside the repository", _BOUNDARY)
-        key = "write" if write else "read"
-        denied = self._writable(path, rel) if write else None
-        return (
-            denied
-            or self._glob_allow(key, rel)
-            or _deny(f"`{path}` is not {key}able under this policy (paths.{key})", None)
-        )
-
-    def _glob_allow(self, key: str, rel: str) -> Decision | None:
-        for pattern in getattr(self.policy.paths, key):
-            if glob_match(rel, pattern):
-                origin = self.policy.origin(f"paths.{key}", pattern)
-                return Decision(
-                    decision="allow",
-                    rule=f"{origin}: {pattern}",
-                    reason=f"`{rel}` matches paths.{key}",
-                )
-        return None
+        return self.paths.file_tool(path, write=write)

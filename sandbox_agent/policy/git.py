@@ -20,6 +20,7 @@ _GIT_DIFF = ProgramSpec(
         **opts("deny", "--ext-diff", value=False, reason="runs an external diff program"),
         **opts("write", "--output"),
         **opts("deny", "--textconv", value=False, reason="runs configured textconv filters"),
+        **opts("none", "--text", "-a", value=False),
     }
 )
 _GIT_REMOTE = ProgramSpec(

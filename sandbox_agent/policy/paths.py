@@ -19,6 +19,7 @@ from pathlib import Path
 __all__ = [
     "expand_braces",
     "glob_match",
+    "glob_may_match_below",
     "inside",
     "looks_like_path",
     "relative_to",
@@ -45,8 +46,22 @@ def expand_braces(text: str, limit: int = 64) -> list[str]:
     """Every word bash brace expansion could make of ``text`` (``a{b,c}`` -> ``ab``, ``ac``).
 
     ``{x..y}`` sequences yield their two ends. Past ``limit`` words the rest is dropped and
-    the caller treats the word as unknowable.
+    the caller treats the word as unknowable. Iterative, so no input is too deep for it.
     """
+    done: list[str] = []
+    todo = [text]
+    while todo and len(done) < limit:
+        word = todo.pop()
+        options = _first_brace(word)
+        if options is None:
+            done.append(word)
+        else:
+            todo.extend(reversed(options[: limit + 1]))
+    return done[:limit]
+
+
+def _first_brace(text: str) -> list[str] | None:
+    """The words made by expanding the first brace expression of ``text``; ``None`` if none."""
     start = text.find("{")
     while start >= 0:
         depth = 0
@@ -65,14 +80,9 @@ def expand_braces(text: str, limit: int = 64) -> list[str]:
                     options = inner.split("..", 1)
                 else:
                     break
-                out: list[str] = []
-                for option in options:
-                    out.extend(expand_braces(text[:start] + option + text[i + 1 :], limit))
-                    if len(out) >= limit:
-                        return out[:limit]
-                return out
+                return [text[:start] + option + text[i + 1 :] for option in options]
         start = text.find("{", start + 1)
-    return [text]
+    return None
 
 
 def resolve(path: str, cwd: str, home: str) -> str | None:
@@ -126,6 +136,26 @@ def glob_match(path: str, pattern: str) -> bool:
     return _compile(pattern).fullmatch(path) is not None
 
 
+def glob_may_match_below(directory: str, pattern: str) -> bool:
+    """Whether ``pattern`` could match some path strictly below the repo-relative ``directory``.
+
+    ``directory`` is ``.`` for the repo root. Answers for every path that could exist, not only
+    the ones that do: ``src`` and ``**/test_*.py`` give ``True``.
+    """
+    parts = [] if directory in ("", ".") else directory.split("/")
+    return _below(tuple(parts), tuple(pattern.split("/")))
+
+
+def _below(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    if not pattern:
+        return False
+    if "**" in pattern[0]:
+        return True
+    if not parts:
+        return True
+    return fnmatchcase(parts[0], pattern[0]) and _below(parts[1:], pattern[1:])
+
+
 @lru_cache(maxsize=1024)
 def _compile(pattern: str) -> re.Pattern[str]:
     out: list[str] = []
@@ -160,10 +190,14 @@ def _compile(pattern: str) -> re.Pattern[str]:
 def resolve_on_host(host_root: Path, relative: str) -> Path | None:
     """Resolve a workspace-relative path on the host copy, following symlinks.
 
-    Returns ``None`` when the real path leaves ``host_root`` (a symlink pointing outside).
+    Returns ``None`` when the real path leaves ``host_root`` (a symlink pointing outside), or
+    cannot be a path at all (a NUL byte).
     """
     root = host_root.resolve()
-    real = (root / relative).resolve()
+    try:
+        real = (root / relative).resolve()
+    except (ValueError, OSError):
+        return None
     if real == root or root in real.parents:
         return real
     return None

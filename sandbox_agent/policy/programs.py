@@ -11,9 +11,18 @@ this table only adds what an argv prefix cannot see.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+
+from sandbox_agent.policy.spec import (
+    Effect,
+    Opt,
+    ProgramSpec,
+    WrapperSpec,
+    find_option,
+    names,
+    opts,
+)
+from sandbox_agent.policy.writers import WRITERS
 
 __all__ = [
     "ALIASES",
@@ -30,119 +39,17 @@ __all__ = [
     "opts",
 ]
 
-Effect = Literal[
-    "shell", "program", "argv", "write", "read", "deny", "pattern", "script", "script_file"
-]
-"""What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
--exec ... ;``); a file written; a file read; an option never allowed; a pattern (not a path); the
-program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
-file holding that pattern (``grep -f``: read, and every positional is a file)."""
-
-_GREP_VALUES = (
-    "-m",
-    "--max-count",
-    "-A",
-    "--after-context",
-    "-B",
-    "--before-context",
-    "-C",
-    "--context",
-    "--include",
-    "--exclude",
-    "--exclude-dir",
-    "--color",
-    "--colour",
-    "--label",
-    "-d",
-    "-D",
-    "--binary-files",
-    "--devices",
-    "--directories",
-    "--exclude-from",
+_GREP_VALUES = names(
+    "-m --max-count -A --after-context -B --before-context -C --context --include "
+    "--exclude --exclude-dir --label -d -D --binary-files --devices "
+    "--directories --exclude-from"
 )
-_RG_VALUES = (
-    "-m",
-    "--max-count",
-    "-A",
-    "--after-context",
-    "-B",
-    "--before-context",
-    "-C",
-    "--context",
-    "-g",
-    "--glob",
-    "--iglob",
-    "--pre-glob",
-    "-t",
-    "--type",
-    "-T",
-    "--type-not",
-    "-M",
-    "--max-columns",
-    "--max-depth",
-    "-d",
-    "-j",
-    "--threads",
-    "--type-add",
-    "-r",
-    "--replace",
-    "--sort",
-    "--sortr",
-    "-E",
-    "--encoding",
-    "--color",
-    "--colors",
-    "--max-filesize",
+_RG_VALUES = names(
+    "-m --max-count -A --after-context -B --before-context -C --context -g --glob "
+    "--iglob --pre-glob -t --type -T --type-not -M --max-columns --max-depth -d -j "
+    "--threads --type-add -r --replace --sort --sortr -E --encoding --color --colors "
+    "--max-filesize"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Opt:
-    """An option with an effect beyond its program's own behaviour."""
-
-    effect: Effect
-    value: bool = True
-    """Whether the option takes a value (``--opt=value``, ``--opt value`` or ``-Xvalue``)."""
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class ProgramSpec:
-    """Knowledge of one program (or one ``git`` subcommand)."""
-
-    options: Mapping[str, Opt] = field(default_factory=dict)
-    single_dash_long: bool = False
-    """Options are words like ``-exec`` (find), never clusters of letters."""
-    writes: Literal["none", "all", "last", "second"] = "none"
-    """Which positional arguments are files written (``tee`` all, ``cp`` last, ``uniq`` second)."""
-    pattern_first: bool = False
-    """The first positional is a pattern or script, not a path (grep, rg, sed, awk)."""
-    no_paths: bool = False
-    """No argument names a file (echo, printf)."""
-    script: Literal["sed", "awk"] | None = None
-    """The pattern is a program in this language and is analysed too."""
-
-
-@dataclass(frozen=True)
-class WrapperSpec:
-    """A program whose tail is another command that it runs."""
-
-    value_options: frozenset[str] = frozenset()
-    positionals: int = 0
-    """Arguments between the options and the command (``timeout DURATION``)."""
-    dynamic_tail: bool = False
-    """The command gets more arguments at run time (``xargs``)."""
-    assignments: bool = False
-    """``NAME=value`` words before the command set its environment (``env``)."""
-    no_exec: frozenset[str] = frozenset()
-    """Options that make it print instead of run (``command -v``)."""
-    deny: Mapping[str, str] = field(default_factory=dict)
-    """Options that cannot be analysed, with the reason."""
-
-
-def opts(effect: Effect, *names: str, value: bool = True, reason: str = "") -> dict[str, Opt]:
-    """The same ``Opt`` under several spellings."""
-    return dict.fromkeys(names, Opt(effect, value, reason))
 
 
 _FILE_LIST = "reads a list of files the policy cannot check; name the files instead"
@@ -201,22 +108,44 @@ SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
 FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
 """Shells whose language is not bash: never analysable."""
 
-_FIND_PATTERNS = (
-    "-name",
-    "-iname",
-    "-path",
-    "-ipath",
-    "-regex",
-    "-iregex",
-    "-wholename",
-    "-iwholename",
-    "-lname",
-    "-ilname",
-    "-printf",
+_FIND_PATTERNS = names(
+    "-name -iname -path -ipath -regex -iregex -wholename -iwholename -lname -ilname -printf"
+)
+
+_RUFF = ProgramSpec(
+    {
+        **opts("fix", "--fix", "--fix-only", "--add-noqa", "--unsafe-fixes", value=False),
+        **opts("none", "--no-fix", "--diff", "--check", "--no-cache", value=False),
+        **opts("write", "-o", "--output-file"),
+        **opts("write_tree", "--cache-dir"),
+        **opts("deny", "--config", reason="sets any setting (cache, fixes, plugins paths)"),
+        **opts("deny", "--watch", "-w", value=False, reason="keeps running"),
+    }
+)
+"""``ruff check``/``ruff format``: fixes rewrite their operands (``format`` without ``--diff``
+is refused by the rules of the presets)."""
+_MYPY = ProgramSpec(
+    {
+        **opts("deny", "--install-types", value=False, reason="installs packages with pip"),
+        **opts("program", "--python-executable"),
+        **opts("write_tree", "--cache-dir", "--html-report", "--xml-report", "--txt-report"),
+        **opts("write_tree", "--linecount-report", "--linecoverage-report", "--any-exprs-report"),
+        **opts("write_tree", "--lineprecision-report", "--cobertura-xml-report"),
+        **opts("write", "--junit-xml"),
+        **opts("read", "--config-file"),
+    }
+)
+_PIP = ProgramSpec(
+    {
+        **opts("write", "--log", "--log-file", "--report"),
+        **opts("write_tree", "--cache-dir", "-t", "--target", "--prefix", "--root", "--src"),
+        **opts("read", "-r", "--requirement", "-c", "--constraint"),
+    }
 )
 
 PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
+        **WRITERS,
         "find": ProgramSpec(
             {
                 **opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
@@ -234,6 +163,7 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
                     **opts("script", "-e", "--regexp"),
                     **opts("script_file", "-f", "--file"),
                     **opts("pattern", *_GREP_VALUES),
+                    **opts("none", "--color", "--colour", value=False, optional=True),
                 },
                 pattern_first=True,
             )
@@ -249,40 +179,6 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
             },
             pattern_first=True,
         ),
-        "sed": ProgramSpec(
-            {
-                **opts("script", "-e", "--expression"),
-                **opts("deny", "-f", "--file", reason="reads a sed script that cannot be checked"),
-                **opts("write", "-i", "--in-place", value=False),
-            },
-            pattern_first=True,
-            script="sed",
-        ),
-        **{
-            name: ProgramSpec(
-                {
-                    **opts("deny", "-f", "--file", reason="runs an awk script file"),
-                    **opts("deny", "-l", "--load", "-i", "--include", reason="loads code"),
-                    **opts("deny", "-E", "--exec", reason="runs an awk script file"),
-                    **opts("pattern", "-v", "--assign", "-F", "--field-separator"),
-                    **opts("script", "-e", "--source"),
-                    **opts(
-                        "deny",
-                        "-p",
-                        "--profile",
-                        "-d",
-                        "--dump-variables",
-                        "-o",
-                        "--pretty-print",
-                        value=False,
-                        reason="writes a file",
-                    ),
-                },
-                pattern_first=True,
-                script="awk",
-            )
-            for name in ("awk", "gawk", "mawk", "nawk")
-        },
         "tar": ProgramSpec(
             {
                 **opts("shell", "--to-command", "-I", "--use-compress-program"),
@@ -296,13 +192,11 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "rsync": ProgramSpec(opts("shell", "-e", "--rsh", "--rsync-path")),
         "scp": ProgramSpec(opts("program", "-S")),
         "ssh": ProgramSpec(opts("deny", "-o", reason="options like ProxyCommand run programs")),
-        "sort": ProgramSpec(
-            {
-                **opts("program", "--compress-program"),
-                **opts("write", "-o", "--output"),
-                **opts("deny", "--files0-from", reason=_FILE_LIST),
-            }
+        "cut": ProgramSpec(
+            opts("pattern", "-b", "--bytes", "-c", "--characters", "-f", "--fields")
+            | opts("pattern", "-d", "--delimiter", "--output-delimiter")
         ),
+        "tr": ProgramSpec(no_paths=True),
         "wc": ProgramSpec(opts("deny", "--files0-from", reason=_FILE_LIST)),
         "du": ProgramSpec(opts("deny", "--files0-from", reason=_FILE_LIST)),
         **{
@@ -320,20 +214,13 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         ),
         "diff": ProgramSpec(opts("deny", "--diff-program", reason="runs another program")),
         "git": ProgramSpec(),
-        "tee": ProgramSpec(writes="all"),
         "tree": ProgramSpec(opts("write", "-o")),
-        "touch": ProgramSpec(writes="all", options=opts("read", "-r", "--reference")),
-        "mkdir": ProgramSpec(writes="all"),
-        "rm": ProgramSpec(writes="all"),
         "rmdir": ProgramSpec(writes="all"),
         "truncate": ProgramSpec(writes="all"),
         "shred": ProgramSpec(writes="all"),
         "chmod": ProgramSpec(writes="all"),
-        "cp": ProgramSpec(writes="last", options=opts("write", "-t", "--target-directory")),
-        "mv": ProgramSpec(writes="all", options=opts("write", "-t", "--target-directory")),
         "ln": ProgramSpec(writes="last", options=opts("write", "-t", "--target-directory")),
         "install": ProgramSpec(writes="last", options=opts("write", "-t", "--target-directory")),
-        "uniq": ProgramSpec(writes="second"),
         "shuf": ProgramSpec(opts("write", "-o", "--output")),
         "split": ProgramSpec(writes="second"),
         "patch": ProgramSpec(opts("write", "-o", "--output")),
@@ -349,8 +236,28 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "false": ProgramSpec(no_paths=True),
         "sleep": ProgramSpec(no_paths=True),
         "seq": ProgramSpec(no_paths=True),
+        **{f"ruff {sub}": _RUFF for sub in ("check", "format")},
+        "mypy": _MYPY,
+        "pip": _PIP,
         "pytest": ProgramSpec(
-            opts("write", "--junitxml", "--junit-xml", "--result-log", "--log-file", "--report-log")
+            {
+                **opts(
+                    "write",
+                    "--junitxml",
+                    "--junit-xml",
+                    "--result-log",
+                    "--log-file",
+                    "--report-log",
+                ),
+                **opts("write_tree", "--basetemp", "--rootdir"),
+                **opts("ini", "-o", "--override-ini"),
+                **opts("write", "--debug", value=False, optional=True),
+                **opts(
+                    "deny",
+                    "--pastebin",
+                    reason="sends test output to a public paste service (bpaste.net)",
+                ),
+            }
         ),
     }
 )
@@ -371,16 +278,3 @@ ALIASES: Mapping[str, Mapping[str, str]] = MappingProxyType(
     }
 )
 """Flag spellings that mean the same thing, for deny/ask matching (``--force`` is ``-f``)."""
-
-
-def find_option(options: Mapping[str, Opt], token: str) -> tuple[str, Opt] | None:
-    """The known option a long token names, by exact name or GNU-style unambiguous prefix."""
-    name = token.split("=", 1)[0]
-    hit = options.get(name)
-    if hit is not None:
-        return name, hit
-    if name.startswith("--") and len(name) > 3:
-        for known, opt in options.items():
-            if known.startswith(name):
-                return known, opt
-    return None

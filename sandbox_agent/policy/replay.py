@@ -195,7 +195,9 @@ class CandidatePolicy:
         return self._cache[repo]
 
     def engine(self, run_repo: str) -> PolicyEngine:
-        return RuleEngine(self.policy(run_repo))
+        """The engine ``fix`` builds: it sees the repo's files when they are still there."""
+        repo = self.repo or Path(run_repo)
+        return RuleEngine(self.policy(run_repo), host_workspace=repo if repo.is_dir() else None)
 
 
 def replay(

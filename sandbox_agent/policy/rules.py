@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sandbox_agent.policy.programs import ALIASES, PROGRAMS
+from sandbox_agent.policy.programs import ALIASES, PROGRAMS, PYTHONS
 
 __all__ = ["Rule", "RuleSyntaxError", "parse_rule", "program_name"]
 
@@ -132,7 +132,16 @@ def normalise(argv: tuple[str, ...], *, rule: bool = False) -> _Normal:
     """Split an argv into positionals, canonical flags and (flag, value) pairs.
 
     In a command, the word after a flag may be its value; in a rule only ``--opt=value`` is.
+    A Python interpreter's options end at its script, ``-c CODE`` or ``-m MODULE``; the
+    module's own flags are kept apart as ``MODULE:FLAG``, so the ask rule ``python -c`` does
+    not match ``python -m pytest -c pytest.ini``.
     """
+    if argv[0] in PYTHONS:
+        return _python_normal(argv, rule)
+    return _generic_normal(argv, rule)
+
+
+def _generic_normal(argv: tuple[str, ...], rule: bool) -> _Normal:
     program = argv[0]
     aliases = ALIASES.get(program, {})
     spec = PROGRAMS.get(program)
@@ -156,6 +165,51 @@ def normalise(argv: tuple[str, ...], *, rule: bool = False) -> _Normal:
                 values.add((canonical, value))
             elif i + 1 < len(rest) and not rule:
                 values.add((canonical, rest[i + 1]))
+    return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
+
+
+_PYTHON_VALUED = frozenset("cmWX")
+"""Interpreter options that take a value (``-W error``, ``-X dev``, ``-c CODE``, ``-m MOD``)."""
+
+
+def _python_normal(argv: tuple[str, ...], rule: bool) -> _Normal:
+    positionals: list[str] = []
+    flags: set[str] = set()
+    values: set[tuple[str, str]] = set()
+    rest = argv[1:]
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if token == "--" or not token.startswith("-") or token == "-":
+            positionals.extend(rest[i + (token == "--") :])
+            break
+        if token.startswith("--"):
+            name, eq, given = token.partition("=")
+            flags.add(name)
+            values.update([(name, given)] if eq else [])
+            i += 1
+            continue
+        for j, ch in enumerate(token[1:], start=2):
+            flags.add("-" + ch)
+            if ch not in _PYTHON_VALUED:
+                continue
+            attached = token[j:]
+            value = attached or (rest[i + 1] if i + 1 < len(rest) else None)
+            i += 1 if attached else 2
+            if value is not None and (attached or not rule):
+                values.add(("-" + ch, value))
+            if ch == "c":
+                positionals.extend(rest[i:])
+                return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
+            if ch == "m" and value is not None:
+                module = _generic_normal((value, *rest[i:]), rule)
+                positionals.extend((value, *module.positionals))
+                flags.update(f"{value}:{flag}" for flag in module.flags)
+                values.update((f"{value}:{flag}", v) for flag, v in module.values)
+                return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
+            break
+        else:
+            i += 1
     return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
 
 

@@ -15,7 +15,7 @@ _SED_LABEL = frozenset("btT:")
 _SED_TEXT = frozenset("aic")
 
 
-class _SedError(Exception):
+class _ScriptError(Exception):
     pass
 
 
@@ -24,7 +24,7 @@ def check_sed(script: str) -> tuple[str | None, list[str]]:
     reads: list[str] = []
     try:
         _SedScanner(script, reads).run()
-    except _SedError as e:
+    except _ScriptError as e:
         return str(e), reads
     return None, reads
 
@@ -80,7 +80,7 @@ class _SedScanner:
     def _delimited(self, delim: str) -> None:
         """Skip ``<delim>text<delim>`` starting at the opening delimiter."""
         if not delim or delim in "\n\\":
-            raise _SedError("the sed script uses an invalid delimiter")
+            raise _ScriptError("the sed script uses an invalid delimiter")
         self.i += 1
         while self.i < len(self.s):
             ch = self.s[self.i]
@@ -90,7 +90,7 @@ class _SedScanner:
             self.i += 1
             if ch == delim:
                 return
-        raise _SedError("the sed script has an unterminated expression")
+        raise _ScriptError("the sed script has an unterminated expression")
 
     def _command(self) -> None:
         if self.i >= len(self.s):
@@ -106,17 +106,20 @@ class _SedScanner:
         elif cmd in "rR":
             self.reads.append(self._to_eol().strip())
         elif cmd in "wW":
-            raise _SedError("the sed `w` command writes a file; use a shell redirection instead")
+            raise _ScriptError("the sed `w` command writes a file; use a shell redirection instead")
         elif cmd == "e":
-            raise _SedError("the sed `e` command runs a shell command")
+            raise _ScriptError("the sed `e` command runs a shell command")
         elif cmd == "{" or cmd in _SED_SIMPLE:
             while self.i < len(self.s) and self.s[self.i].isdigit():
                 self.i += 1
         else:
-            raise _SedError(f"the sed command `{cmd}` is not understood here")
+            raise _ScriptError(f"the sed command `{cmd}` is not understood here")
 
     def _label(self) -> None:
-        while self.i < len(self.s) and self.s[self.i] not in ";\n":
+        """Skip a label: GNU sed ends it at whitespace or ``;`` (``:a w FILE`` writes FILE)."""
+        while self.i < len(self.s) and self.s[self.i] in " \t":
+            self.i += 1
+        while self.i < len(self.s) and not self.s[self.i].isspace() and self.s[self.i] != ";":
             self.i += 1
 
     def _substitute(self, cmd: str) -> None:
@@ -130,11 +133,11 @@ class _SedScanner:
         while self.i < len(self.s) and (self.s[self.i].isalnum()):
             flag = self.s[self.i]
             if flag == "e":
-                raise _SedError("the sed `s///e` flag runs the result as a shell command")
+                raise _ScriptError("the sed `s///e` flag runs the result as a shell command")
             if flag in "wW":
-                raise _SedError("the sed `s///w` flag writes a file; use a redirection instead")
+                raise _ScriptError("the sed `s///w` flag writes a file; use a redirection instead")
             if flag not in "gpiImM0123456789":
-                raise _SedError(f"the sed flag `{flag}` is not understood here")
+                raise _ScriptError(f"the sed flag `{flag}` is not understood here")
             self.i += 1
         del flags_start
 
@@ -155,6 +158,87 @@ def check_awk(program: str) -> str | None:
     for needle, reason in _AWK_FORBIDDEN:
         if needle in program:
             return reason
-    if ">" in program and ("print" in program or "printf" in program):
+    if ">" in program and _AwkScanner(program).print_redirect():
         return "printing with `>` in awk may write a file; use a shell redirection instead"
     return None
+
+
+class _AwkScanner:
+    """Finds a ``>`` that redirects a ``print``/``printf`` (not a comparison) in an awk program.
+
+    Inside a print statement, a ``>`` outside parentheses is a redirection; elsewhere
+    (``length > 100``, ``print (a > b)``) it compares. Strings, comments and regular
+    expressions are skipped; a ``/`` after an operand divides. What cannot be read (an
+    unterminated string or regex) counts as a redirection.
+    """
+
+    def __init__(self, program: str) -> None:
+        self.s = program
+        self.i = 0
+        self.operand = False
+        """The last token ends an operand, so a ``/`` divides instead of starting a regex."""
+        self.last = ""
+        """The last character that is not blank, for newline continuation."""
+        self.in_print = False
+        self.depth = 0
+        """Parenthesis depth since the print keyword."""
+
+    def print_redirect(self) -> bool:
+        try:
+            while self.i < len(self.s):
+                if self._step():
+                    return True
+        except _ScriptError:
+            return True
+        return False
+
+    def _step(self) -> bool:
+        s, ch = self.s, self.s[self.i]
+        if ch == '"' or (ch == "/" and not self.operand):
+            self._delimited(ch)
+        elif ch == "#":
+            end = s.find("\n", self.i)
+            self.i = len(s) if end < 0 else end
+        elif ch == "\\":
+            self.i += 2
+        elif ch.isalnum() or ch in "_.":
+            self._word()
+        elif s.startswith(("++", "--"), self.i):
+            self.i += 2
+            self.operand, self.last = True, ch
+        else:
+            self.i += 1
+            return self._punctuation(ch)
+        return False
+
+    def _delimited(self, delim: str) -> None:
+        end = self.i + 1
+        while end < len(self.s) and self.s[end] not in (delim, "\n"):
+            end += 2 if self.s[end] == "\\" else 1
+        if end >= len(self.s) or self.s[end] != delim:
+            raise _ScriptError("unterminated")
+        self.i = end + 1
+        self.operand, self.last = True, delim
+
+    def _word(self) -> None:
+        start = self.i
+        while self.i < len(self.s) and (self.s[self.i].isalnum() or self.s[self.i] in "_."):
+            self.i += 1
+        word = self.s[start : self.i]
+        self.last = word[-1]
+        self.operand = word not in ("print", "printf", "in", "return")
+        if word in ("print", "printf"):
+            self.in_print, self.depth = True, 0
+
+    def _punctuation(self, ch: str) -> bool:
+        if ch == "\n":
+            if self.depth <= 0 and self.last not in (",", "{", "&", "|", "\\"):
+                self.in_print = False
+            return False
+        if ch.isspace():
+            return False
+        self.last, self.operand = ch, ch in ")]$"
+        self.depth += (ch == "(") - (ch == ")")
+        if ch in ";{}":
+            self.in_print, self.depth = False, 0
+        return ch == ">" and self.in_print and self.depth <= 0

@@ -237,6 +237,12 @@ DENY: list[tuple[str, str]] = [
     ("rm -r -f /", "deny rule, flags split"),
     ("rm --recursive --force /", "deny rule, long flags"),
     ("", "empty command"),
+    ("pytest --basetemp=tests", "pytest deletes the --basetemp directory"),
+    ("python -m pytest --basetemp .", "pytest deletes the --basetemp directory"),
+    ("pytest --pastebin=all", "sends test output to a public paste service"),
+    ("cp src/app.py /dev/fd/3 3<tests/test_app.py", "writing a descriptor reopens its file"),
+    ("bash <(echo id)", "a shell reading its script from a pipe"),
+    ("awk '{ if (1) print > \"tests/x\" }' a.txt", "awk print redirection after if"),
 ]
 
 ALLOW: list[tuple[str, str]] = [
@@ -303,4 +309,12 @@ ALLOW: list[tuple[str, str]] = [
     ("pytest \\\n  -q \\\n  tests/test_app.py", "line continuations between words"),
     ("cat src/app.{py,txt}", "brace expansion inside the workspace"),
     ('pytest -q; echo "exit code: $?"', "numeric special parameter"),
+    ("cut -d/ -f2 data.txt", "an attached option value is not a path"),
+    ("sort -t/ -k2 data.txt", "an attached option value is not a path"),
+    ("tr '/' '.' < data.txt", "character sets are not paths"),
+    ("git diff --text", "an exact option, not a prefix of --textconv"),
+    ("diff <(git show HEAD:src/app.py) src/app.py", "an allowed process substitution"),
+    ("python -m pytest -c pytest.ini", "pytest's -c is not python's"),
+    ("awk 'length > 100 {print FILENAME}' src/app.py", "a comparison, not a redirection"),
+    ("pytest -q --basetemp=/tmp/pt", "pytest's temporary directory outside the workspace"),
 ]

@@ -8,6 +8,7 @@ one the engine saw and judged.
 
 from __future__ import annotations
 
+import os
 import random
 import shlex
 import socket
@@ -21,6 +22,7 @@ from docker.models.containers import Container
 from sandbox_agent.policy.commands import collect_facts
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.shell import analyze
 from sandbox_agent.sandbox import engine as docker_engine
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from tests.policy.corpus import ALLOW, DENY
@@ -40,8 +42,6 @@ LOGGED = [
     "egrep",
     "fgrep",
     "rg",
-    "sort",
-    "uniq",
     "cut",
     "tr",
     "diff",
@@ -63,12 +63,6 @@ LOGGED = [
     "sleep",
     "seq",
     "jq",
-    "mkdir",
-    "touch",
-    "cp",
-    "mv",
-    "rm",
-    "tee",
     "pytest",
     "python",
     "python3",
@@ -94,6 +88,7 @@ LOGGED = [
     "stdbuf",
 ]
 PASSTHROUGH = ["bash", "sh", "timeout", "nice", "env", "find", "xargs", "git", "sed", "awk", "tar"]
+PASSTHROUGH += ["mkdir", "touch", "cp", "mv", "rm", "tee", "sort", "uniq"]
 SOUP = [
     "git",
     "status",
@@ -160,15 +155,22 @@ SOUP = [
 SOUP += ["<<EOF", "\nhi\nEOF\n", "<<'EOF'", "> out.txt", "2>/dev/null", "\n", "<<-EOF", "\n\tEOF\n"]
 SOUP += [">", ">>", "/etc/w", "../v", "~/u", "/tmp/t", "/proc/self/root/etc/s", "tee", "-a", "cd"]
 SOUP += ["==", "=~", "\n", "&>", "<<<", "'a b'", "$?"]
+SOUP += ["sed", "-i", "-l", "1", "'w tests/w'", "--e='w tests/e'", "uniq", "-f", "cp", "-S"]
+SOUP += ["tests/test_app.py", "sort", "--o=tests/o", "find", ".", "-exec", "git", "diff", "+"]
+SOUP += ["--output=tests/g", "{}", "\\;", "-execdir", "touch", "conftest.py", "--t=tests", "mv"]
+SOUP += ["$'tests/test_app.py\\0'", "{tests/test_app.py,}", "{s..u}ests/x", "'test'\\s/x", "tee"]
+SOUP += ["grep", "--color", "-in", "a.txt", ":a w tests/l", "$!", "-d/", "<(cat a.txt)"]
 
 SETUP = r"""
 set -e
 mkdir -p /stubs /out /workspace/src /workspace/tests
+chown root /workspace  # the harness runs as root; git refuses a repository owned by another user
 cd /workspace
 printf 'def main():\n    return 1\n' > src/app.py
 cp src/app.py src/old.py
 printf 'a\nb\n' > a.txt; cp a.txt b.txt; cp a.txt data.txt; printf 'x,y\n' > data.csv
 printf '{"name": "x"}\n' > package.json; printf 'hi\n' > README.md
+mkdir -p .github; printf 'def test_a():\n    pass\n' > tests/test_app.py; echo ci > .github/ci.yml
 git init -q . && git add -A && git -c user.email=a@b -c user.name=a commit -qm base
 for name in $LOGGED; do
   printf '#!/bin/bash\necho "${0##*/}" >> "$LOG"\n' > /stubs/$name
@@ -193,7 +195,7 @@ done
 
 @pytest.fixture(scope="module")
 def container(docker_client: docker.DockerClient) -> Iterator[Container]:
-    name = f"policy-diff-{socket.gethostname()}"[:60]
+    name = f"policy-diff-{socket.gethostname()}-{os.getpid()}"[:60]
     box = docker_client.containers.run(
         DEFAULT_IMAGE,
         ["sleep", "600"],
@@ -256,6 +258,18 @@ def test_allowed_commands_change_nothing_outside_the_workspace(
     assert changed == ["/var/tmp", "/var/tmp/control"], f"only the control may write: {changed}"
 
 
+def test_allowed_commands_change_no_protected_file(
+    container: Container, ran: list[set[str]]
+) -> None:
+    """After every allowed command ran for real, the protected files are as committed."""
+    status = container.exec_run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", "tests", ".github"],
+        workdir="/workspace",
+    )
+    assert status.exit_code == 0, _text(status.output)
+    assert _text(status.output) == "", "protected files changed by allowed commands"
+
+
 CONTROLS = {
     "bash -c 'curl x'": {"bash", "curl"},
     "find . -maxdepth 0 -exec id \\;": {"find", "id"},
@@ -300,6 +314,9 @@ VECTORS = [
     "nice <<EOF id\nEOF\n",
     "git -c alias.x='!id' x",
     "find . -maxdepth 0 -execdir id \\;",
+    "cat <<EOF\n`id`\nEOF",
+    "cat <<EOF | cat\nx `id` y\nEOF",
+    "echo x | sed -n ':a e id'",
 ]
 """Code-execution vectors through allowed programs; each must really run ``id`` in bash."""
 
@@ -311,3 +328,41 @@ def test_real_injection_vectors_are_denied(container: Container, tmp_path: Path)
     ran = run_in_bash(container, VECTORS)
     not_real = [c for c, programs in zip(VECTORS, ran, strict=True) if "id" not in programs]
     assert not not_real, f"these no longer run code in bash: {not_real}"
+
+
+def generated_words() -> list[str]:
+    """Brace expansions, quoting and ANSI-C escapes, mixed at random (seeded)."""
+    rng = random.Random(11)
+    atoms = ["{", "}", ",", "..", "a", "b", "1", "3", "x", "''", '"q"', "\\,", "\\{", "-", "0"]
+    atoms += ["Z", "c", "2", "{a,b}", "{1..3}", "{x,}", "$'\\x41'", "$'\\t'", "$'\\0'", "$?"]
+    return sorted({"".join(rng.choices(atoms, k=rng.randint(1, 7))) for _ in range(1500)})
+
+
+def engine_fields(word: str) -> list[str] | None:
+    """The words the engine reads ``word`` as, or ``None`` when it refuses the word."""
+    result = analyze(f"printf '<%s>' {word}")
+    if result.problems or len(result.commands) != 1:
+        return None
+    fields: list[str] = []
+    for part in result.commands[0].argv[2:]:
+        if part.text is None:
+            return None
+        fields += part.fields if part.fields is not None else [part.text]
+    return fields
+
+
+def test_words_read_as_bash_reads_them(container: Container) -> None:
+    """Every word the engine accepts has exactly the fields bash gives it (printf shows them)."""
+    words = generated_words()
+    script = "".join(f"printf '<%s>' {w}; echo\n" for w in words)
+    result = container.exec_run(["bash", "-c", script])
+    lines = _text(result.output).split("\n")
+    accepted = [(w, line, engine_fields(w)) for w, line in zip(words, lines, strict=False)]
+    checked = [(w, line, fields) for w, line, fields in accepted if fields is not None]
+    assert len(checked) >= 500
+    wrong = [
+        (w, line, fields)
+        for w, line, fields in checked
+        if line != ("".join(f"<{f}>" for f in fields) if fields else "<>")
+    ]
+    assert not wrong, wrong[:10]

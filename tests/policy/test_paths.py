@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.policy.paths import glob_match, inside, looks_like_path, resolve
+from sandbox_agent.policy.paths import (
+    glob_match,
+    glob_may_match_below,
+    inside,
+    looks_like_path,
+    resolve,
+)
 
 WS = "/workspace"
 HOME = "/home/agent"
@@ -74,3 +80,22 @@ def test_looks_like_path(arg: str, expected: bool) -> None:
 )
 def test_glob_match(path: str, pattern: str, hit: bool) -> None:
     assert glob_match(path, pattern) is hit
+
+
+@pytest.mark.parametrize(
+    ("directory", "pattern", "expected"),
+    [
+        (".", "tests/**", True),
+        ("tests", "tests/**", True),
+        ("tests/unit", "tests/**", True),
+        ("src", "tests/**", False),
+        ("src", "**/test_*.py", True),
+        ("src/a", "src/*/conftest.py", True),
+        ("src/a/b", "src/*/conftest.py", False),
+        ("build", ".sandbox-agent.toml", False),
+        (".", ".sandbox-agent.toml", True),
+        (".git", ".git", False),
+    ],
+)
+def test_glob_may_match_below(directory: str, pattern: str, expected: bool) -> None:
+    assert glob_may_match_below(directory, pattern) is expected

@@ -77,3 +77,25 @@ def test_program_names(arg0: str, name: str) -> None:
 def test_bad_rules_raise(text: str) -> None:
     with pytest.raises(RuleSyntaxError):
         parse_rule(text)
+
+
+@pytest.mark.parametrize(
+    ("rule", "argv", "hit"),
+    [
+        ("python -c", "python -m pytest -c pytest.ini", False),
+        ("python -c", "python -mpytest -c x", False),
+        ("python -c", "python script.py -c x", False),
+        ("python -c", "python -c x", True),
+        ("python -c", "python -B -c x", True),
+        ("python -c", "python -Bc x", True),
+        ("python -c", "python -W error -c x", True),
+        ("python -m pip install", "python -m pip install -q x", True),
+        ("python -m pip install --user", "python -m pip install --user x", True),
+        ("python -m pip install --user", "python -m pip install x", False),
+        ("python -m pip install -U", "python3 -m pip install --upgrade x", False),
+        ("python3 -m pip install -U", "python3 -m pip install --upgrade x", True),
+    ],
+)
+def test_python_options_end_at_the_module(rule: str, argv: str, hit: bool) -> None:
+    """pytest's ``-c`` is not python's: a module's flags are its own (``pytest:-c``)."""
+    assert parse_rule(rule).matches_normalised(tuple(argv.split())) is hit

@@ -23,7 +23,10 @@ def argvs(command: str) -> list[list[str | None]]:
         ("while a; do b; done", [["a"], ["b"]]),
         ("case x in y) a;; esac", [["a"]]),
         ("f() { a; }", [["a"]]),
-        ("x $(a) `b` <(c) >(d)", [["a"], ["b"], ["c"], ["d"], ["x", None, None, None, None]]),
+        (
+            "x $(a) `b` <(c) >(d)",
+            [["a"], ["b"], ["c"], ["d"], ["x", None, None, "/dev/fd/63", "/dev/fd/63"]],
+        ),
         ("cat <<EOF\n$(a)\nEOF", [["a"], ["cat"]]),
         ("cat <<'EOF'\n$(a)\nEOF", [["cat"]]),
         ('cat <<< "$(a)"', [["a"], ["cat"]]),
