@@ -27,7 +27,8 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── InvalidModelOutputError invalid_model_output (recoverable inside the loop)
     │   ├── SandboxError            sandbox_error (container died, engine failed)
     │   └── RunInterrupted          interrupted (Ctrl-C, SIGTERM)
-    └── ToolError                   never ends a run: becomes an error Observation
+    ├── ToolError                   never ends a run: becomes an error Observation
+    └── RuleSyntaxError             a command rule does not parse (becomes a PolicyFileError)
 """
 
 from __future__ import annotations
@@ -225,3 +226,7 @@ class ToolError(SandboxAgentError):
         super().__init__(message)
         self.kind: ObservationKind = kind
         self.message = message
+
+
+class RuleSyntaxError(SandboxAgentError, ValueError):
+    """A rule string is not a valid rule; the policy loader names the file, line and key."""

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 import sandbox_agent
-from sandbox_agent.errors import PolicyFileError
-from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule
+from sandbox_agent.errors import PolicyFileError, RuleSyntaxError
+from sandbox_agent.policy.rules import parse_rule
 from sandbox_agent.settings import (
     Sections,
 )

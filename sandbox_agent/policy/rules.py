@@ -20,13 +20,10 @@ import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sandbox_agent.errors import RuleSyntaxError
 from sandbox_agent.policy.programs import ALIASES, PROGRAMS, PYTHONS
 
-__all__ = ["Rule", "RuleSyntaxError", "parse_rule", "program_name"]
-
-
-class RuleSyntaxError(ValueError):
-    """A rule string is not a valid rule."""
+__all__ = ["Rule", "parse_rule", "program_name"]
 
 
 @dataclass(frozen=True)

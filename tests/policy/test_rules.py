@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.policy.rules import RuleSyntaxError, parse_rule, program_name
+from sandbox_agent.errors import RuleSyntaxError
+from sandbox_agent.policy.rules import parse_rule, program_name
 
 
 @pytest.mark.parametrize(
