@@ -189,28 +189,3 @@ def parse_junit(text: str) -> TestReport:
                 message = (node.get("message") or node.text or tag).strip().splitlines()
                 failures.append(Failure(id=test_id, message=message[0][:300] if message else tag))
     return TestReport(ids=frozenset(ids), skipped=frozenset(skipped), failures=tuple(failures))
-
-
-def detect_test_command(repo: Path) -> str | None:
-    """A test command for the project at ``repo``, from the files it has; ``None`` if unknown."""
-    if any(
-        (repo / name).exists()
-        for name in (
-            "pyproject.toml",
-            "setup.py",
-            "setup.cfg",
-            "pytest.ini",
-            "tox.ini",
-            "conftest.py",
-        )
-    ):
-        return "python -m pytest -q"
-    if (repo / "package.json").exists():
-        return "npm test"
-    if (repo / "go.mod").exists():
-        return "go test ./..."
-    if (repo / "Cargo.toml").exists():
-        return "cargo test"
-    if any(repo.glob("test_*.py")) or any(repo.glob("tests/test_*.py")):
-        return "python -m pytest -q"
-    return None

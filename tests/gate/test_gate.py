@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.gate.completion import CompletionGate
-from sandbox_agent.gate.testrun import detect_test_command, is_pytest, parse_junit
+from sandbox_agent.gate.testrun import is_pytest, parse_junit
 from sandbox_agent.settings import GateSection
 from sandbox_agent.types import Finish
 from tests.fakes import TempDirSandbox
@@ -181,14 +181,6 @@ def test_parse_junit_rejects_non_junit() -> None:
         parse_junit("<oops")
     with pytest.raises(ValueError, match="root is <html>"):
         parse_junit("<html/>")
-
-
-def test_detect_test_command(tmp_path: Path) -> None:
-    assert detect_test_command(tmp_path) is None
-    (tmp_path / "go.mod").write_text("module x\n")
-    assert detect_test_command(tmp_path) == "go test ./..."
-    (tmp_path / "pyproject.toml").write_text("")
-    assert detect_test_command(tmp_path) == "python -m pytest -q"
 
 
 def test_gate_kills_what_the_model_left_running_before_judging(
