@@ -249,7 +249,8 @@ def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
     record = _run(options, as_json=as_json, print_summary=False)
     if not as_json:
         out.print()
-        out.print(show(record, _read_patch(Path(record.patch_path))))
+        events = read_trace(Path(record.trace_path)).events
+        out.print(show(record, _read_patch(Path(record.patch_path)), events))
         out.print(f"\nreview again: sandbox-agent show {safe(record.run_id)}")
         out.print(
             f"apply it:     sandbox-agent apply {safe(record.run_id)}  (to {safe(record.repo)})"
@@ -268,7 +269,7 @@ def show_run(
     runs_dir: RunsDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a run (the latest by default): task, exit reason, gate, usage and the diff."""
+    """Show a run (the latest by default): facts, answer, gate verdicts, refusals, the diff."""
     try:
         run_dir = find_run(_runs_dir(runs_dir), run)
         record = run_dir.read_record()
@@ -277,7 +278,9 @@ def show_run(
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
-    out.print(show(record, _read_patch(run_dir.patch_path)))
+    trace = read_trace(run_dir.trace_path) if run_dir.trace_path.is_file() else None
+    events = trace.events if trace is not None else ()
+    out.print(show(record, _read_patch(run_dir.patch_path), events))
 
 
 @app.command("apply", cls=Command)

@@ -13,6 +13,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from sandbox_agent.agent.trace import (
+    PolicyDecisionEvent,
+    ToolCallEvent,
+    ToolCallRecord,
+    TraceEvent,
+)
 from sandbox_agent.cli.output import safe
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.text import visible
@@ -94,9 +100,63 @@ def answer_view(record: RunRecord) -> RenderableType:
     return Group(Text("answer", style="bold"), Text(visible(record.answer.strip(), multiline=True)))
 
 
-def show(record: RunRecord, patch: str) -> Group:
-    """``sandbox-agent show``: the summary, the agent's answer, then the diff."""
-    return Group(summary(record), Text(""), answer_view(record), Text(""), diff_view(patch))
+def gates_view(record: RunRecord) -> RenderableType:
+    """Every gate verdict: the baseline (what it means), then each finish attempt's checks."""
+    lines = [Text("gate verdicts", style="bold")]
+    if record.baseline is not None:
+        strength = record.baseline.gate_strength
+        lines.append(Text(f"  baseline   {visible(record.baseline.message)} (gate: {strength})"))
+    for verdict in record.gate_history:
+        if verdict.phase == "baseline":
+            continue
+        failed = [c for c in verdict.checks if not c.passed]
+        state = "passed" if verdict.passed else "rejected"
+        lines.append(Text(f"  attempt {verdict.attempt}  {state}", style="" if failed else "green"))
+        for check in failed:
+            lines.append(Text(f"    {check.name}: {visible(check.detail)}", style="red"))
+    if len(lines) == 1:
+        lines.append(Text("  (none: no finish was judged)", style="dim"))
+    return Text("\n").join(lines)
+
+
+def decisions_view(events: Sequence[TraceEvent]) -> RenderableType:
+    """Every call the policy denied or asked about, with the rule that decided and why."""
+    calls = {e.call.id: e.call for e in events if isinstance(e, ToolCallEvent)}
+    lines = [Text("denied or asked", style="bold")]
+    for event in events:
+        if not isinstance(event, PolicyDecisionEvent) or event.decision == "allow":
+            continue
+        call = calls.get(event.tool_call_id)
+        what = "(unknown call)" if call is None else _call(call)
+        answer = "" if event.approved is None else (" (approved)" if event.approved else "")
+        lines.append(Text(f"  step {event.step:>3}  {event.decision}{answer}  {visible(what)}"))
+        rule = event.rule or "no rule matched"
+        lines.append(Text(f"            {visible(rule)}: {visible(event.reason)}", style="dim"))
+    if len(lines) == 1:
+        lines.append(Text("  (none)", style="dim"))
+    return Text("\n").join(lines)
+
+
+def _call(call: ToolCallRecord) -> str:
+    if call.arguments is None:
+        return f"{call.tool_name}({', '.join(call.argument_keys)})"
+    detail = call.arguments.get("command") or call.arguments.get("path") or ""
+    return f"{call.tool_name} {detail}".rstrip()
+
+
+def show(record: RunRecord, patch: str, events: Sequence[TraceEvent] = ()) -> Group:
+    """``sandbox-agent show``: summary, answer, gate verdicts, the policy's refusals, diff."""
+    return Group(
+        summary(record),
+        Text(""),
+        answer_view(record),
+        Text(""),
+        gates_view(record),
+        Text(""),
+        decisions_view(events),
+        Text(""),
+        diff_view(patch),
+    )
 
 
 def runs_table(records: Sequence[RunRecord], width: int | None = 120) -> Table:
