@@ -22,7 +22,8 @@ from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import engine, gitops
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
+from sandbox_agent.sandbox.diffbounds import DiffBounds
+from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, python_argv
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.sandbox.workspace import SHADOW_DIR, Owner, remove_workspace
 from sandbox_agent.types import Frozen
@@ -78,6 +79,8 @@ class DockerSandboxConfig(Frozen):
     """``uid:gid`` inside the container when the host user is root (never root inside)."""
     workspace_in_memory: bool = True
     """Put the workspace under ``/dev/shm`` when it has 4 GiB free: copying is much faster."""
+    diff_bounds: DiffBounds = DiffBounds()
+    """Largest patch ``diff()`` computes; past a bound it fails with the reason."""
 
 
 DEFAULT_CONFIG = DockerSandboxConfig()
@@ -109,7 +112,7 @@ def container_kwargs(
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
-        "command": ["python3", "-c", _REAPER],
+        "command": python_argv("-c", _REAPER),
         "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
         "labels": {
             engine.RUN_LABEL: run_id,

@@ -35,7 +35,15 @@ from sandbox_agent.sandbox.container import (
     start_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, decode_stream
+from sandbox_agent.sandbox.diffbounds import answer_limit, scan_spec
+from sandbox_agent.sandbox.executor import (
+    DEFAULT_LINE_LIMIT,
+    ChannelClosedError,
+    ChannelOverflowError,
+    ChannelTimeoutError,
+    ExecutorChannel,
+    decode_stream,
+)
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
@@ -50,6 +58,8 @@ __all__ = ["DEFAULT_CONFIG", "DockerSandbox", "DockerSandboxConfig"]
 
 _CHANNEL_MARGIN_S = 30.0
 _FILE_OP_TIMEOUT_S = 120.0
+_ANSWER_OVERHEAD = 64 << 10
+_GIT_TIMEOUT_S = 600.0
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -173,20 +183,27 @@ class DockerSandbox:
                 ) from cause
             time.sleep(0.05)
 
-    def _call(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def _call(
+        self, payload: dict[str, Any], timeout_s: float, line_limit: int = DEFAULT_LINE_LIMIT
+    ) -> dict[str, Any]:
+        op = str(payload.get("op"))
         with self._lock:
             if self._closed:
-                raise SandboxError("the sandbox is closed", op=str(payload.get("op")))
+                raise SandboxError("the sandbox is closed", op=op)
             if self._channel.closed:
                 self._channel = self._open_channel()
             try:
-                answer = self._channel.request(payload, timeout_s=timeout_s)
+                answer = self._channel.request(payload, timeout_s=timeout_s, line_limit=line_limit)
             except (KeyboardInterrupt, RunInterrupted):
                 # The answer will never be read, so the channel cannot be reused. Closing it
                 # makes the executor kill the command it runs (it watches stdin for EOF), and
                 # the next call (the run's final diff) opens a fresh channel.
                 self._channel.close()
                 raise
+            except (ChannelTimeoutError, ChannelOverflowError) as e:
+                # The channel is closed (the executor exits); the next call opens a new one.
+                self._raise_if_dead(e)
+                raise SandboxError(f"the sandbox's executor failed on `{op}`: {e}", op=op) from e
             except ChannelClosedError as e:
                 self._raise_if_dead(e)
                 self._channel = self._open_channel()
@@ -211,6 +228,7 @@ class DockerSandbox:
                 "max_output_bytes": max_output_bytes,
             },
             timeout_s + _CHANNEL_MARGIN_S,
+            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + _ANSWER_OVERHEAD),
         )
         stdout, stdout_dropped = decode_stream(answer["stdout"])
         stderr, stderr_dropped = decode_stream(answer["stderr"])
@@ -227,7 +245,9 @@ class DockerSandbox:
     def read_file(self, path: str, *, max_bytes: int) -> str:
         """UTF-8 text of a workspace file, read inside the container."""
         answer = self._call(
-            {"op": "read", "path": path, "max_bytes": max_bytes}, _FILE_OP_TIMEOUT_S
+            {"op": "read", "path": path, "max_bytes": max_bytes},
+            _FILE_OP_TIMEOUT_S,
+            max(DEFAULT_LINE_LIMIT, 6 * max_bytes + _ANSWER_OVERHEAD),  # JSON escapes: <= 6x
         )
         text: str = answer["text"]
         return text
@@ -253,35 +273,71 @@ class DockerSandbox:
                 raise SandboxError(f"could not restart the container: {e}", op="revive") from e
             self._channel = self._open_channel()
 
-    def _git(self, argv: list[str], what: str) -> bytes:
-        """Run git in the container; a dead container is restarted once (work is kept)."""
-        payload = {"op": "run", "argv": argv, "env": gitops.GIT_ENV, "timeout_s": 600}
+    def _running(self) -> bool:
+        return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
+
+    def _git(self, argv: list[str], what: str, *, bounded: bool = False) -> bytes:
+        """Run git in the container; a dead container is restarted once (work is kept).
+
+        ``bounded``: refuse, with the reason, a workspace too large to diff, and cap the
+        output (see ``diffbounds``), instead of letting git run out of memory.
+
+        Raises:
+            SandboxError: git failed, was killed, or a bound was hit; the message says which.
+        """
+        payload: dict[str, Any] = {
+            "op": "run",
+            "argv": argv,
+            "env": gitops.GIT_ENV,
+            "timeout_s": _GIT_TIMEOUT_S,
+        }
+        limit = DEFAULT_LINE_LIMIT
+        if bounded:
+            bounds = self.config.diff_bounds
+            payload |= {"scan": scan_spec(bounds, self.baseline), "max_stdout": bounds.max_bytes}
+            limit = answer_limit(bounds)
         try:
             try:
-                answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
+                answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
             except SandboxError:
-                if self._closed:
-                    raise
+                if self._closed or self._running():
+                    raise  # a bound, a timeout or an engine error: restarting will not help
                 self._revive()
-                answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
+                answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
-            raise SandboxError(f"{what} failed: {e.message}", op="git") from e
-        if answer["exit_code"] != 0:
-            raise SandboxError(f"{what} failed in the container: {answer['stderr']}", op="git")
+            raise SandboxError(f"{what}: {e.message}", op="git", context={"kind": e.kind}) from e
+        code = answer["exit_code"]
+        if code != 0:
+            why = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+            hint = " (out of memory in the container?)" if code == -9 else ""
+            raise SandboxError(
+                f"{what}: git {why}{hint}: {answer['stderr'].strip()[-2000:]}", op="git"
+            )
         return base64.b64decode(answer["stdout"])
 
     def diff(self) -> str:
-        """``git diff --binary`` against the baseline, computed by git inside the container."""
-        return self._git(gitops.diff_argv(self.baseline), "git diff").decode("utf-8", "replace")
+        """``git diff --binary`` against the baseline, computed by git inside the container.
+
+        Raises:
+            SandboxError: the patch cannot be computed; the message names why (a file over
+                the size limit, too many new files, a patch over the limit, git killed).
+        """
+        out = self._git(gitops.diff_argv(self.baseline), "cannot compute the patch", bounded=True)
+        return out.decode("utf-8", "replace")
 
     def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename)."""
-        out = self._git(gitops.name_status_argv(self.baseline), "git diff --name-status")
+        """Every path the diff touches (both names of a rename).
+
+        Raises:
+            SandboxError: as for :meth:`diff`.
+        """
+        argv = gitops.name_status_argv(self.baseline)
+        out = self._git(argv, "cannot list the changed files", bounded=True)
         return gitops.parse_name_status(out.decode("utf-8", "surrogateescape"))
 
     def rebaseline(self) -> None:
         """Commit the current workspace as the new baseline (after the setup phase)."""
-        out = self._git(gitops.rebaseline_argv(self.baseline), "rebaseline")
+        out = self._git(gitops.rebaseline_argv(self.baseline), "rebaseline failed")
         self.baseline = out.decode().strip().splitlines()[-1]
 
     def reset_processes(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import select
@@ -165,7 +166,9 @@ class _Pump:
     on the fast path (``bash -c true`` costs what it costs).
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail]) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail | _Capped]
+    ) -> None:
         self.proc, self.streams = proc, streams
         self.poll = select.poll()  # no fd of its own, unlike epoll: fewer syscalls per call
         for fd in (*streams, 0):
@@ -303,25 +306,147 @@ def op_write(req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+class _Capped:
+    """All of a stream, refused as soon as it passes ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.data += data
+        if len(self.data) > self.limit:
+            mib = self.limit / (1 << 20)
+            raise _Refused("too_large", f"the output is larger than the {mib:g} MiB limit")
+
+
 def op_run(req: dict[str, Any]) -> dict[str, Any]:
-    """Run an argv (git for diff/rebaseline) with extra environment; return raw output."""
+    """Run an argv (git for diff/rebaseline) with extra environment; return raw output.
+
+    ``max_stdout`` bounds what is kept (past it: ``too_large``); ``scan`` first refuses a
+    workspace git could not diff within bounds (see :func:`_scan`).
+    """
     env = dict(os.environ)
     env.update(req.get("env", {}))
-    done = subprocess.run(
+    if "scan" in req:
+        _scan(req["scan"], env)
+    timeout = float(req.get("timeout_s", 600))
+    proc = subprocess.Popen(
         req["argv"],
         cwd=WORKSPACE,
         env=env,
-        input=base64.b64decode(req.get("stdin", "")),
-        capture_output=True,
-        timeout=float(req.get("timeout_s", 600)),
-        check=False,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err = _Capped(int(req.get("max_stdout", 1 << 62))), _HeadTail(8000)
+    pump = _Pump(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err})
+    outcome = "killed"
+    try:
+        outcome = pump.run(timeout)
+    finally:
+        pump.close()
+        if outcome != "done":
+            _kill_group(proc)
+        code = proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    if outcome == "timeout":
+        raise _Refused("timeout", f"{req['argv'][0]} did not finish within {timeout:g} s")
     return {
         "ok": True,
-        "exit_code": done.returncode,
-        "stdout": base64.b64encode(done.stdout).decode(),
-        "stderr": done.stderr.decode("utf-8", "replace")[-4000:],
+        "exit_code": code,
+        "stdout": base64.b64encode(out.data).decode(),
+        "stderr": (err.head + err.tail).decode("utf-8", "replace")[-4000:],
     }
+
+
+def _git_records(argv: list[str], env: dict[str, str]) -> list[str]:
+    done = subprocess.run(argv, cwd=WORKSPACE, env=env, capture_output=True, check=False)
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace")[-2000:]
+        raise _Refused("tool_failed", f"listing the workspace failed: {message}")
+    return [r for r in done.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
+
+
+def _blob_id(path: Path, size: int, algo: str) -> str:
+    """Git's object id of a file's content, streamed (memory stays small for any size)."""
+    digest = hashlib.new(algo, b"blob %d\0" % size)
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _changed_sizes(
+    base: dict[str, tuple[int, str]], listed: list[str], cap: int
+) -> list[tuple[int, str]]:
+    """``(size, path)`` of every regular file that is new or changed, as far as cheap to tell.
+
+    A file of the baseline's size counts as unchanged; when it is over ``cap`` its content is
+    hashed to be sure (a same-size rewrite of a huge file must not slip through).
+    """
+    found: list[tuple[int, str]] = []
+    for path in sorted(set(listed) | set(base)):
+        try:
+            st = os.lstat(f"{WORKSPACE}/{path}")
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        old = base.get(path)
+        if old is not None and old[0] == st.st_size:
+            algo = "sha1" if len(old[1]) == 40 else "sha256"
+            if st.st_size <= cap or _blob_id(_ROOT / path, st.st_size, algo) == old[1]:
+                continue
+        found.append((st.st_size, path))
+    return found
+
+
+def _scan(spec: dict[str, Any], env: dict[str, str]) -> None:
+    """Refuse, with the reason and the paths, a diff that git could not take within bounds.
+
+    Files over ``max_file_bytes``, more than ``max_new_files`` new files, or more than
+    ``max_total_bytes`` of new and changed files: git would hash them all into memory and
+    tmpfs, then print them, and could be killed for memory (which used to look like "no
+    changes"). Ignored files do not count: git does not stage them.
+    """
+    if env.get("GIT_OBJECT_DIRECTORY"):  # git refuses to start without it
+        Path(env["GIT_OBJECT_DIRECTORY"]).mkdir(parents=True, exist_ok=True)
+    base: dict[str, tuple[int, str]] = {}
+    for record in _git_records(spec["tracked_argv"], env):
+        meta, _, path = record.partition("\t")
+        _, kind, oid, size = meta.split()
+        if kind == "blob":
+            base[path] = (int(size), oid)
+    listed = _git_records(spec["listed_argv"], env)
+    new = [p for p in listed if p not in base]
+    mib = 1 << 20
+    if len(new) > spec["max_new_files"]:
+        raise _Refused(
+            "too_large",
+            f"too_many_files: {len(new)} new files, over the limit of {spec['max_new_files']}"
+            f" (first: {json.dumps(sorted(new)[:3])}); delete them or list them in .gitignore",
+        )
+    changed = _changed_sizes(base, listed, spec["max_file_bytes"])
+    big = sorted((s, p) for s, p in changed if s > spec["max_file_bytes"])
+    if big:
+        names = ", ".join(f"{json.dumps(p)} ({s / mib:.0f} MiB)" for s, p in big[-5:])
+        raise _Refused(
+            "too_large",
+            f"file_too_large: {len(big)} changed file(s) over the {spec['max_file_bytes'] / mib:g}"
+            f" MiB limit per file: {names}; delete them or list them in .gitignore",
+        )
+    total = sum(s for s, _ in changed)
+    if total > spec["max_total_bytes"]:
+        raise _Refused(
+            "too_large",
+            f"diff_too_large: new and changed files hold {total / mib:.0f} MiB, over the"
+            f" {spec['max_total_bytes'] / mib:g} MiB limit of a patch",
+        )
 
 
 _OPS = {"exec": op_exec, "read": op_read, "write": op_write, "run": op_run}
@@ -346,8 +471,23 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "tool_failed", "message": f"{e.strerror}: {e.filename}"}
 
 
+def _not_dumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``: ``/proc/<this pid>/fd`` is closed to same-uid processes.
+
+    So the model's processes cannot open this executor's stdin, stdout or stderr (the
+    channel). Already so when started from the image's execute-only interpreter.
+    """
+    try:
+        import ctypes  # only here, at start
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # 4: PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
     """Serve requests from stdin until it closes."""
+    _not_dumpable()
     out = sys.stdout.buffer
     while (line := _REQUESTS.next_line()) is not None:
         try:
