@@ -23,7 +23,7 @@ from pydantic import Field
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.diffbounds import DiffBounds
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, python_argv
+from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, interpreter_for
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.sandbox.workspace import SHADOW_DIR, Owner, remove_workspace
 from sandbox_agent.types import Frozen
@@ -112,7 +112,7 @@ def container_kwargs(
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
-        "command": python_argv("-c", _REAPER),
+        "command": [interpreter_for(config.image), "-c", _REAPER],
         "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
         "labels": {
             engine.RUN_LABEL: run_id,
@@ -157,7 +157,11 @@ def start_container(
         out["id"] = container.id
         container.start()
         channel = ExecutorChannel(
-            client.api, str(container.id), user=kwargs["user"], env=CONTAINER_ENV
+            client.api,
+            str(container.id),
+            user=kwargs["user"],
+            env=CONTAINER_ENV,
+            python=interpreter_for(kwargs["image"]),
         )
         out["channel"] = channel
         channel.request({"op": "ping"}, timeout_s=60)

@@ -1,17 +1,23 @@
 """Bounds on the final diff, so a workspace git cannot diff is a named error, not "no changes".
 
-The executor checks them inside the container before git stages anything (``_scan`` in
-``incontainer.py``) and caps what git prints; this module builds that request on the host.
+They are checked inside the container before git stages anything (``diffscan.py``, run by the
+executor), and the executor caps what git prints; this module builds those requests.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from sandbox_agent.sandbox import gitops
 from sandbox_agent.types import Frozen
+
+SCAN_SOURCE = (Path(__file__).parent / "diffscan.py").read_text(encoding="utf-8")
+SCAN_REFUSED = 3
+"""``diffscan.py``'s exit status when a bound is exceeded (the reason is on its stdout)."""
 
 _NO_INDEX = "/nonexistent/sandbox-agent-index"
 
@@ -27,8 +33,13 @@ class DiffBounds(Frozen):
     """Largest patch text, and the most bytes of new and changed files together."""
 
 
-def scan_spec(bounds: DiffBounds, baseline: str) -> dict[str, Any]:
-    """The ``scan`` part of a ``run`` request (argv run with ``gitops.GIT_ENV``).
+def scan_argv(bounds: DiffBounds, baseline: str, python: str) -> list[str]:
+    """The argv of the in-container scan (run with ``gitops.GIT_ENV``)."""
+    return [python, "-c", SCAN_SOURCE, json.dumps(_scan_spec(bounds, baseline))]
+
+
+def _scan_spec(bounds: DiffBounds, baseline: str) -> dict[str, Any]:
+    """What ``diffscan.py`` checks.
 
     ``listed_argv`` uses an empty index, so it lists every file git would stage that is not
     ignored; ``tracked_argv`` lists the baseline's blobs with their sizes and ids.

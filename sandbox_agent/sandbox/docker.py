@@ -35,7 +35,7 @@ from sandbox_agent.sandbox.container import (
     start_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.diffbounds import answer_limit, scan_spec
+from sandbox_agent.sandbox.diffbounds import SCAN_REFUSED, DiffBounds, answer_limit, scan_argv
 from sandbox_agent.sandbox.executor import (
     DEFAULT_LINE_LIMIT,
     ChannelClosedError,
@@ -43,6 +43,7 @@ from sandbox_agent.sandbox.executor import (
     ChannelTimeoutError,
     ExecutorChannel,
     decode_stream,
+    interpreter_for,
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.workspace import (
@@ -159,7 +160,11 @@ class DockerSandbox:
     def _open_channel(self) -> ExecutorChannel:
         try:
             channel = ExecutorChannel(
-                self._client.api, self.container_id, user=self._user, env=CONTAINER_ENV
+                self._client.api,
+                self.container_id,
+                user=self._user,
+                env=CONTAINER_ENV,
+                python=interpreter_for(self.config.image),
             )
         except SandboxError as e:
             self._raise_if_dead(e)
@@ -279,12 +284,22 @@ class DockerSandbox:
     def _git(self, argv: list[str], what: str, *, bounded: bool = False) -> bytes:
         """Run git in the container; a dead container is restarted once (work is kept).
 
-        ``bounded``: refuse, with the reason, a workspace too large to diff, and cap the
-        output (see ``diffbounds``), instead of letting git run out of memory.
+        ``bounded``: first refuse, with the reason, a workspace too large to diff, and cap
+        the output (see ``diffbounds``), instead of letting git run out of memory.
 
         Raises:
             SandboxError: git failed, was killed, or a bound was hit; the message says which.
         """
+        if not bounded:
+            return self._run_git(argv, what, None)
+        bounds = self.config.diff_bounds
+        scan = scan_argv(bounds, self.baseline, interpreter_for(self.config.image))
+        self._run_git(scan, what, None, scan=True)
+        return self._run_git(argv, what, bounds)
+
+    def _run_git(
+        self, argv: list[str], what: str, bounds: DiffBounds | None, *, scan: bool = False
+    ) -> bytes:
         payload: dict[str, Any] = {
             "op": "run",
             "argv": argv,
@@ -292,9 +307,8 @@ class DockerSandbox:
             "timeout_s": _GIT_TIMEOUT_S,
         }
         limit = DEFAULT_LINE_LIMIT
-        if bounded:
-            bounds = self.config.diff_bounds
-            payload |= {"scan": scan_spec(bounds, self.baseline), "max_stdout": bounds.max_bytes}
+        if bounds is not None:
+            payload["max_stdout"] = bounds.max_bytes
             limit = answer_limit(bounds)
         try:
             try:
@@ -306,14 +320,15 @@ class DockerSandbox:
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
             raise SandboxError(f"{what}: {e.message}", op="git", context={"kind": e.kind}) from e
-        code = answer["exit_code"]
+        code, stdout = answer["exit_code"], base64.b64decode(answer["stdout"])
+        if scan and code == SCAN_REFUSED:
+            raise SandboxError(f"{what}: {stdout.decode('utf-8', 'replace').strip()}", op="git")
         if code != 0:
             why = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
             hint = " (out of memory in the container?)" if code == -9 else ""
-            raise SandboxError(
-                f"{what}: git {why}{hint}: {answer['stderr'].strip()[-2000:]}", op="git"
-            )
-        return base64.b64decode(answer["stdout"])
+            detail = answer["stderr"].strip()[-2000:]
+            raise SandboxError(f"{what}: {argv[0]} {why}{hint}: {detail}", op="git")
+        return stdout
 
     def diff(self) -> str:
         """``git diff --binary`` against the baseline, computed by git inside the container.

@@ -27,6 +27,7 @@ import docker
 import docker.errors
 
 from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 
 EXECUTOR_SOURCE = (Path(__file__).parent / "incontainer.py").read_text(encoding="utf-8")
 """Source of the in-container executor, sent with ``python3 -c``."""
@@ -35,22 +36,16 @@ EXEC_ONLY_PYTHON = "/usr/local/libexec/sandbox-agent/python3"
 """An execute-only (mode 0711) copy of python3 in the default image.
 
 The kernel makes a process that executes a file it cannot read non-dumpable from its first
-instruction, so ``/proc/<executor>/fd`` is closed to the model's processes (same uid) without
-a window; the executor also calls ``prctl(PR_SET_DUMPABLE, 0)`` for images without the copy.
+instruction, so ``/proc/<executor>/fd`` is closed to the model's processes (same uid) with no
+window. Other images run ``python3``, and the executor calls ``prctl(PR_SET_DUMPABLE, 0)`` as
+it starts (a window of the interpreter's start-up remains there).
 """
 
 
-def python_argv(*args: str) -> list[str]:
-    """``python3 *args`` through the execute-only interpreter when the image has it.
+def interpreter_for(image: str) -> str:
+    """The interpreter for the sandbox's own processes in ``image`` (executor, PID 1, scan)."""
+    return EXEC_ONLY_PYTHON if image == DEFAULT_IMAGE else "python3"
 
-    ``sh`` execs the interpreter, so nothing stays in between (same pid).
-    """
-    pick = f'[ -x {EXEC_ONLY_PYTHON} ] && exec {EXEC_ONLY_PYTHON} "$@"; exec python3 "$@"'
-    return ["sh", "-c", pick, "python3", *args]
-
-
-EXECUTOR_ARGV = python_argv("-u", "-c", EXECUTOR_SOURCE)
-"""How the executor is started."""
 
 DEFAULT_LINE_LIMIT = 4 << 20
 """Largest answer line accepted unless a request allows more; past it the channel is closed."""
@@ -161,12 +156,14 @@ class ExecutorChannel:
         *,
         user: str,
         env: dict[str, str],
+        python: str = "python3",
         argv: list[str] | None = None,
     ) -> None:
+        """Start the executor with ``python`` (see :func:`interpreter_for`), or ``argv``."""
         try:
             exec_id = api.exec_create(
                 container_id,
-                argv or EXECUTOR_ARGV,
+                argv or [python, "-u", "-c", EXECUTOR_SOURCE],
                 stdin=True,
                 stdout=True,
                 stderr=True,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import select
@@ -323,13 +322,10 @@ class _Capped:
 def op_run(req: dict[str, Any]) -> dict[str, Any]:
     """Run an argv (git for diff/rebaseline) with extra environment; return raw output.
 
-    ``max_stdout`` bounds what is kept (past it: ``too_large``); ``scan`` first refuses a
-    workspace git could not diff within bounds (see :func:`_scan`).
+    ``max_stdout`` bounds what is kept (past it: ``too_large``).
     """
     env = dict(os.environ)
     env.update(req.get("env", {}))
-    if "scan" in req:
-        _scan(req["scan"], env)
     timeout = float(req.get("timeout_s", 600))
     proc = subprocess.Popen(
         req["argv"],
@@ -362,91 +358,6 @@ def op_run(req: dict[str, Any]) -> dict[str, Any]:
         "stdout": base64.b64encode(out.data).decode(),
         "stderr": (err.head + err.tail).decode("utf-8", "replace")[-4000:],
     }
-
-
-def _git_records(argv: list[str], env: dict[str, str]) -> list[str]:
-    done = subprocess.run(argv, cwd=WORKSPACE, env=env, capture_output=True, check=False)
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace")[-2000:]
-        raise _Refused("tool_failed", f"listing the workspace failed: {message}")
-    return [r for r in done.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
-
-
-def _blob_id(path: Path, size: int, algo: str) -> str:
-    """Git's object id of a file's content, streamed (memory stays small for any size)."""
-    digest = hashlib.new(algo, b"blob %d\0" % size)
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _changed_sizes(
-    base: dict[str, tuple[int, str]], listed: list[str], cap: int
-) -> list[tuple[int, str]]:
-    """``(size, path)`` of every regular file that is new or changed, as far as cheap to tell.
-
-    A file of the baseline's size counts as unchanged; when it is over ``cap`` its content is
-    hashed to be sure (a same-size rewrite of a huge file must not slip through).
-    """
-    found: list[tuple[int, str]] = []
-    for path in sorted(set(listed) | set(base)):
-        try:
-            st = os.lstat(f"{WORKSPACE}/{path}")
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        old = base.get(path)
-        if old is not None and old[0] == st.st_size:
-            algo = "sha1" if len(old[1]) == 40 else "sha256"
-            if st.st_size <= cap or _blob_id(_ROOT / path, st.st_size, algo) == old[1]:
-                continue
-        found.append((st.st_size, path))
-    return found
-
-
-def _scan(spec: dict[str, Any], env: dict[str, str]) -> None:
-    """Refuse, with the reason and the paths, a diff that git could not take within bounds.
-
-    Files over ``max_file_bytes``, more than ``max_new_files`` new files, or more than
-    ``max_total_bytes`` of new and changed files: git would hash them all into memory and
-    tmpfs, then print them, and could be killed for memory (which used to look like "no
-    changes"). Ignored files do not count: git does not stage them.
-    """
-    if env.get("GIT_OBJECT_DIRECTORY"):  # git refuses to start without it
-        Path(env["GIT_OBJECT_DIRECTORY"]).mkdir(parents=True, exist_ok=True)
-    base: dict[str, tuple[int, str]] = {}
-    for record in _git_records(spec["tracked_argv"], env):
-        meta, _, path = record.partition("\t")
-        _, kind, oid, size = meta.split()
-        if kind == "blob":
-            base[path] = (int(size), oid)
-    listed = _git_records(spec["listed_argv"], env)
-    new = [p for p in listed if p not in base]
-    mib = 1 << 20
-    if len(new) > spec["max_new_files"]:
-        raise _Refused(
-            "too_large",
-            f"too_many_files: {len(new)} new files, over the limit of {spec['max_new_files']}"
-            f" (first: {json.dumps(sorted(new)[:3])}); delete them or list them in .gitignore",
-        )
-    changed = _changed_sizes(base, listed, spec["max_file_bytes"])
-    big = sorted((s, p) for s, p in changed if s > spec["max_file_bytes"])
-    if big:
-        names = ", ".join(f"{json.dumps(p)} ({s / mib:.0f} MiB)" for s, p in big[-5:])
-        raise _Refused(
-            "too_large",
-            f"file_too_large: {len(big)} changed file(s) over the {spec['max_file_bytes'] / mib:g}"
-            f" MiB limit per file: {names}; delete them or list them in .gitignore",
-        )
-    total = sum(s for s, _ in changed)
-    if total > spec["max_total_bytes"]:
-        raise _Refused(
-            "too_large",
-            f"diff_too_large: new and changed files hold {total / mib:.0f} MiB, over the"
-            f" {spec['max_total_bytes'] / mib:g} MiB limit of a patch",
-        )
 
 
 _OPS = {"exec": op_exec, "read": op_read, "write": op_write, "run": op_run}

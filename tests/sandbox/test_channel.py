@@ -74,6 +74,24 @@ def test_a_process_left_running_cannot_reach_a_fresh_executor(
     assert sb.exec("echo clean", timeout_s=30).stdout == "clean\n"
 
 
+def test_an_executor_from_plain_python3_closes_its_fds_too(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    # Images without the execute-only interpreter: prctl(PR_SET_DUMPABLE, 0) as it starts.
+    sb = make_sandbox(sample_repo)
+    channel = ExecutorChannel(
+        sb._client.api, sb.container_id, user=sb._user, env=CONTAINER_ENV, python="python3"
+    )
+    try:
+        pid = channel.request({"op": "ping"}, timeout_s=60)["pid"]
+        tried = sb.exec(f"echo forged > /proc/{pid}/fd/1 && echo WROTE", timeout_s=30)
+        assert "Permission denied" in tried.stderr
+        assert "WROTE" not in tried.stdout
+        assert channel.request({"op": "ping"}, timeout_s=60) == {"ok": True, "pid": pid}
+    finally:
+        channel.close()
+
+
 def _channel(sb: DockerSandbox, script: str) -> ExecutorChannel:
     return ExecutorChannel(
         sb._client.api,
