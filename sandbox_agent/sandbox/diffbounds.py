@@ -6,13 +6,16 @@ executor), and the executor caps what git prints; this module builds those reque
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import gitops
+from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT
 from sandbox_agent.types import Frozen
 
 SCAN_SOURCE = (Path(__file__).parent / "diffscan.py").read_text(encoding="utf-8")
@@ -63,6 +66,34 @@ def _scan_spec(bounds: DiffBounds, baseline: str) -> dict[str, Any]:
     }
 
 
-def answer_limit(bounds: DiffBounds) -> int:
-    """Largest answer line a capped ``run`` can produce (base64 of the patch, and JSON)."""
-    return bounds.max_bytes * 4 // 3 + (1 << 20)
+def run_request(
+    argv: list[str], bounds: DiffBounds | None, timeout_s: float
+) -> tuple[dict[str, Any], int]:
+    """The executor's ``run`` request for git (capped when ``bounds``) and its answer's limit."""
+    payload: dict[str, Any] = {
+        "op": "run",
+        "argv": argv,
+        "env": gitops.GIT_ENV,
+        "timeout_s": timeout_s,
+    }
+    if bounds is None:
+        return payload, DEFAULT_LINE_LIMIT
+    payload["max_stdout"] = bounds.max_bytes
+    return payload, bounds.max_bytes * 4 // 3 + (1 << 20)  # base64 of the patch, and JSON
+
+
+def run_output(answer: dict[str, Any], argv: list[str], what: str, *, scan: bool) -> bytes:
+    """The stdout of a successful ``run``.
+
+    Raises:
+        SandboxError: the scan refused (its reason), or the command failed or was killed.
+    """
+    code, stdout = answer["exit_code"], base64.b64decode(answer["stdout"])
+    if scan and code == SCAN_REFUSED:
+        raise SandboxError(f"{what}: {stdout.decode('utf-8', 'replace').strip()}", op="git")
+    if code != 0:
+        why = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+        hint = " (out of memory in the container?)" if code == -9 else ""
+        detail = answer["stderr"].strip()[-2000:]
+        raise SandboxError(f"{what}: {argv[0]} {why}{hint}: {detail}", op="git")
+    return stdout

@@ -8,7 +8,6 @@ what a local ``bash -c`` costs. ``docker.errors`` are mapped to ``SandboxError``
 from __future__ import annotations
 
 import atexit
-import base64
 import contextlib
 import signal
 import threading
@@ -35,7 +34,7 @@ from sandbox_agent.sandbox.container import (
     start_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.diffbounds import SCAN_REFUSED, DiffBounds, answer_limit, scan_argv
+from sandbox_agent.sandbox.diffbounds import DiffBounds, run_output, run_request, scan_argv
 from sandbox_agent.sandbox.executor import (
     DEFAULT_LINE_LIMIT,
     ChannelClosedError,
@@ -300,16 +299,7 @@ class DockerSandbox:
     def _run_git(
         self, argv: list[str], what: str, bounds: DiffBounds | None, *, scan: bool = False
     ) -> bytes:
-        payload: dict[str, Any] = {
-            "op": "run",
-            "argv": argv,
-            "env": gitops.GIT_ENV,
-            "timeout_s": _GIT_TIMEOUT_S,
-        }
-        limit = DEFAULT_LINE_LIMIT
-        if bounds is not None:
-            payload["max_stdout"] = bounds.max_bytes
-            limit = answer_limit(bounds)
+        payload, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
         try:
             try:
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
@@ -320,15 +310,7 @@ class DockerSandbox:
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
             raise SandboxError(f"{what}: {e.message}", op="git", context={"kind": e.kind}) from e
-        code, stdout = answer["exit_code"], base64.b64decode(answer["stdout"])
-        if scan and code == SCAN_REFUSED:
-            raise SandboxError(f"{what}: {stdout.decode('utf-8', 'replace').strip()}", op="git")
-        if code != 0:
-            why = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
-            hint = " (out of memory in the container?)" if code == -9 else ""
-            detail = answer["stderr"].strip()[-2000:]
-            raise SandboxError(f"{what}: {argv[0]} {why}{hint}: {detail}", op="git")
-        return stdout
+        return run_output(answer, argv, what, scan=scan)
 
     def diff(self) -> str:
         """``git diff --binary`` against the baseline, computed by git inside the container.
