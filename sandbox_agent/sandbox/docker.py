@@ -204,10 +204,17 @@ class DockerSandbox:
                 # the next call (the run's final diff) opens a fresh channel.
                 self._channel.close()
                 raise
-            except (ChannelTimeoutError, ChannelOverflowError) as e:
-                # The channel is closed (the executor exits); the next call opens a new one.
+            except ChannelOverflowError as e:
+                # Only a broken executor sends this (model code cannot write on the channel).
                 self._raise_if_dead(e)
                 raise SandboxError(f"the sandbox's executor failed on `{op}`: {e}", op=op) from e
+            except ChannelTimeoutError as e:
+                self._raise_if_dead(e)
+                self._channel = self._open_channel()
+                raise ToolError(
+                    "timeout",
+                    f"the sandbox's executor gave {e} (was it stopped?); it was replaced, retry",
+                ) from e
             except ChannelClosedError as e:
                 self._raise_if_dead(e)
                 self._channel = self._open_channel()

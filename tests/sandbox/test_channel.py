@@ -11,7 +11,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from sandbox_agent.errors import SandboxError
+from sandbox_agent.errors import SandboxError, ToolError
+from sandbox_agent.sandbox import docker as docker_sandbox
 from sandbox_agent.sandbox.container import CONTAINER_ENV
 from sandbox_agent.sandbox.docker import DockerSandbox
 from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
@@ -187,3 +188,15 @@ def test_a_1_gib_flood_ends_bounded_in_host_memory(
     grown_kb = result["grown_kb"]
     assert isinstance(grown_kb, int)
     assert grown_kb < 32_000, f"the reader grew by {grown_kb} kB"
+
+
+def test_a_stopped_executor_is_a_timeout_and_is_replaced(
+    make_sandbox: MakeSandbox, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sb = make_sandbox(sample_repo)
+    monkeypatch.setattr(docker_sandbox, "_CHANNEL_MARGIN_S", 1.0)
+    with pytest.raises(ToolError) as info:
+        sb.exec("kill -STOP $PPID", timeout_s=1)
+    assert info.value.kind == "timeout"
+    assert "no answer within 2 s" in info.value.message
+    assert sb.exec("echo replaced", timeout_s=30).stdout == "replaced\n"
