@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 WORKSPACE = "/workspace"
-_ROOT = Path(WORKSPACE)
 REFUSED = 3
 """Exit status when a bound is exceeded (the reason is on stdout)."""
 
@@ -31,13 +30,27 @@ def _git_records(argv: list[str], env: dict[str, str]) -> list[str]:
     return [r for r in done.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
 
 
-def _blob_id(path: Path, size: int, algo: str) -> str:
-    """Git's object id of a file's content, streamed (memory stays small for any size)."""
+def _blob_id(path: str, size: int, algo: str) -> str:
+    """Git's object id of the first ``size`` bytes of a file, streamed (small memory).
+
+    Never follows a symlink nor waits on a FIFO swapped in since the ``lstat``.
+    """
     digest = hashlib.new(algo, b"blob %d\0" % size)
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        while size > 0 and (chunk := os.read(fd, min(size, 1 << 20))):
             digest.update(chunk)
-    return digest.hexdigest()
+            size -= len(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest() if size == 0 else ""
+
+
+def _same_blob(path: str, size: int, algo: str, oid: str) -> bool:
+    try:
+        return _blob_id(path, size, algo) == oid
+    except OSError:  # swapped for a symlink, gone, unreadable: not the baseline's file
+        return False
 
 
 def _changed_sizes(
@@ -50,8 +63,9 @@ def _changed_sizes(
     """
     found: list[tuple[int, str]] = []
     for path in sorted(set(listed) | set(base)):
+        full = f"{WORKSPACE}/{path}"
         try:
-            st = os.lstat(f"{WORKSPACE}/{path}")
+            st = os.lstat(full)
         except OSError:
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -59,7 +73,7 @@ def _changed_sizes(
         old = base.get(path)
         if old is not None and old[0] == st.st_size:
             algo = "sha1" if len(old[1]) == 40 else "sha256"
-            if st.st_size <= cap or _blob_id(_ROOT / path, st.st_size, algo) == old[1]:
+            if st.st_size <= cap or _same_blob(full, st.st_size, algo, old[1]):
                 continue
         found.append((st.st_size, path))
     return found
