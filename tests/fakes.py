@@ -58,9 +58,6 @@ class TempDirSandbox:
         self._git("commit", "-q", "--allow-empty", "-m", "baseline")
         return self._git("rev-parse", "HEAD").strip()
 
-    def rebaseline(self) -> None:
-        self.baseline = self._git_baseline()
-
     def _resolve(self, path: str) -> Path:
         target = (self.root / path).resolve()
         if target != self.root and self.root not in target.parents:

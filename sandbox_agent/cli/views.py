@@ -58,7 +58,7 @@ def summary(record: RunRecord) -> Table:
             f"{record.usage.prompt_tokens} prompt + {record.usage.completion_tokens} completion",
         ),
         ("cost", cost_text(record.usage.cost_usd)),
-        ("files changed", str(record.files_changed)),
+        ("files changed", "unknown" if record.files_changed is None else str(record.files_changed)),
         ("run dir", safe(record.run_dir)),
     ]
     if record.error:

@@ -61,7 +61,8 @@ class RunRecord(Frozen):
     baseline: BaselineDiagnosis | None = None
     """What the baseline test run said: whether the tests could run, and the gate's strength
     (``weak`` when they already passed before any change)."""
-    files_changed: int = 0
+    files_changed: int | None = 0
+    """Files the patch changes; ``None`` when the final patch could not be computed."""
     version: str = ""
 
 

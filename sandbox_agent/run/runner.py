@@ -42,8 +42,7 @@ from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import ENV_BUILD_LOG, RunDir, RunRecord, new_run_id, now_iso
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
-from sandbox_agent.sandbox.image import Progress, print_to_stderr
-from sandbox_agent.settings import Policy
+from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
     ExitReason,
@@ -106,17 +105,14 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def sandbox_config(settings: Policy, env: EnvImage) -> DockerSandboxConfig:
+def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
     """The container for this run: the environment's image and the tree's ``[sandbox]``."""
-    s = settings.sandbox
+    base = prepared.plan.base
     return DockerSandboxConfig(
         image=env.tag,
         extra_env=dict(env.container_env),
-        network=s.network,
-        cpus=s.cpus,
-        memory=s.memory,
-        pids=s.pids,
-        timeout_s=s.command_timeout_s,
+        limits=prepared.settings.sandbox,
+        from_sandbox_image=base.kind == "image" and base.image == DEFAULT_IMAGE,
     )
 
 
@@ -181,7 +177,7 @@ def run_fix(
             sigterm_interrupts(),
             DockerSandbox.create(
                 prepared.repo.root,
-                sandbox_config(prepared.settings, prepared.env),
+                sandbox_config(prepared, prepared.env),
                 run_id=run_id,
                 workspace_root=options.workspace_root,
             ) as sandbox,
@@ -339,17 +335,44 @@ class Run:
         }
 
     def _save_patch(self) -> None:
+        """Save the patch so far (after each verdict); the final save reports failures."""
         try:
-            self.run_dir.write_patch(self.sandbox.diff())
-            files = len(self.sandbox.changed_paths())
+            self._write_patch()
         except (SandboxError, KeyboardInterrupt):
             return
+
+    def _write_patch(self) -> None:
+        patch = self.sandbox.diff()
+        files = len(self.sandbox.changed_paths())
+        self.run_dir.write_patch(patch)
         self.record = self.record.model_copy(update={"files_changed": files})
         self.run_dir.write_record(self.record)
 
+    def _final_patch(self, result: RunResult) -> RunResult:
+        """Take the final patch, with nothing the model left running; no success without it.
+
+        A patch that cannot be computed (a file over the size bound, too many files, git out of
+        memory) ends a finished run as ``sandbox_error`` with the reason; the patch saved after
+        the last verdict, the trace and the gate history are kept.
+        """
+        try:
+            self.sandbox.reset_processes()
+            self._write_patch()
+        except KeyboardInterrupt:
+            return result
+        except SandboxError as e:
+            self.record = self.record.model_copy(update={"files_changed": None})
+            why = f"cannot compute the patch: {e}"
+            if result.exit_reason is not ExitReason.FINISHED:
+                return result.model_copy(update={"error": f"{result.error}; {why}"})
+            return result.model_copy(
+                update={"exit_reason": ExitReason.SANDBOX_ERROR, "gate_passed": False, "error": why}
+            )
+        return result
+
     def _finish(self, result: RunResult) -> RunRecord:
         """Save the patch, write ``run_finished`` and the final record: once, here."""
-        self._save_patch()
+        result = self._final_patch(result)
         self.trace.emit(
             RunFinished(
                 step=result.steps,

@@ -61,11 +61,21 @@ class Sandbox(Protocol):
         ...
 
     def diff(self) -> str:
-        """``git diff --binary`` of the workspace against its baseline commit."""
+        """``git diff --binary`` of the workspace against its baseline commit.
+
+        Raises:
+            SandboxError: the patch cannot be computed; never an empty diff instead. The
+                message names the reason: ``file_too_large``, ``too_many_files``,
+                ``diff_too_large`` (the bounds), or git failing or being killed.
+        """
         ...
 
     def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename), relative to the workspace."""
+        """Every path the diff touches (both names of a rename), relative to the workspace.
+
+        Raises:
+            SandboxError: as for :meth:`diff`.
+        """
         ...
 
     def reset_processes(self) -> None:

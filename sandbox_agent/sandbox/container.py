@@ -22,9 +22,16 @@ from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import engine, gitops
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
+from sandbox_agent.sandbox.diffbounds import DiffBounds
+from sandbox_agent.sandbox.executor import (
+    EXEC_ONLY_PYTHON,
+    ChannelClosedError,
+    ExecutorChannel,
+    interpreter_for,
+)
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.sandbox.workspace import SHADOW_DIR, Owner, remove_workspace
+from sandbox_agent.settings import SandboxSection
 from sandbox_agent.types import Frozen
 
 CONTAINER_HOME = "/home/agent"
@@ -60,16 +67,8 @@ class DockerSandboxConfig(Frozen):
 
     image: str = DEFAULT_IMAGE
     """Image to run; the default is built from ``Dockerfile.sandbox`` on first use."""
-    network: bool = False
-    """Give the container a network (``bridge``); off means ``network_mode=none``."""
-    cpus: float = Field(default=2.0, gt=0)
-    """CPU limit, in CPUs."""
-    memory: str = Field(default="2g", pattern=r"^\d+(\.\d+)?[bkmgBKMG]?$")
-    """Memory limit (swap included), docker syntax: ``512m``, ``2g``."""
-    pids: int = Field(default=512, ge=16)
-    """Most processes and threads alive at once (stops fork bombs)."""
-    timeout_s: float = Field(default=120.0, gt=0)
-    """Default per-command timeout for callers that do not pass one."""
+    limits: SandboxSection = Field(default_factory=SandboxSection)
+    """Network, CPUs, memory and processes: the settings tree's ``[sandbox]``, as merged."""
     tmp_size: str = Field(default="1g", pattern=r"^\d+[kmgKMG]?$")
     """Size of each tmpfs (``/tmp`` and the home directory)."""
     max_write_bytes: int = Field(default=10 << 20, gt=0)
@@ -78,14 +77,26 @@ class DockerSandboxConfig(Frozen):
     """``uid:gid`` inside the container when the host user is root (never root inside)."""
     workspace_in_memory: bool = True
     """Put the workspace under ``/dev/shm`` when it has 4 GiB free: copying is much faster."""
+    diff_bounds: DiffBounds = DiffBounds()
+    """Largest patch ``diff()`` computes; past a bound it fails with the reason."""
     extra_env: dict[str, str] = Field(default_factory=dict)
     """Variables added to (or replacing in) ``CONTAINER_ENV``: a built environment's ``PATH``
     with its venv, ``VIRTUAL_ENV`` (see ``sandbox_agent.env``). Never host variables."""
+    from_sandbox_image: bool | None = None
+    """Whether ``image`` is the sandbox image or built on it (so it has the execute-only
+    interpreter the executor runs from); ``None``: only when it is the sandbox image itself."""
 
 
 def container_env(config: DockerSandboxConfig) -> dict[str, str]:
     """The whole environment of a container and of every command in it."""
     return {**CONTAINER_ENV, **config.extra_env}
+
+
+def executor_python(config: DockerSandboxConfig) -> str:
+    """The interpreter of the sandbox's own processes (executor, PID 1, the diff scan)."""
+    if config.from_sandbox_image:
+        return EXEC_ONLY_PYTHON
+    return interpreter_for(config.image)
 
 
 DEFAULT_CONFIG = DockerSandboxConfig()
@@ -117,7 +128,7 @@ def container_kwargs(
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
-        "command": ["python3", "-c", _REAPER],
+        "command": [executor_python(config), "-c", _REAPER],
         "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
         "labels": {
             engine.RUN_LABEL: run_id,
@@ -127,7 +138,7 @@ def container_kwargs(
         "user": user,
         "working_dir": "/workspace",
         "environment": container_env(config),
-        "network_mode": "bridge" if config.network else "none",
+        "network_mode": "bridge" if config.limits.network else "none",
         "read_only": True,
         "tmpfs": {
             "/tmp": f"{tmpfs_opts},mode=1777",
@@ -136,10 +147,10 @@ def container_kwargs(
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "privileged": False,
-        "pids_limit": config.pids,
-        "mem_limit": config.memory,
-        "memswap_limit": config.memory,
-        "nano_cpus": int(config.cpus * 1e9),
+        "pids_limit": config.limits.pids,
+        "mem_limit": config.limits.memory,
+        "memswap_limit": config.limits.memory,
+        "nano_cpus": int(config.limits.cpus * 1e9),
         "ipc_mode": "private",
         "hostname": "sandbox",
         "mounts": [
@@ -162,7 +173,11 @@ def start_container(
         out["id"] = container.id
         container.start()
         channel = ExecutorChannel(
-            client.api, str(container.id), user=kwargs["user"], env=kwargs["environment"]
+            client.api,
+            str(container.id),
+            user=kwargs["user"],
+            env=kwargs["environment"],
+            python=kwargs["command"][0],  # PID 1's interpreter: executor_python(config)
         )
         out["channel"] = channel
         channel.request({"op": "ping"}, timeout_s=60)

@@ -8,7 +8,6 @@ what a local ``bash -c`` costs. ``docker.errors`` are mapped to ``SandboxError``
 from __future__ import annotations
 
 import atexit
-import base64
 import contextlib
 import signal
 import threading
@@ -31,11 +30,20 @@ from sandbox_agent.sandbox.container import (
     cleanup_failed_start,
     container_env,
     container_kwargs,
+    executor_python,
     remove_container,
     start_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel, decode_stream
+from sandbox_agent.sandbox.diffbounds import DiffBounds, run_output, run_request, scan_argv
+from sandbox_agent.sandbox.executor import (
+    DEFAULT_LINE_LIMIT,
+    ChannelClosedError,
+    ChannelOverflowError,
+    ChannelTimeoutError,
+    ExecutorChannel,
+    decode_stream,
+)
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
@@ -50,6 +58,8 @@ __all__ = ["DEFAULT_CONFIG", "DockerSandbox", "DockerSandboxConfig"]
 
 _CHANNEL_MARGIN_S = 30.0
 _FILE_OP_TIMEOUT_S = 120.0
+_ANSWER_OVERHEAD = 64 << 10
+_GIT_TIMEOUT_S = 600.0
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -149,7 +159,11 @@ class DockerSandbox:
     def _open_channel(self) -> ExecutorChannel:
         try:
             channel = ExecutorChannel(
-                self._client.api, self.container_id, user=self._user, env=container_env(self.config)
+                self._client.api,
+                self.container_id,
+                user=self._user,
+                env=container_env(self.config),
+                python=executor_python(self.config),
             )
         except SandboxError as e:
             self._raise_if_dead(e)
@@ -173,20 +187,34 @@ class DockerSandbox:
                 ) from cause
             time.sleep(0.05)
 
-    def _call(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def _call(
+        self, payload: dict[str, Any], timeout_s: float, line_limit: int = DEFAULT_LINE_LIMIT
+    ) -> dict[str, Any]:
+        op = str(payload.get("op"))
         with self._lock:
             if self._closed:
-                raise SandboxError("the sandbox is closed", op=str(payload.get("op")))
+                raise SandboxError("the sandbox is closed", op=op)
             if self._channel.closed:
                 self._channel = self._open_channel()
             try:
-                answer = self._channel.request(payload, timeout_s=timeout_s)
+                answer = self._channel.request(payload, timeout_s=timeout_s, line_limit=line_limit)
             except (KeyboardInterrupt, RunInterrupted):
                 # The answer will never be read, so the channel cannot be reused. Closing it
                 # makes the executor kill the command it runs (it watches stdin for EOF), and
                 # the next call (the run's final diff) opens a fresh channel.
                 self._channel.close()
                 raise
+            except ChannelOverflowError as e:
+                # Only a broken executor sends this (model code cannot write on the channel).
+                self._raise_if_dead(e)
+                raise SandboxError(f"the sandbox's executor failed on `{op}`: {e}", op=op) from e
+            except ChannelTimeoutError as e:
+                self._raise_if_dead(e)
+                self._channel = self._open_channel()
+                raise ToolError(
+                    "timeout",
+                    f"the sandbox's executor gave {e} (was it stopped?); it was replaced, retry",
+                ) from e
             except ChannelClosedError as e:
                 self._raise_if_dead(e)
                 self._channel = self._open_channel()
@@ -211,6 +239,7 @@ class DockerSandbox:
                 "max_output_bytes": max_output_bytes,
             },
             timeout_s + _CHANNEL_MARGIN_S,
+            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + _ANSWER_OVERHEAD),
         )
         stdout, stdout_dropped = decode_stream(answer["stdout"])
         stderr, stderr_dropped = decode_stream(answer["stderr"])
@@ -227,7 +256,9 @@ class DockerSandbox:
     def read_file(self, path: str, *, max_bytes: int) -> str:
         """UTF-8 text of a workspace file, read inside the container."""
         answer = self._call(
-            {"op": "read", "path": path, "max_bytes": max_bytes}, _FILE_OP_TIMEOUT_S
+            {"op": "read", "path": path, "max_bytes": max_bytes},
+            _FILE_OP_TIMEOUT_S,
+            max(DEFAULT_LINE_LIMIT, 6 * max_bytes + _ANSWER_OVERHEAD),  # JSON escapes: <= 6x
         )
         text: str = answer["text"]
         return text
@@ -253,36 +284,60 @@ class DockerSandbox:
                 raise SandboxError(f"could not restart the container: {e}", op="revive") from e
             self._channel = self._open_channel()
 
-    def _git(self, argv: list[str], what: str) -> bytes:
-        """Run git in the container; a dead container is restarted once (work is kept)."""
-        payload = {"op": "run", "argv": argv, "env": gitops.GIT_ENV, "timeout_s": 600}
+    def _running(self) -> bool:
+        return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
+
+    def _git(self, argv: list[str], what: str, *, bounded: bool = False) -> bytes:
+        """Run git in the container; a dead container is restarted once (work is kept).
+
+        ``bounded``: first refuse, with the reason, a workspace too large to diff, and cap
+        the output (see ``diffbounds``), instead of letting git run out of memory.
+
+        Raises:
+            SandboxError: git failed, was killed, or a bound was hit; the message says which.
+        """
+        if not bounded:
+            return self._run_git(argv, what, None)
+        bounds = self.config.diff_bounds
+        scan = scan_argv(bounds, self.baseline, executor_python(self.config))
+        self._run_git(scan, what, None, scan=True)
+        return self._run_git(argv, what, bounds)
+
+    def _run_git(
+        self, argv: list[str], what: str, bounds: DiffBounds | None, *, scan: bool = False
+    ) -> bytes:
+        payload, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
         try:
             try:
-                answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
+                answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
             except SandboxError:
-                if self._closed:
-                    raise
+                if self._closed or self._running():
+                    raise  # a bound, a timeout or an engine error: restarting will not help
                 self._revive()
-                answer = self._call(payload, 600 + _CHANNEL_MARGIN_S)
+                answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
-            raise SandboxError(f"{what} failed: {e.message}", op="git") from e
-        if answer["exit_code"] != 0:
-            raise SandboxError(f"{what} failed in the container: {answer['stderr']}", op="git")
-        return base64.b64decode(answer["stdout"])
+            raise SandboxError(f"{what}: {e.message}", op="git", context={"kind": e.kind}) from e
+        return run_output(answer, argv, what, scan=scan)
 
     def diff(self) -> str:
-        """``git diff --binary`` against the baseline, computed by git inside the container."""
-        return self._git(gitops.diff_argv(self.baseline), "git diff").decode("utf-8", "replace")
+        """``git diff --binary`` against the baseline, computed by git inside the container.
+
+        Raises:
+            SandboxError: the patch cannot be computed; the message names why (a file over
+                the size limit, too many new files, a patch over the limit, git killed).
+        """
+        out = self._git(gitops.diff_argv(self.baseline), "cannot compute the patch", bounded=True)
+        return out.decode("utf-8", "replace")
 
     def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename)."""
-        out = self._git(gitops.name_status_argv(self.baseline), "git diff --name-status")
-        return gitops.parse_name_status(out.decode("utf-8", "surrogateescape"))
+        """Every path the diff touches (both names of a rename).
 
-    def rebaseline(self) -> None:
-        """Commit the current workspace as the new baseline (after the setup phase)."""
-        out = self._git(gitops.rebaseline_argv(self.baseline), "rebaseline")
-        self.baseline = out.decode().strip().splitlines()[-1]
+        Raises:
+            SandboxError: as for :meth:`diff`.
+        """
+        argv = gitops.name_status_argv(self.baseline)
+        out = self._git(argv, "cannot list the changed files", bounded=True)
+        return gitops.parse_name_status(out.decode("utf-8", "surrogateescape"))
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.
@@ -301,18 +356,6 @@ class DockerSandbox:
                 raise SandboxError(f"could not reset the processes: {e}", op="reset") from e
             self._channel.close()
             self._channel = fresh
-
-    def disconnect_network(self) -> None:
-        """Take the container off every network for the rest of the run (idempotent)."""
-        try:
-            attrs = self._client.api.inspect_container(self.container_id)
-            for name in attrs["NetworkSettings"]["Networks"]:
-                if name != "none":
-                    self._client.api.disconnect_container_from_network(
-                        self.container_id, name, force=True
-                    )
-        except docker.errors.DockerException as e:
-            raise SandboxError(f"could not disconnect the network: {e}", op="network") from e
 
     def close(self) -> None:
         """Remove the container and the workspace. Idempotent; safe on an exception path.

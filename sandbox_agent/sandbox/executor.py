@@ -4,6 +4,12 @@ The in-container side is :mod:`sandbox_agent.sandbox.incontainer`, started as
 ``python3 -c <its source>``. Requests and answers are JSON lines over the exec's attached
 stdin/stdout; the engine multiplexes stdout and stderr into frames of an 8-byte header
 (stream, 0, 0, 0, big-endian size) and the payload, which :class:`FrameReader` takes apart.
+
+Why not docker-py's ``docker.utils.socket.frames_iter``: its ``read`` waits in ``poll()`` with
+no timeout, so a deadline cannot be enforced while the executor is silent, and it costs two
+polls and two ``recv`` calls per frame (see ``benchmarks/channel_reader.py``). This reader
+parses each received chunk once, in place (linear time), never holds more than one line of
+``limit`` bytes, and stops at a deadline even while bytes keep arriving.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import contextlib
 import json
 import socket
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,71 +27,143 @@ import docker
 import docker.errors
 
 from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 
 EXECUTOR_SOURCE = (Path(__file__).parent / "incontainer.py").read_text(encoding="utf-8")
 """Source of the in-container executor, sent with ``python3 -c``."""
 
+EXEC_ONLY_PYTHON = "/usr/local/libexec/sandbox-agent/python3"
+"""An execute-only (mode 0711) copy of python3 in the default image.
+
+The kernel makes a process that executes a file it cannot read non-dumpable from its first
+instruction, so ``/proc/<executor>/fd`` is closed to the model's processes (same uid) with no
+window. Other images run ``python3``, and the executor calls ``prctl(PR_SET_DUMPABLE, 0)`` as
+it starts (a window of the interpreter's start-up remains there).
+"""
+
+
+def interpreter_for(image: str) -> str:
+    """The interpreter for the sandbox's own processes in ``image`` (executor, PID 1, scan)."""
+    return EXEC_ONLY_PYTHON if image == DEFAULT_IMAGE else "python3"
+
+
+DEFAULT_LINE_LIMIT = 4 << 20
+"""Largest answer line accepted unless a request allows more; past it the channel is closed."""
+
 _HEADER = struct.Struct(">BxxxI")
 _STDOUT, _STDERR = 1, 2
 _STDERR_KEEP = 8192
+_RECV = 1 << 20
 
 
 class ChannelClosedError(Exception):
     """The executor's stream ended or broke (the executor or the container died)."""
 
 
+class ChannelTimeoutError(ChannelClosedError):
+    """No whole answer arrived before the request's deadline (bytes may still have arrived)."""
+
+
+class ChannelOverflowError(ChannelClosedError):
+    """An answer line grew past the request's limit (a flood, or an answer far too large)."""
+
+
 class FrameReader:
-    """Demultiplexes the engine's framed exec stream into stdout lines (stderr is kept short)."""
+    """Demultiplexes the engine's framed exec stream into stdout lines (stderr is kept short).
+
+    Each received chunk is parsed once: frame headers may be split across chunks, payloads are
+    consumed as they arrive (a frame is never buffered whole), and a line is searched for only
+    in the bytes not searched yet.
+    """
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._buf = bytearray()
+        self._header = bytearray()
+        self._stream = 0
+        self._left = 0  # payload bytes of the current frame still to come
         self._lines = bytearray()
+        self._searched = 0
         self.stderr_tail = bytearray()
+        self._into = bytearray(_RECV)  # reused: a fresh 1 MiB buffer per recv costs an mmap
 
-    def _fill(self) -> None:
+    def _recv(self, deadline: float | None) -> memoryview:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChannelTimeoutError("no answer within the deadline")
+            self._sock.settimeout(left)
         try:
-            chunk = self._sock.recv(1 << 20)
+            n = self._sock.recv_into(self._into)
+        except TimeoutError as e:
+            raise ChannelTimeoutError("no answer within the deadline") from e
         except OSError as e:
             raise ChannelClosedError(f"reading from the executor failed: {e}") from e
-        if not chunk:
+        if not n:
             raise ChannelClosedError("the executor's stream ended")
-        self._buf += chunk
+        return memoryview(self._into)[:n]
 
-    def _take_frames(self) -> None:
-        while len(self._buf) >= _HEADER.size:
-            stream, size = _HEADER.unpack_from(self._buf)
-            if len(self._buf) < _HEADER.size + size:
-                return
-            payload = self._buf[_HEADER.size : _HEADER.size + size]
-            del self._buf[: _HEADER.size + size]
-            if stream == _STDOUT:
-                self._lines += payload
-            elif stream == _STDERR:
-                self.stderr_tail = (self.stderr_tail + payload)[-_STDERR_KEEP:]
+    def _feed(self, view: memoryview) -> None:
+        i, n = 0, len(view)
+        while i < n:
+            if not self._left:
+                take = min(_HEADER.size - len(self._header), n - i)
+                self._header += view[i : i + take]
+                i += take
+                if len(self._header) == _HEADER.size:
+                    self._stream, self._left = _HEADER.unpack(self._header)
+                    self._header.clear()
+                continue
+            take = min(self._left, n - i)
+            if self._stream == _STDOUT:
+                self._lines += view[i : i + take]
+            elif self._stream == _STDERR:
+                self.stderr_tail = (self.stderr_tail + view[i : i + take])[-_STDERR_KEEP:]
+            i += take
+            self._left -= take
 
-    def read_line(self) -> bytes:
-        """Block until one full stdout line arrived and return it (without the newline)."""
+    def read_line(self, *, deadline: float | None = None, limit: int = DEFAULT_LINE_LIMIT) -> bytes:
+        """Block until one full stdout line arrived and return it (without the newline).
+
+        Raises:
+            ChannelTimeoutError: ``deadline`` (``time.monotonic()``) passed first.
+            ChannelOverflowError: the line grew past ``limit`` bytes.
+            ChannelClosedError: the stream ended or broke.
+        """
         while True:
-            end = self._lines.find(b"\n")
+            end = self._lines.find(b"\n", self._searched)
             if end >= 0:
                 line = bytes(self._lines[:end])
                 del self._lines[: end + 1]
+                self._searched = 0
                 return line
-            self._fill()
-            self._take_frames()
+            self._searched = len(self._lines)
+            if self._searched > limit:
+                raise ChannelOverflowError(f"answer exceeded {_mib(limit)} without a line end")
+            self._feed(self._recv(deadline))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
 
 
 class ExecutorChannel:
     """A live ``python3 -c`` executor inside a container, spoken to in JSON lines."""
 
     def __init__(
-        self, api: docker.APIClient, container_id: str, *, user: str, env: dict[str, str]
+        self,
+        api: docker.APIClient,
+        container_id: str,
+        *,
+        user: str,
+        env: dict[str, str],
+        python: str = "python3",
+        argv: list[str] | None = None,
     ) -> None:
+        """Start the executor with ``python`` (see :func:`interpreter_for`), or ``argv``."""
         try:
             exec_id = api.exec_create(
                 container_id,
-                ["python3", "-u", "-c", EXECUTOR_SOURCE],
+                argv or [python, "-u", "-c", EXECUTOR_SOURCE],
                 stdin=True,
                 stdout=True,
                 stderr=True,
@@ -101,20 +180,39 @@ class ExecutorChannel:
         self._reader = FrameReader(self._sock)
         self.closed = False
 
-    def request(self, payload: dict[str, Any], *, timeout_s: float | None) -> dict[str, Any]:
-        """Send one request and wait for its answer.
+    def request(
+        self,
+        payload: dict[str, Any],
+        *,
+        timeout_s: float | None,
+        line_limit: int = DEFAULT_LINE_LIMIT,
+    ) -> dict[str, Any]:
+        """Send one request and wait for its answer, at most ``timeout_s`` in all.
 
         Raises:
-            ChannelClosedError: the channel broke or the answer did not come within
-                ``timeout_s`` (the caller inspects the container to say why).
+            ChannelTimeoutError: no whole answer within ``timeout_s``, however many bytes came.
+            ChannelOverflowError: the answer line grew past ``line_limit`` bytes.
+            ChannelClosedError: the channel broke or the answer was not a JSON object (the
+                caller inspects the container to say why). The channel is closed after any
+                of these.
         """
         if self.closed:
             raise ChannelClosedError("the executor channel is closed")
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             self._sock.settimeout(timeout_s)
             self._sock.sendall(json.dumps(payload).encode() + b"\n")
-            line = self._reader.read_line()
-        except (OSError, ChannelClosedError) as e:
+            line = self._reader.read_line(deadline=deadline, limit=line_limit)
+            answer = json.loads(line)
+            if not isinstance(answer, dict):
+                raise ValueError("not a JSON object")
+        except ChannelTimeoutError as e:
+            self.close()
+            raise ChannelTimeoutError(f"no answer within {timeout_s:g} s") from e
+        except ChannelOverflowError as e:
+            self.close()
+            raise ChannelOverflowError(f"{e}; executor stderr: {self.stderr()}") from e
+        except (OSError, ValueError, ChannelClosedError) as e:
             self.close()
             raise ChannelClosedError(f"{e}; executor stderr: {self.stderr()}") from e
         except BaseException:
@@ -122,7 +220,6 @@ class ExecutorChannel:
             # Closing the stream makes the executor kill the command and exit.
             self.close()
             raise
-        answer: dict[str, Any] = json.loads(line)
         return answer
 
     def stderr(self) -> str:

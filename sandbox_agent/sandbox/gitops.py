@@ -35,8 +35,8 @@ GIT_ENV = {
 """Environment of in-container git for the diff.
 
 The repository is the read-only shadow (our own config, the baseline's objects), the worktree
-is ``/workspace``; the model's ``.git`` is only an extra object source (for a new baseline made
-by ``rebaseline``). Its config, hooks and index are never read, and deleting it changes nothing.
+is ``/workspace``; the model's ``.git`` is only an extra object source. Its config, hooks and
+index are never read, and deleting it changes nothing.
 """
 
 _GIT = (
@@ -68,23 +68,6 @@ def diff_argv(baseline: str) -> list[str]:
 def name_status_argv(baseline: str) -> list[str]:
     """``--name-status -z`` of the same diff, for :func:`parse_name_status`."""
     return _script(f'{_STAGE} && {_GIT} {_DIFF} --name-status -z "$1"', baseline)
-
-
-def rebaseline_argv(baseline: str) -> list[str]:
-    """Commit the whole workspace on top of ``baseline``; print the new sha.
-
-    The new objects go into the workspace's ``.git`` (the shadow is read-only); its branch and
-    index follow (``git reset``), so the model's ``git status`` starts clean.
-    """
-    body = (
-        "export GIT_OBJECT_DIRECTORY=/workspace/.git/objects;"
-        f" {_STAGE}; tree=$({_GIT} write-tree);"
-        f' sha=$({_GIT} commit-tree "$tree" -p "$1" -m "sandbox-agent baseline (after setup)");'
-        " unset GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES;"
-        f' export GIT_DIR=/workspace/.git; {_GIT} update-ref HEAD "$sha" && {_GIT} reset -q;'
-        ' echo "$sha"'
-    )
-    return _script(body, baseline)
 
 
 def parse_name_status(out: str) -> tuple[str, ...]:

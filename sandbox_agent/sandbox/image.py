@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import sys
 from collections.abc import Callable, Iterable
@@ -14,8 +15,6 @@ import docker.errors
 from sandbox_agent import __version__
 from sandbox_agent.errors import EngineUnavailableError, SandboxError
 
-DEFAULT_IMAGE = f"sandbox-agent:{__version__}"
-"""Tag of the image built from ``Dockerfile.sandbox``."""
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 
 Progress = Callable[[str], None]
@@ -32,6 +31,18 @@ _DOCKERFILE_CANDIDATES = (
     _PACKAGE_DIR / "_data" / "Dockerfile.sandbox",  # installed wheel
     _PACKAGE_DIR.parent / "Dockerfile.sandbox",  # source checkout
 )
+
+
+def _dockerfile_digest() -> str:
+    for candidate in _DOCKERFILE_CANDIDATES:
+        if candidate.is_file():
+            return hashlib.sha256(candidate.read_bytes()).hexdigest()[:8]
+    return "nodockerfile"
+
+
+DEFAULT_IMAGE = f"sandbox-agent:{__version__}-{_dockerfile_digest()}"
+"""Tag of the image built from ``Dockerfile.sandbox``: a changed Dockerfile gets a new tag,
+so an image built from an older one is never silently reused."""
 
 
 def dockerfile_path() -> Path:

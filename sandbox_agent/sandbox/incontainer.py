@@ -165,7 +165,9 @@ class _Pump:
     on the fast path (``bash -c true`` costs what it costs).
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail]) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], streams: dict[int, _HeadTail | _Capped]
+    ) -> None:
         self.proc, self.streams = proc, streams
         self.poll = select.poll()  # no fd of its own, unlike epoll: fewer syscalls per call
         for fd in (*streams, 0):
@@ -303,24 +305,58 @@ def op_write(req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+class _Capped:
+    """All of a stream, refused as soon as it passes ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.data += data
+        if len(self.data) > self.limit:
+            mib = self.limit / (1 << 20)
+            raise _Refused("too_large", f"the output is larger than the {mib:g} MiB limit")
+
+
 def op_run(req: dict[str, Any]) -> dict[str, Any]:
-    """Run an argv (git for diff/rebaseline) with extra environment; return raw output."""
+    """Run an argv (git for diff/rebaseline) with extra environment; return raw output.
+
+    ``max_stdout`` bounds what is kept (past it: ``too_large``).
+    """
     env = dict(os.environ)
     env.update(req.get("env", {}))
-    done = subprocess.run(
+    timeout = float(req.get("timeout_s", 600))
+    proc = subprocess.Popen(
         req["argv"],
         cwd=WORKSPACE,
         env=env,
-        input=base64.b64decode(req.get("stdin", "")),
-        capture_output=True,
-        timeout=float(req.get("timeout_s", 600)),
-        check=False,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err = _Capped(int(req.get("max_stdout", 1 << 62))), _HeadTail(8000)
+    pump = _Pump(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err})
+    outcome = "killed"
+    try:
+        outcome = pump.run(timeout)
+    finally:
+        pump.close()
+        if outcome != "done":
+            _kill_group(proc)
+        code = proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    if outcome == "timeout":
+        raise _Refused("timeout", f"{req['argv'][0]} did not finish within {timeout:g} s")
     return {
         "ok": True,
-        "exit_code": done.returncode,
-        "stdout": base64.b64encode(done.stdout).decode(),
-        "stderr": done.stderr.decode("utf-8", "replace")[-4000:],
+        "exit_code": code,
+        "stdout": base64.b64encode(out.data).decode(),
+        "stderr": (err.head + err.tail).decode("utf-8", "replace")[-4000:],
     }
 
 
@@ -346,8 +382,23 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "tool_failed", "message": f"{e.strerror}: {e.filename}"}
 
 
+def _not_dumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``: ``/proc/<this pid>/fd`` is closed to same-uid processes.
+
+    So the model's processes cannot open this executor's stdin, stdout or stderr (the
+    channel). Already so when started from the image's execute-only interpreter.
+    """
+    try:
+        import ctypes  # only here, at start
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # 4: PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
     """Serve requests from stdin until it closes."""
+    _not_dumpable()
     out = sys.stdout.buffer
     while (line := _REQUESTS.next_line()) is not None:
         try:

@@ -21,6 +21,7 @@ from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
+from sandbox_agent.settings import SandboxSection
 
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -62,9 +63,11 @@ def make_sandbox(
     made: list[DockerSandbox] = []
 
     def make(repo: Path, **config: object) -> DockerSandbox:
+        """A sandbox; keys of the tree's ``[sandbox]`` (pids=64) go to its limits."""
+        limits = {k: config.pop(k) for k in list(config) if k in SandboxSection.model_fields}
         sandbox = DockerSandbox.create(
             repo,
-            DockerSandboxConfig.model_validate(config),
+            DockerSandboxConfig.model_validate({**config, "limits": limits}),
             run_id=f"test-{request.node.name}"[:60],
             workspace_root=workspace_root,
             progress=lambda _: None,

@@ -22,8 +22,6 @@ class ContractSandbox(Sandbox, Protocol):
 
     baseline: str
 
-    def rebaseline(self) -> None: ...
-
 
 Check = Callable[[ContractSandbox, Path], None]
 """A check gets the sandbox and a host directory outside it (for escape targets)."""
@@ -147,16 +145,6 @@ def check_binary_change_in_diff(sb: ContractSandbox, outside: Path) -> None:
     assert sb.changed_paths() == ("binary.bin",)
 
 
-def check_rebaseline_resets_the_diff(sb: ContractSandbox, outside: Path) -> None:
-    sb.write_file("setup_output.txt", "made during setup\n")
-    old = sb.baseline
-    sb.rebaseline()
-    assert sb.baseline != old
-    assert sb.diff() == ""
-    sb.write_file("hello.txt", "agent edit\n")
-    assert sb.changed_paths() == ("hello.txt",)
-
-
 CHECKS: list[Check] = [
     check_exec_output_and_exit_code,
     check_exec_runs_in_workspace,
@@ -168,7 +156,6 @@ CHECKS: list[Check] = [
     check_symlinked_dir_cannot_be_written_through,
     check_diff_is_exact,
     check_binary_change_in_diff,
-    check_rebaseline_resets_the_diff,
 ]
 
 KNOWN_FAILURES: dict[str, set[str]] = {

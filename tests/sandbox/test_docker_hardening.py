@@ -87,9 +87,6 @@ def test_writes_outside_the_workspace_fail(make_sandbox: MakeSandbox, sample_rep
     assert info.value.kind == "path_escape"
 
 
-def test_network_on_then_disconnected(make_sandbox: MakeSandbox, sample_repo: Path) -> None:
+def test_network_only_when_the_policy_says_so(make_sandbox: MakeSandbox, sample_repo: Path) -> None:
     sb = make_sandbox(sample_repo, network=True)
     assert "eth0" in sb.exec("ls /sys/class/net", timeout_s=30).stdout
-    sb.disconnect_network()
-    assert sb.exec("ls /sys/class/net", timeout_s=30).stdout.split() == ["lo"]
-    sb.disconnect_network()  # idempotent

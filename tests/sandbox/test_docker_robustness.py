@@ -142,7 +142,11 @@ def test_reset_processes_kills_what_the_model_left_running(
 ) -> None:
     sb = make_sandbox(sample_repo)
     sb.exec("setsid sleep 1000 >/dev/null 2>&1 < /dev/null &", timeout_s=30)
-    assert sb.exec("pgrep -x sleep", timeout_s=30).exit_code == 0
+    # The background job may not have exec'd `sleep` yet when the command returns.
+    started = (
+        "for i in $(seq 200); do pgrep -x sleep >/dev/null && exit 0; sleep 0.05; done; exit 1"
+    )
+    assert sb.exec(started, timeout_s=30).exit_code == 0
     sb.reset_processes()
     r = sb.exec(
         "for i in $(seq 100); do pgrep -x sleep >/dev/null || exit 0; sleep 0.05; done; exit 1",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import socket
 import struct
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +19,12 @@ from sandbox_agent.errors import EngineUnavailableError, SandboxError
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import HeadTailBuffer
 from sandbox_agent.sandbox.doctor import run_checks
-from sandbox_agent.sandbox.executor import ChannelClosedError, FrameReader, decode_stream
+from sandbox_agent.sandbox.executor import (
+    ChannelClosedError,
+    ChannelOverflowError,
+    FrameReader,
+    decode_stream,
+)
 from sandbox_agent.sandbox.image import _follow_build
 from sandbox_agent.sandbox.incontainer import _HeadTail
 
@@ -50,6 +58,39 @@ def test_frame_reader_reports_a_closed_stream(pair: tuple[socket.socket, socket.
     theirs.close()
     with pytest.raises(ChannelClosedError, match="ended"):
         FrameReader(ours).read_line()
+
+
+def test_frame_reader_takes_headers_and_payloads_split_anywhere(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+    data = frame(2, b"note") + frame(1, b'{"a": 1}\n') + frame(1, b"")
+
+    def send_bytewise() -> None:
+        for i in range(len(data)):
+            theirs.sendall(data[i : i + 1])
+
+    sender = threading.Thread(target=send_bytewise)
+    sender.start()
+    assert FrameReader(ours).read_line(deadline=time.monotonic() + 60) == b'{"a": 1}'
+    sender.join()
+
+
+def test_frame_reader_refuses_a_line_over_its_limit(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the reader stops reading and closes
+            theirs.sendall(frame(1, b"x" * (3 << 20)))
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    with pytest.raises(ChannelOverflowError, match="answer exceeded 2 MiB"):
+        FrameReader(ours).read_line(limit=2 << 20)
+    ours.close()
+    sender.join()
 
 
 @pytest.mark.parametrize("size", [0, 10, 100, 101, 5000])

@@ -324,3 +324,30 @@ def test_wall_time_stop_leaves_result_and_patch(
     assert "max_wall_s" in (record.error or "")
     assert record.steps == 2  # the third model call is never made
     assert "+    for line in text.splitlines():" in Path(record.patch_path).read_text()
+
+
+def test_a_patch_that_cannot_be_computed_is_not_a_success(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """The gate's test run leaves a file over the diff's size bound: the run is no success."""
+    repo = demo_repo(tmp_path)
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        FIX_EDIT,
+        FINISH,
+        test_cmd="python -m pytest -q && head -c 40000000 /dev/zero > big.bin",
+    )
+    assert record.exit_reason == "sandbox_error"
+    assert not record.gate_passed
+    assert record.error is not None
+    assert record.error.startswith("cannot compute the patch: ")
+    assert "file_too_large" in record.error
+    assert "big.bin" in record.error
+    assert record.files_changed is None
+    assert [g.passed for g in record.gate_history if g.phase == "finish"] == [True]  # kept
+    assert not Path(record.patch_path).exists()
+    last = read_trace(Path(record.trace_path)).events[-1]
+    assert last.event_type == "run_finished"
+    assert last.exit_reason == "sandbox_error"
