@@ -132,7 +132,8 @@ def big_line(make: Callable[[socket.socket], ReadLine], mib: int) -> float:
 FLOOD_CHILD = """
 import json, sys, time
 import docker
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
+from sandbox_agent.errors import ChannelClosedError
+from sandbox_agent.sandbox.executor import ExecutorChannel
 client = docker.from_env()
 container = client.containers.run(sys.argv[1], ["sleep", "600"], detach=True, network_mode="none",
                                   labels={"sandbox-agent.run": "bench-flood"})

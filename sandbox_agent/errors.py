@@ -28,7 +28,13 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── SandboxError            sandbox_error (container died, engine failed)
     │   └── RunInterrupted          interrupted (Ctrl-C, SIGTERM)
     ├── ToolError                   never ends a run: becomes an error Observation
-    └── RuleSyntaxError             a command rule does not parse (becomes a PolicyFileError)
+    ├── ChannelClosedError          the executor's stream ended (the sandbox maps it)
+    │   ├── ChannelTimeoutError     no whole answer before the request's deadline
+    │   └── ChannelOverflowError    an answer line grew past the request's limit
+    ├── RuleSyntaxError             a command rule does not parse (becomes a PolicyFileError)
+    ├── BraceError                  a brace expansion the policy engine cannot reproduce exactly
+    ├── SedScriptError              a sed script the policy engine refuses (the reason named)
+    └── InexactWordError            a word bash would read differently from the policy engine
 """
 
 from __future__ import annotations
@@ -140,9 +146,17 @@ class UnknownPriceError(UserError):
 
 
 class RunError(SandboxAgentError):
-    """Ends a run; the run's exit reason is the class's ``exit_reason``."""
+    """Ends a run; the run's exit reason is the class's ``exit_reason``.
+
+    ``kind`` says more exactly what ended it (which budget, which sandbox operation); the run
+    records it as ``error_kind`` in ``result.json``, for scripts.
+    """
 
     exit_reason: ClassVar[ExitReason] = ExitReason.INTERNAL_ERROR
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class BudgetExceeded(RunError):
@@ -151,10 +165,9 @@ class BudgetExceeded(RunError):
     exit_reason = ExitReason.BUDGET_EXCEEDED
 
     def __init__(self, kind: str, limit: float, value: float, message: str | None = None) -> None:
-        self.kind = kind
-        self.limit = limit
-        self.value = value
-        super().__init__(message or f"{kind} budget reached: {value:g} of limit {limit:g}")
+        super().__init__(
+            message or f"{kind} budget reached: {value:g} of limit {limit:g}", kind=kind
+        )
 
 
 class StepLimitExceeded(RunError):
@@ -195,22 +208,12 @@ class InvalidModelOutputError(RunError):
 
 
 class SandboxError(RunError):
-    """The sandbox failed (engine error, container died); structured like openai-agents'."""
+    """The sandbox failed (engine error, container died); ``kind`` names the operation."""
 
     exit_reason = ExitReason.SANDBOX_ERROR
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        op: str = "",
-        context: dict[str, str] | None = None,
-        retryable: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.op = op
-        self.context = context or {}
-        self.retryable = retryable
+    def __init__(self, message: str, *, op: str = "") -> None:
+        super().__init__(message, kind=op or None)
 
 
 class RunInterrupted(RunError):
@@ -230,3 +233,39 @@ class ToolError(SandboxAgentError):
 
 class RuleSyntaxError(SandboxAgentError, ValueError):
     """A rule string is not a valid rule; the policy loader names the file, line and key."""
+
+
+class ChannelClosedError(SandboxAgentError):
+    """The executor's stream ended or broke (the executor or the container died).
+
+    Internal to the sandbox, which turns it into a ``SandboxError`` or a ``ToolError``.
+    """
+
+
+class ChannelTimeoutError(ChannelClosedError):
+    """No whole answer arrived before the request's deadline (bytes may still have arrived)."""
+
+
+class ChannelOverflowError(ChannelClosedError):
+    """An answer line grew past the request's limit (a flood, or an answer far too large)."""
+
+
+class BraceError(SandboxAgentError):
+    """A brace expansion the engine does not reproduce exactly; the message says why.
+
+    Internal to the policy engine, which turns it into a deny naming the reason.
+    """
+
+
+class SedScriptError(SandboxAgentError):
+    """A sed script the engine refuses (it writes, runs or is not understood); says why.
+
+    Internal to the policy engine, which turns it into a deny naming the reason.
+    """
+
+
+class InexactWordError(SandboxAgentError):
+    """A word bash would read differently from the policy engine; the message says how.
+
+    Internal to the policy engine, which turns it into a deny naming the reason.
+    """

@@ -208,6 +208,9 @@ class RunOutcome(Frozen):
     gate_passed: bool = False
     error: str | None = None
     """Human-readable reason when the run did not finish."""
+    error_kind: str | None = None
+    """What exactly ended it, for scripts: the budget (``max_cost_usd``, ``gate_attempts``,
+    ...) or the sandbox operation (``exec``, ``diff``, ...) that failed."""
 
 
 class RunResult(RunOutcome):

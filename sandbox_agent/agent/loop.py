@@ -121,7 +121,7 @@ class AgentLoop:
         try:
             answer = self._loop(task)
         except RunError as e:
-            return self._end(e.exit_reason, error=str(e))
+            return self._end(e.exit_reason, error=str(e), error_kind=e.kind)
         except KeyboardInterrupt:
             return self._end(ExitReason.INTERRUPTED, error="interrupted by the user")
         return self._end(ExitReason.FINISHED, answer=answer, gate_passed=True)
@@ -132,6 +132,7 @@ class AgentLoop:
         *,
         answer: str | None = None,
         error: str | None = None,
+        error_kind: str | None = None,
         gate_passed: bool = False,
     ) -> RunResult:
         return RunResult(
@@ -140,6 +141,7 @@ class AgentLoop:
             steps=self.steps,
             usage=self.budget.totals,
             error=error,
+            error_kind=error_kind,
             gate_passed=gate_passed,
             verdicts=tuple(self.verdicts),
         )

@@ -18,6 +18,7 @@ budget's per-token rates, and each shape is turned into rates that never underco
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from importlib.metadata import version
@@ -28,7 +29,7 @@ from genai_prices import types as gp
 from sandbox_agent.models.chat_client import OPENAI_BASE_URL
 from sandbox_agent.models.prices import ModelPrice, PriceTier, candidate_names
 
-__all__ = ["catalog_price", "model_price"]
+__all__ = ["catalog_price", "model_price", "resolve_price"]
 
 _INPUT = "input_mtok"
 _OUTPUT = "output_mtok"
@@ -179,3 +180,27 @@ def _highest(prices: list[ModelPrice]) -> ModelPrice:
         output_per_mtok=max(p.max_output_per_mtok for p in prices),
         cached_input_per_mtok=max(cached(p) for p in prices),
     )
+
+
+def resolve_price(
+    model_name: str,
+    *,
+    base_url: str | None,
+    overrides: Mapping[str, ModelPrice],
+) -> ModelPrice | None:
+    """The price of ``model_name`` as served at ``base_url``; ``None`` when nobody knows it.
+
+    The policy's prices win: the exact name, then the name without a date suffix or
+    ``provider/`` prefix (``gpt-4o-2024-08-06`` -> ``gpt-4o``). Otherwise genai-prices is
+    asked, with the provider inferred from ``base_url`` (``None`` is OpenAI's), or from the
+    model name when the URL is not a known provider's (a local server or a gateway).
+
+    Args:
+        model_name: The model name as the user gave it.
+        base_url: The endpoint root, ``None`` for OpenAI's.
+        overrides: The policy's ``[budget.prices]`` by model name.
+    """
+    for name in candidate_names(model_name):
+        if name in overrides:
+            return overrides[name]
+    return catalog_price(model_name, base_url=base_url)

@@ -2,7 +2,7 @@
 
 A model's price comes from the policy's ``[budget.prices."<model>"]`` entries first, then from
 the maintained price database ``genai-prices`` (its data ships in the wheel: no network call,
-see :mod:`sandbox_agent.models.catalog`). The runner calls :func:`resolve_price` once before
+see :mod:`sandbox_agent.models.catalog`). The runner calls ``catalog.resolve_price`` once before
 the run starts and :func:`require_price_for_cap` right after, so a cost cap that could not be
 enforced stops the run before any sandbox starts.
 
@@ -15,7 +15,6 @@ rate of any tier, so the cap holds whatever tier the next call lands in.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +29,6 @@ __all__ = [
     "price_table",
     "price_toml",
     "require_price_for_cap",
-    "resolve_price",
     "worst_case_cost_usd",
 ]
 
@@ -99,32 +97,6 @@ def candidate_names(model: str) -> list[str]:
         if base != name:
             candidates.append(base)
     return candidates
-
-
-def resolve_price(
-    model_name: str,
-    *,
-    base_url: str | None,
-    overrides: Mapping[str, ModelPrice],
-) -> ModelPrice | None:
-    """The price of ``model_name`` as served at ``base_url``; ``None`` when nobody knows it.
-
-    The policy's prices win: the exact name, then the name without a date suffix or
-    ``provider/`` prefix (``gpt-4o-2024-08-06`` -> ``gpt-4o``). Otherwise genai-prices is
-    asked, with the provider inferred from ``base_url`` (``None`` is OpenAI's), or from the
-    model name when the URL is not a known provider's (a local server or a gateway).
-
-    Args:
-        model_name: The model name as the user gave it.
-        base_url: The endpoint root, ``None`` for OpenAI's.
-        overrides: The policy's ``[budget.prices]`` by model name.
-    """
-    for name in candidate_names(model_name):
-        if name in overrides:
-            return overrides[name]
-    from sandbox_agent.models.catalog import catalog_price  # imports the database: ~0.2 s
-
-    return catalog_price(model_name, base_url=base_url)
 
 
 def price_table(model_name: str) -> str:

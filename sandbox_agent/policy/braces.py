@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-__all__ = ["LIMIT", "BraceError", "Char", "expand"]
+from sandbox_agent.errors import BraceError
+
+__all__ = ["LIMIT", "Char", "expand"]
 
 LIMIT = 256
 Char = tuple[str, bool]
@@ -24,10 +26,6 @@ _SEQUENCE = re.compile(
     r"([+-]?\d+)\.\.([+-]?\d+)(?:\.\.([+-]?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.([+-]?\d+))?"
 )
 _PLAIN_NUMBER = re.compile(r"0|[1-9]\d*")
-
-
-class BraceError(Exception):
-    """A brace expansion the engine does not reproduce exactly; the message says why."""
 
 
 def expand(word: list[Char]) -> list[str]:

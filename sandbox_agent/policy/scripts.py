@@ -8,6 +8,8 @@ run a command (``system``, pipes, ``getline`` from a command) or print to a file
 
 from __future__ import annotations
 
+from sandbox_agent.errors import SedScriptError
+
 __all__ = ["check_awk", "check_sed"]
 
 _SED_SIMPLE = frozenset("=dDgGhHnNpPxzlLqQFv}")
@@ -15,16 +17,12 @@ _SED_LABEL = frozenset("btT:")
 _SED_TEXT = frozenset("aic")
 
 
-class _ScriptError(Exception):
-    pass
-
-
 def check_sed(script: str) -> tuple[str | None, list[str]]:
     """Return (problem or ``None``, files the script reads) for one sed script."""
     reads: list[str] = []
     try:
         _SedScanner(script, reads).run()
-    except _ScriptError as e:
+    except SedScriptError as e:
         return str(e), reads
     return None, reads
 
@@ -80,7 +78,7 @@ class _SedScanner:
     def _delimited(self, delim: str) -> None:
         """Skip ``<delim>text<delim>`` starting at the opening delimiter."""
         if not delim or delim in "\n\\":
-            raise _ScriptError("the sed script uses an invalid delimiter")
+            raise SedScriptError("the sed script uses an invalid delimiter")
         self.i += 1
         while self.i < len(self.s):
             ch = self.s[self.i]
@@ -90,7 +88,7 @@ class _SedScanner:
             self.i += 1
             if ch == delim:
                 return
-        raise _ScriptError("the sed script has an unterminated expression")
+        raise SedScriptError("the sed script has an unterminated expression")
 
     def _command(self) -> None:
         if self.i >= len(self.s):
@@ -106,14 +104,16 @@ class _SedScanner:
         elif cmd in "rR":
             self.reads.append(self._to_eol().strip())
         elif cmd in "wW":
-            raise _ScriptError("the sed `w` command writes a file; use a shell redirection instead")
+            raise SedScriptError(
+                "the sed `w` command writes a file; use a shell redirection instead"
+            )
         elif cmd == "e":
-            raise _ScriptError("the sed `e` command runs a shell command")
+            raise SedScriptError("the sed `e` command runs a shell command")
         elif cmd == "{" or cmd in _SED_SIMPLE:
             while self.i < len(self.s) and self.s[self.i].isdigit():
                 self.i += 1
         else:
-            raise _ScriptError(f"the sed command `{cmd}` is not understood here")
+            raise SedScriptError(f"the sed command `{cmd}` is not understood here")
 
     def _label(self) -> None:
         """Skip a label: GNU sed ends it at whitespace or ``;`` (``:a w FILE`` writes FILE)."""
@@ -133,11 +133,13 @@ class _SedScanner:
         while self.i < len(self.s) and (self.s[self.i].isalnum()):
             flag = self.s[self.i]
             if flag == "e":
-                raise _ScriptError("the sed `s///e` flag runs the result as a shell command")
+                raise SedScriptError("the sed `s///e` flag runs the result as a shell command")
             if flag in "wW":
-                raise _ScriptError("the sed `s///w` flag writes a file; use a redirection instead")
+                raise SedScriptError(
+                    "the sed `s///w` flag writes a file; use a redirection instead"
+                )
             if flag not in "gpiImM0123456789":
-                raise _ScriptError(f"the sed flag `{flag}` is not understood here")
+                raise SedScriptError(f"the sed flag `{flag}` is not understood here")
             self.i += 1
         del flags_start
 
@@ -188,7 +190,7 @@ class _AwkScanner:
             while self.i < len(self.s):
                 if self._step():
                     return True
-        except _ScriptError:
+        except SedScriptError:
             return True
         return False
 
@@ -216,7 +218,7 @@ class _AwkScanner:
         while end < len(self.s) and self.s[end] not in (delim, "\n"):
             end += 2 if self.s[end] == "\\" else 1
         if end >= len(self.s) or self.s[end] != delim:
-            raise _ScriptError("unterminated")
+            raise SedScriptError("unterminated")
         self.i = end + 1
         self.operand, self.last = True, delim
 

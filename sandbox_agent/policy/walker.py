@@ -12,8 +12,9 @@ from itertools import pairwise
 
 from tree_sitter import Node
 
+from sandbox_agent.errors import InexactWordError
 from sandbox_agent.policy.analysis import Redirect, ShellAnalysis, SimpleCommand, Word
-from sandbox_agent.policy.words import SOURCE, InexactWord, node_text, static_value
+from sandbox_agent.policy.words import SOURCE, node_text, static_value
 
 __all__ = ["Walker"]
 
@@ -305,7 +306,7 @@ class Walker:
         source = node_text(node)
         try:
             text, glob, fields = static_value(node)
-        except InexactWord as e:
+        except InexactWordError as e:
             self.out.problems.append(str(e))
             return Word(None, source)
         return Word(text, source, glob, fields)

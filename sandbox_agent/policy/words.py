@@ -15,9 +15,10 @@ from contextvars import ContextVar
 
 from tree_sitter import Node
 
-from sandbox_agent.policy.braces import BraceError, Char, expand
+from sandbox_agent.errors import BraceError, InexactWordError
+from sandbox_agent.policy.braces import Char, expand
 
-__all__ = ["PIPE", "SOURCE", "InexactWord", "node_text", "static_value"]
+__all__ = ["PIPE", "SOURCE", "node_text", "static_value"]
 
 PIPE = "/dev/fd/63"
 """What a process substitution ``<(...)``/``>(...)`` expands to: a pipe's file descriptor."""
@@ -43,10 +44,6 @@ _ANSI_ESCAPES = {
 }
 
 
-class InexactWord(Exception):
-    """A word bash would read differently from this module; the message says how."""
-
-
 def node_text(node: Node) -> str:
     """The source text of a node, read from the real command bytes."""
     return SOURCE.get()[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -57,7 +54,7 @@ def static_value(node: Node) -> tuple[str | None, bool, tuple[str, ...] | None]:
 
     Returns ``(text, glob, fields)``: ``text`` is ``None`` if bash expands the word at run
     time; ``fields`` are the words bash makes of it by brace expansion (``None`` when there
-    is none; then ``text`` is the one word). Raises ``InexactWord`` for a word this module
+    is none; then ``text`` is the one word). Raises ``InexactWordError`` for a word this module
     does not reproduce exactly.
     """
     chars = _chars(node)
@@ -70,7 +67,7 @@ def static_value(node: Node) -> tuple[str | None, bool, tuple[str, ...] | None]:
     try:
         fields = expand(chars)
     except BraceError as e:
-        raise InexactWord(
+        raise InexactWordError(
             f"the brace expansion in `{node_text(node)}` is not one the policy reproduces "
             f"exactly ({e}); write the words out"
         ) from e
@@ -169,7 +166,7 @@ def _double_quoted(node: Node) -> str | None:
 
 
 def _ansi_c(raw: str) -> str:
-    r"""Decode ``$'...'``; raises ``InexactWord`` where bash's bytes are not modelled.
+    r"""Decode ``$'...'``; raises ``InexactWordError`` where bash's bytes are not modelled.
 
     bash ends the word at a NUL (``\0``, ``\x00``, ``\c@``, ...), and past ASCII its output
     depends on the escape kind and the locale, so both are refused rather than guessed.
@@ -197,7 +194,7 @@ def _ansi_c(raw: str) -> str:
         elif ch == "c" and i + 2 < len(raw):
             control = raw[i + 2]
             if not (control.isascii() and (control.isalpha() or control in "@[]^_")):
-                raise InexactWord(f"the escape `\\c{control}` in `$'...'` is not modelled")
+                raise InexactWordError(f"the escape `\\c{control}` in `$'...'` is not modelled")
             out.append(_escaped(ord(control) & 0x1F, raw[i : i + 3]))
             i += 3
         else:
@@ -208,11 +205,11 @@ def _ansi_c(raw: str) -> str:
 
 def _escaped(value: int, escape: str) -> str:
     if value == 0:
-        raise InexactWord(
+        raise InexactWordError(
             f"the escape `{escape}` in `$'...'` is a NUL byte, where bash ends the word; remove it"
         )
     if value > 0x7F:
-        raise InexactWord(
+        raise InexactWordError(
             f"the escape `{escape}` in `$'...'` is not ASCII, and bash's bytes for it depend "
             "on the locale; write the character itself"
         )

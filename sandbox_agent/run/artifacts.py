@@ -50,6 +50,9 @@ class RunRecord(Frozen):
     duration_s: float | None = None
     answer: str | None = None
     error: str | None = None
+    error_kind: str | None = None
+    """What exactly ended the run: a budget (``max_cost_usd``, ``gate_attempts``, ...), a
+    sandbox operation (``exec``, ``diff``, ...) or ``broken_environment``."""
     test_command: str | None = None
     limits: dict[str, Any] = Field(default_factory=dict)
     policy_sha256: str | None = None

@@ -18,10 +18,11 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
 from sandbox_agent.errors import MissingApiKeyError, UserError
 from sandbox_agent.models.base import Model
+from sandbox_agent.models.catalog import resolve_price
 from sandbox_agent.models.chat_model import ChatModelSettings, default_temperature
 from sandbox_agent.models.json_protocol import JsonProtocolModel
 from sandbox_agent.models.openai_compat import OpenAICompatModel
-from sandbox_agent.models.prices import ModelPrice, resolve_price
+from sandbox_agent.models.prices import ModelPrice
 from sandbox_agent.models.prompt import build_system_prompt
 from sandbox_agent.models.scripted import ScriptedModel
 from sandbox_agent.policy.config import LoadedPolicy, default_user_config_dir, load_policy

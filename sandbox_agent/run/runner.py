@@ -273,7 +273,9 @@ class Run:
             except (RunError, KeyboardInterrupt) as e:
                 result = _ended_early(e, loop)
             except BrokenBaselineError as e:  # exit 2, nothing spent; the record says why
-                self._finish(_result_so_far(loop, ExitReason.SANDBOX_ERROR, str(e)))
+                self._finish(
+                    _result_so_far(loop, ExitReason.SANDBOX_ERROR, str(e), "broken_environment")
+                )
                 raise
             except BaseException as e:  # a bug: keep a true record of it, then let it propagate
                 self._finish(_internal_error(e, loop))
@@ -366,7 +368,12 @@ class Run:
             if result.exit_reason is not ExitReason.FINISHED:
                 return result.model_copy(update={"error": f"{result.error}; {why}"})
             return result.model_copy(
-                update={"exit_reason": ExitReason.SANDBOX_ERROR, "gate_passed": False, "error": why}
+                update={
+                    "exit_reason": ExitReason.SANDBOX_ERROR,
+                    "gate_passed": False,
+                    "error": why,
+                    "error_kind": "diff",
+                }
             )
         return result
 
@@ -381,6 +388,7 @@ class Run:
                 usage=result.usage,
                 gate_passed=result.gate_passed,
                 error=result.error,
+                error_kind=result.error_kind,
             )
         )
         history = [self.baseline] if self.baseline is not None else []
@@ -394,6 +402,7 @@ class Run:
                 "usage": result.usage,
                 "answer": None if result.answer is None else self.redactor.text(result.answer),
                 "error": None if result.error is None else self.redactor.text(result.error),
+                "error_kind": result.error_kind,
                 "ended_at": now_iso(),
                 "duration_s": round(time.monotonic() - self.started, 3),
                 "gate_history": tuple(history),
@@ -405,21 +414,24 @@ class Run:
 
 def _ended_early(error: RunError | KeyboardInterrupt, loop: AgentLoop) -> RunResult:
     """The result of a run that setup, the baseline or an interrupt ended outside the loop."""
-    reason = error.exit_reason if isinstance(error, RunError) else ExitReason.INTERRUPTED
-    message = str(error) if isinstance(error, RunError) else "interrupted by the user"
-    return _result_so_far(loop, reason, message)
+    if isinstance(error, RunError):
+        return _result_so_far(loop, error.exit_reason, str(error), error.kind)
+    return _result_so_far(loop, ExitReason.INTERRUPTED, "interrupted by the user")
 
 
 def _internal_error(error: BaseException, loop: AgentLoop) -> RunResult:
     return _result_so_far(loop, ExitReason.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
 
 
-def _result_so_far(loop: AgentLoop, reason: ExitReason, message: str) -> RunResult:
+def _result_so_far(
+    loop: AgentLoop, reason: ExitReason, message: str, kind: str | None = None
+) -> RunResult:
     return RunResult(
         exit_reason=reason,
         steps=loop.steps,
         usage=loop.budget.totals,
         error=message,
+        error_kind=kind,
         verdicts=tuple(loop.verdicts),
     )
 

@@ -20,12 +20,11 @@ import docker.errors
 from docker.types import Mount
 from pydantic import Field
 
-from sandbox_agent.errors import SandboxError
+from sandbox_agent.errors import ChannelClosedError, SandboxError
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.diffbounds import DiffBounds
 from sandbox_agent.sandbox.executor import (
     EXEC_ONLY_PYTHON,
-    ChannelClosedError,
     ExecutorChannel,
     interpreter_for,
 )

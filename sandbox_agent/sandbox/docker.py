@@ -20,7 +20,14 @@ from typing import Any, Literal
 import docker
 import docker.errors
 
-from sandbox_agent.errors import RunInterrupted, SandboxError, ToolError
+from sandbox_agent.errors import (
+    ChannelClosedError,
+    ChannelOverflowError,
+    ChannelTimeoutError,
+    RunInterrupted,
+    SandboxError,
+    ToolError,
+)
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
 from sandbox_agent.sandbox.container import (
@@ -38,9 +45,6 @@ from sandbox_agent.sandbox.container import (
 from sandbox_agent.sandbox.diffbounds import DiffBounds, run_output, run_request, scan_argv
 from sandbox_agent.sandbox.executor import (
     DEFAULT_LINE_LIMIT,
-    ChannelClosedError,
-    ChannelOverflowError,
-    ChannelTimeoutError,
     ExecutorChannel,
     decode_stream,
 )
@@ -180,11 +184,7 @@ class DockerSandbox:
         for _ in range(20):
             state = engine.container_state(self._client.api, self.container_id)
             if not state.get("Running"):
-                raise SandboxError(
-                    engine.describe_death(state),
-                    op="exec",
-                    context={k: str(state.get(k)) for k in ("Status", "OOMKilled", "ExitCode")},
-                ) from cause
+                raise SandboxError(engine.describe_death(state), op="exec") from cause
             time.sleep(0.05)
 
     def _call(
@@ -316,7 +316,7 @@ class DockerSandbox:
                 self._revive()
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
-            raise SandboxError(f"{what}: {e.message}", op="git", context={"kind": e.kind}) from e
+            raise SandboxError(f"{what}: {e.message} ({e.kind})", op="git") from e
         return run_output(answer, argv, what, scan=scan)
 
     def diff(self) -> str:

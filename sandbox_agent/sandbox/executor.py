@@ -26,7 +26,12 @@ from typing import Any
 import docker
 import docker.errors
 
-from sandbox_agent.errors import SandboxError
+from sandbox_agent.errors import (
+    ChannelClosedError,
+    ChannelOverflowError,
+    ChannelTimeoutError,
+    SandboxError,
+)
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 
 EXECUTOR_SOURCE = (Path(__file__).parent / "incontainer.py").read_text(encoding="utf-8")
@@ -54,18 +59,6 @@ _HEADER = struct.Struct(">BxxxI")
 _STDOUT, _STDERR = 1, 2
 _STDERR_KEEP = 8192
 _RECV = 1 << 20
-
-
-class ChannelClosedError(Exception):
-    """The executor's stream ended or broke (the executor or the container died)."""
-
-
-class ChannelTimeoutError(ChannelClosedError):
-    """No whole answer arrived before the request's deadline (bytes may still have arrived)."""
-
-
-class ChannelOverflowError(ChannelClosedError):
-    """An answer line grew past the request's limit (a flood, or an answer far too large)."""
 
 
 class FrameReader:

@@ -6,8 +6,8 @@ import pytest
 
 from sandbox_agent.agent.budget import Limits, RunBudget
 from sandbox_agent.errors import BudgetExceeded
+from sandbox_agent.models.catalog import resolve_price
 from sandbox_agent.models.chat_model import ChatModelBase
-from sandbox_agent.models.prices import resolve_price
 from sandbox_agent.types import HistoryItem, Observation, Task
 from tests.models.conftest import TOOLS, MakeModel
 from tests.models.openai_server import FakeOpenAIServer, ok

@@ -10,14 +10,13 @@ import pytest
 from genai_prices import types as gp
 
 from sandbox_agent.errors import UnknownPriceError, UserError
-from sandbox_agent.models.catalog import model_price
+from sandbox_agent.models.catalog import model_price, resolve_price
 from sandbox_agent.models.prices import (
     ModelPrice,
     PriceTier,
     cost_usd,
     price_toml,
     require_price_for_cap,
-    resolve_price,
     worst_case_cost_usd,
 )
 from sandbox_agent.types import Usage

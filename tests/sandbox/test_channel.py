@@ -11,11 +11,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from sandbox_agent.errors import SandboxError, ToolError
+from sandbox_agent.errors import ChannelClosedError, SandboxError, ToolError
 from sandbox_agent.sandbox import docker as docker_sandbox
 from sandbox_agent.sandbox.container import CONTAINER_ENV
 from sandbox_agent.sandbox.docker import DockerSandbox
-from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
+from sandbox_agent.sandbox.executor import ExecutorChannel
 from tests.sandbox.conftest import MakeSandbox
 
 pytestmark = pytest.mark.docker
@@ -139,7 +139,8 @@ FLOOD_CHILD = textwrap.dedent(
     import json, sys, time
     import docker
     from sandbox_agent.sandbox.container import CONTAINER_ENV
-    from sandbox_agent.sandbox.executor import ChannelClosedError, ExecutorChannel
+    from sandbox_agent.errors import ChannelClosedError
+    from sandbox_agent.sandbox.executor import ExecutorChannel
 
     client = docker.from_env()
     channel = ExecutorChannel(

@@ -15,13 +15,17 @@ from typing import Any
 import docker
 import pytest
 
-from sandbox_agent.errors import EngineUnavailableError, SandboxError
+from sandbox_agent.errors import (
+    BudgetExceeded,
+    ChannelClosedError,
+    ChannelOverflowError,
+    EngineUnavailableError,
+    SandboxError,
+)
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import HeadTailBuffer
 from sandbox_agent.sandbox.doctor import run_checks
 from sandbox_agent.sandbox.executor import (
-    ChannelClosedError,
-    ChannelOverflowError,
     FrameReader,
     decode_stream,
 )
@@ -171,9 +175,10 @@ def test_decode_stream_marks_the_cut() -> None:
     assert decode_stream(dump) == ("ab\n[... 5 bytes cut ...]\nyz", 5)
 
 
-def test_sandbox_error_is_structured() -> None:
-    err = SandboxError("x", op="exec", context={"ExitCode": "137"})
-    assert (err.op, err.context, err.retryable) == ("exec", {"ExitCode": "137"}, False)
+def test_a_run_error_says_what_exactly_ended_the_run() -> None:
+    assert SandboxError("x", op="exec").kind == "exec"
+    assert SandboxError("x").kind is None
+    assert BudgetExceeded("max_cost_usd", 1.0, 1.2).kind == "max_cost_usd"
 
 
 def test_permission_denied_says_how_to_get_access() -> None:
