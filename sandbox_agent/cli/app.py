@@ -17,6 +17,7 @@ from rich.console import Console
 
 from sandbox_agent import __version__
 from sandbox_agent.agent.trace import describe, read_trace
+from sandbox_agent.cli.batch import batch_app
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
@@ -40,6 +41,7 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
+app.add_typer(batch_app, name="batch")
 register_sandbox_commands(app)
 
 err = Console(stderr=True, highlight=False)

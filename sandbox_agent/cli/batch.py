@@ -1,0 +1,221 @@
+"""``sandbox-agent batch``: many ``fix`` runs under one budget, locally or on a Ray cluster.
+
+``batch TASKS.jsonl [flags]`` is short for ``batch run TASKS.jsonl [flags]`` (the group sends
+anything that is not a subcommand to ``run``); ``batch show BATCH`` prints a batch. Exit codes
+of ``run``: 0 every run finished with the gate passed; 1 otherwise (interrupted included);
+2 a usage error before anything started.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from sandbox_agent.batch.records import (
+    BatchLog,
+    BatchRecord,
+    BatchSettings,
+    default_batches_dir,
+    find_batch,
+)
+from sandbox_agent.batch.scheduler import Backend, LocalBackend, default_workers, run_batch
+from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_specs
+from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
+from sandbox_agent.batch.worker import WorkerSpec
+from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
+from sandbox_agent.errors import UserError
+
+__all__ = ["batch_app"]
+
+RAY_LOCAL = "local"
+
+
+class _RunByDefault(TyperGroup):
+    """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+batch_app = typer.Typer(
+    cls=_RunByDefault,
+    help="Run many tasks at once under one budget (`batch TASKS.jsonl`, `batch show BATCH`).",
+    no_args_is_help=True,
+)
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def _fail(error: UserError) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {error}", markup=True, soft_wrap=True)
+    return typer.Exit(2)
+
+
+BatchesDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--batches-dir",
+        help="Where batch directories live (default: $XDG_STATE_HOME/sandbox-agent/batches).",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")]
+
+
+@batch_app.command("run")
+def run(
+    tasks: Annotated[
+        Path | None, typer.Argument(help="The tasks file (JSON lines).", show_default=False)
+    ] = None,
+    task_format: Annotated[
+        TaskFormat, typer.Option("--format", help="native, or swebench (needs --repos).")
+    ] = TaskFormat.NATIVE,
+    repos: Annotated[
+        Path | None, typer.Option(help="Directory of local clones (--format swebench).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Runs at once (default from cores and memory).")
+    ] = None,
+    max_cost_total: Annotated[
+        float | None, typer.Option(min=0.0, help="US dollars at most over the whole batch.")
+    ] = None,
+    max_tokens_total: Annotated[
+        int | None, typer.Option(min=1, help="Tokens at most over the whole batch.")
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="Run again what had not ended in this batch (id or dir).")
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            flag_value=RAY_LOCAL,
+            help="Run on Ray: alone, a local Ray instance; `auto` or an address joins a cluster.",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model (or scripted:PATH).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
+    test_cmd: Annotated[str | None, typer.Option(help="Test command the gate runs.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Model calls at most, a run.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="US dollars at most, a run.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most, a run.")] = None,
+    max_wall: Annotated[float | None, typer.Option(help="Seconds at most, a run.")] = None,
+    trust_repo_policy: Annotated[
+        bool, typer.Option(help="Let each repo's .sandbox-agent.toml loosen your policy.")
+    ] = False,
+    trace_content: Annotated[str | None, typer.Option(help="safe or full.")] = None,
+    tool_protocol: Annotated[str | None, typer.Option(help="native or json.")] = None,
+    batches_dir: BatchesDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run every task of TASKS (one JSON object a line) as its own `fix` run."""
+    overrides: dict[str, Any] = {
+        "--model": model,
+        "--base-url": base_url,
+        "--test-cmd": test_cmd,
+        "--max-steps": max_steps,
+        "--max-cost": max_cost,
+        "--max-tokens": max_tokens,
+        "--max-wall": max_wall,
+        "--trace-content": trace_content,
+        "--tool-protocol": tool_protocol,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    fixed = {"--max-cost-total": max_cost_total, "--max-tokens-total": max_tokens_total}
+    try:
+        if (tasks is None) == (resume is None):
+            raise UserError("give a tasks file, or --resume BATCH (not both)")
+        if ray is not None and importlib.util.find_spec("ray") is None:
+            raise UserError(
+                "--ray needs Ray, an optional extra: pip install 'sandbox-agent[ray]'"
+            )
+        if max_cost_total == 0:
+            raise UserError("--max-cost-total must be more than 0")
+        auto, why = default_workers()
+        chosen = workers or auto
+        if resume is not None:
+            given = [k for k, v in {**overrides, **fixed}.items() if v is not None]
+            given += ["--policy"] if policy else []
+            if given:
+                raise UserError(f"{given[0]}: --resume keeps the batch's own settings")
+            batch_dir = find_batch(batches_dir or default_batches_dir(os.environ), resume)
+            log, specs = resume_specs(batch_dir, {"workers": chosen, "ray": ray})
+        else:
+            assert tasks is not None
+            settings = BatchSettings(
+                overrides=overrides,
+                policy_file=str(policy.resolve()) if policy else None,
+                trust_repo_policy=trust_repo_policy,
+                max_cost_total=max_cost_total,
+                max_tokens_total=max_tokens_total,
+                workers=chosen,
+                ray=ray,
+                format=task_format,
+                tasks_file=str(tasks.resolve()),
+            )
+            parsed = parse_tasks(tasks, task_format, repos)
+            check_tasks(parsed, settings, os.environ)
+            log, specs = new_batch(
+                parsed, settings, batches_dir or default_batches_dir(os.environ)
+            )
+        backend = _backend(log, ray, chosen)
+    except UserError as e:
+        raise _fail(e) from e
+    how = "given" if workers else why
+    where = "on Ray" if ray else "on this machine"
+    err.print(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})")
+    err.print(f"batch directory: {log.dir.path}", markup=False)
+    record = _execute(log, specs, backend, chosen)
+    if as_json:
+        typer.echo(json.dumps(record.summary()))
+    raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _backend(log: BatchLog, ray: str | None, workers: int) -> Backend:
+    budget = budget_of(log.record)
+    if ray is None:
+        return LocalBackend(budget, log.dir.logs_dir)
+    from sandbox_agent.batch.ray_backend import RayBackend  # ray is an optional extra
+
+    return RayBackend.connect(ray, budget.limits, budget.state(), log.dir, workers)
+
+
+def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: int) -> BatchRecord:
+    observer = LiveObserver(err) if err.is_terminal else PlainObserver(err)
+    with observer:
+        record = run_batch(log, specs, backend, observer, workers)
+    if record.status == "interrupted":
+        err.print("batch interrupted: resume it with `sandbox-agent batch --resume "
+                  f"{record.batch_id}`", markup=False)
+    return record
+
+
+@batch_app.command("show")
+def show(
+    batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
+    batches_dir: BatchesDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a batch: one row a task, and the totals."""
+    try:
+        record = find_batch(batches_dir or default_batches_dir(os.environ), batch).read()
+    except UserError as e:
+        raise _fail(e) from e
+    if as_json:
+        typer.echo(json.dumps(record.summary()))
+        return
+    out.print(f"batch {record.batch_id} ({record.status}), {record.batch_dir}", markup=False)
+    out.print(batch_table(record))
+    out.print(headline(record), markup=False)
+    counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
+    out.print(f"exit reasons: {counts or 'none yet'}", markup=False)
+
