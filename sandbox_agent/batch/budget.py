@@ -160,12 +160,12 @@ class BatchBudget:
                 message="--max-cost-total cannot be enforced: the model has no known price "
                 '(add [budget.prices."NAME"] to the policy)',
             )
-        committed = self._cost + self._held_cost()
-        if committed + cost_usd > cap:
+        committed_cost = self._cost + self._held_cost()
+        if committed_cost + cost_usd > cap:
             return Grant(
                 refused="max_cost_total",
                 limit=cap,
-                value=committed + cost_usd,
+                value=committed_cost + cost_usd,
                 message=f"--max-cost-total {cap:g} would be crossed: the batch has spent "
                 f"${self._cost:.4f} with ${self._held_cost():.4f} in flight, this call may "
                 f"cost up to ${cost_usd:.4f}",

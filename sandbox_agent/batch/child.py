@@ -74,7 +74,8 @@ class Child:
                     start_new_session=True,
                 )
         proc = self._proc
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
         try:
             self._write(self.spec.model_dump_json())
             result = self._relay(proc)
@@ -94,7 +95,8 @@ class Child:
 
     def _write(self, line: str) -> None:
         proc = self._proc
-        assert proc is not None and proc.stdin is not None
+        assert proc is not None
+        assert proc.stdin is not None
         try:
             proc.stdin.write(line + "\n")
             proc.stdin.flush()
@@ -127,9 +129,7 @@ class Child:
         elif op == "done":
             return ChildResult(record=RunRecord.model_validate(message["record"]))
         elif op == "failed":
-            return ChildResult(
-                error=message["error"], interrupted=bool(message.get("interrupted"))
-            )
+            return ChildResult(error=message["error"], interrupted=bool(message.get("interrupted")))
         else:
             if op == "started":
                 self._run_id = message["run_id"]

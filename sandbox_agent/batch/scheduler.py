@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Protocol
+from typing import Literal, Protocol
 
 from sandbox_agent.batch.budget import BatchBudget, BudgetState
 from sandbox_agent.batch.child import Child, ChildResult
@@ -44,8 +44,8 @@ class Event:
     """Something a backend heard about one task."""
 
     task_id: str
-    kind: str
-    """``started`` (``run_id``), ``usage`` (``usage``), ``warn`` (``message``), ``ended`` (``run``)."""
+    kind: Literal["started", "usage", "warn", "ended"]
+    """What the event carries: ``run_id``, ``usage``, ``message`` or ``run``."""
     run_id: str | None = None
     usage: Usage | None = None
     message: str | None = None
@@ -54,8 +54,6 @@ class Event:
 
 class Backend(Protocol):
     """Where runs happen: local worker processes, or Ray tasks."""
-
-    budget: BatchBudget | None
 
     def submit(self, spec: WorkerSpec, events: queue.Queue[Event]) -> None:
         """Start one task; its events, and finally ``ended``, go to ``events``."""
@@ -111,7 +109,6 @@ class LocalBackend:
     """Each task in a worker process on this machine, relayed by one thread."""
 
     def __init__(self, budget: BatchBudget, logs_dir: Path) -> None:
-        self.budget: BatchBudget | None = budget
         self._shared = budget
         self.logs_dir = logs_dir
         self._children: list[Child] = []

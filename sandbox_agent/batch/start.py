@@ -97,9 +97,7 @@ def new_batch(
 def specs_of(record: BatchRecord, batch_dir: BatchDir) -> list[WorkerSpec]:
     """The tasks still to run: every one not ended for good (interrupted ones run again)."""
     done = {r.id for r in record.runs if r.done}
-    return [
-        _spec(t, record.settings, batch_dir.runs_dir) for t in record.tasks if t.id not in done
-    ]
+    return [_spec(t, record.settings, batch_dir.runs_dir) for t in record.tasks if t.id not in done]
 
 
 def resume_specs(batch_dir: BatchDir, changes: Mapping[str, Any]) -> tuple[BatchLog, list[Any]]:

@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
@@ -38,12 +37,31 @@ __all__ = ["batch_app"]
 RAY_LOCAL = "local"
 
 
+def _is_ray_address(word: str) -> bool:
+    return word in ("auto", RAY_LOCAL) or ":" in word
+
+
+def ray_flag(args: list[str]) -> list[str]:
+    """``--ray`` alone means ``--ray=local``: the next word is its value only if an address.
+
+    An address is ``auto``, ``local`` or has a port (``host:6379``, ``ray://host:10001``).
+    """
+    out: list[str] = []
+    for i, word in enumerate(args):
+        if word == "--ray" and not (i + 1 < len(args) and _is_ray_address(args[i + 1])):
+            word = f"--ray={RAY_LOCAL}"
+        out.append(word)
+    return out
+
+
 class _RunByDefault(TyperGroup):
     """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
+        if args and args[0] == "run":
+            args = ray_flag(args)
         return super().parse_args(ctx, args)
 
 
@@ -97,8 +115,8 @@ def run(
     ray: Annotated[
         str | None,
         typer.Option(
-            flag_value=RAY_LOCAL,
-            help="Run on Ray: alone, a local Ray instance; `auto` or an address joins a cluster.",
+            help="Run on Ray: alone (or `local`), a local Ray instance; `auto` or HOST:PORT "
+            "joins a cluster.",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model (or scripted:PATH).")] = None,
@@ -135,9 +153,7 @@ def run(
         if (tasks is None) == (resume is None):
             raise UserError("give a tasks file, or --resume BATCH (not both)")
         if ray is not None and importlib.util.find_spec("ray") is None:
-            raise UserError(
-                "--ray needs Ray, an optional extra: pip install 'sandbox-agent[ray]'"
-            )
+            raise UserError("--ray needs Ray, an optional extra: pip install 'sandbox-agent[ray]'")
         if max_cost_total == 0:
             raise UserError("--max-cost-total must be more than 0")
         auto, why = default_workers()
@@ -164,15 +180,15 @@ def run(
             )
             parsed = parse_tasks(tasks, task_format, repos)
             check_tasks(parsed, settings, os.environ)
-            log, specs = new_batch(
-                parsed, settings, batches_dir or default_batches_dir(os.environ)
-            )
+            log, specs = new_batch(parsed, settings, batches_dir or default_batches_dir(os.environ))
         backend = _backend(log, ray, chosen)
     except UserError as e:
         raise _fail(e) from e
     how = "given" if workers else why
     where = "on Ray" if ray else "on this machine"
-    err.print(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})")
+    err.print(
+        f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})"
+    )
     err.print(f"batch directory: {log.dir.path}", markup=False)
     record = _execute(log, specs, backend, chosen)
     if as_json:
@@ -194,8 +210,10 @@ def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: 
     with observer:
         record = run_batch(log, specs, backend, observer, workers)
     if record.status == "interrupted":
-        err.print("batch interrupted: resume it with `sandbox-agent batch --resume "
-                  f"{record.batch_id}`", markup=False)
+        err.print(
+            f"batch interrupted: resume it with `sandbox-agent batch --resume {record.batch_id}`",
+            markup=False,
+        )
     return record
 
 
@@ -218,4 +236,3 @@ def show(
     out.print(headline(record), markup=False)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
     out.print(f"exit reasons: {counts or 'none yet'}", markup=False)
-
