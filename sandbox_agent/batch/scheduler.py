@@ -191,7 +191,7 @@ def run_batch(
     with _stop_flag() as flag:
         stop = stop or flag
         stopping = False
-        while pending or running:
+        while running or (pending and not stopping):
             if (stop.is_set() or flag.is_set()) and not stopping:
                 stopping = True
                 observer.note("", f"interrupting {len(running)} running run(s)...")

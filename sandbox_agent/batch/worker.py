@@ -13,9 +13,12 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -141,8 +144,20 @@ def run(spec: WorkerSpec, channel: Channel) -> RunRecord:
     return record
 
 
+def _orphan_watch(parent: int) -> None:
+    """Interrupt this worker's run (SIGINT to itself) if the scheduler dies without doing so."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
+
+
 def main() -> int:
     """Entry point: read the spec, run, report; exit 0 when a record was produced."""
+    _orphan_watch(os.getppid())
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # stray prints must not break the protocol
     sys.stdout = sys.stderr

@@ -74,6 +74,11 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
 
+def say(line: str) -> None:
+    """A plain line on stderr (never markup, never wrapped)."""
+    err.print(line, markup=False, soft_wrap=True)
+
+
 def _fail(error: UserError) -> typer.Exit:
     err.print(f"[bold red]error:[/] {error}", markup=True, soft_wrap=True)
     return typer.Exit(2)
@@ -186,10 +191,8 @@ def run(
         raise _fail(e) from e
     how = "given" if workers else why
     where = "on Ray" if ray else "on this machine"
-    err.print(
-        f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})"
-    )
-    err.print(f"batch directory: {log.dir.path}", markup=False)
+    say(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})")
+    say(f"batch directory: {log.dir.path}")
     record = _execute(log, specs, backend, chosen)
     if as_json:
         typer.echo(json.dumps(record.summary()))
@@ -210,10 +213,7 @@ def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: 
     with observer:
         record = run_batch(log, specs, backend, observer, workers)
     if record.status == "interrupted":
-        err.print(
-            f"batch interrupted: resume it with `sandbox-agent batch --resume {record.batch_id}`",
-            markup=False,
-        )
+        say(f"batch interrupted: resume it with `sandbox-agent batch --resume {record.batch_id}`")
     return record
 
 
@@ -231,8 +231,12 @@ def show(
     if as_json:
         typer.echo(json.dumps(record.summary()))
         return
-    out.print(f"batch {record.batch_id} ({record.status}), {record.batch_dir}", markup=False)
+    out.print(
+        f"batch {record.batch_id} ({record.status}), {record.batch_dir}",
+        markup=False,
+        soft_wrap=True,
+    )
     out.print(batch_table(record))
-    out.print(headline(record), markup=False)
+    out.print(headline(record), markup=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
-    out.print(f"exit reasons: {counts or 'none yet'}", markup=False)
+    out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)

@@ -32,8 +32,10 @@ def _outcome(run: BatchRun) -> Text:
 def batch_table(record: BatchRecord) -> Table:
     """One row a task: id, run id, outcome, gate, steps, tokens, cost, time."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("task", "run", "outcome", "gate", "steps", "tokens", "cost", "time"):
-        table.add_column(name, justify="right" if name in ("steps", "tokens", "cost") else "left")
+    table.add_column("task", overflow="fold")
+    for name in ("run", "outcome", "gate", "steps", "tokens", "cost", "time"):
+        right = name in ("steps", "tokens", "cost")
+        table.add_column(name, justify="right" if right else "left", no_wrap=True)
     for run in record.runs:
         gate = "" if run.exit_reason is None else ("passed" if run.gate_passed else "failed")
         table.add_row(
