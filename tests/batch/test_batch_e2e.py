@@ -94,8 +94,17 @@ def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
     env = batch_env(tmp_path)
     batches = tmp_path / "batches"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sandbox_agent", "batch", str(path), "--workers", "2", "--json"]
-        + demo_flags(tmp_path),
+        [
+            sys.executable,
+            "-m",
+            "sandbox_agent",
+            "batch",
+            str(path),
+            "--workers",
+            "2",
+            "--json",
+            *demo_flags(tmp_path),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -82,6 +82,9 @@ class Client:
         self.budget = budget
         self.calls: list[tuple[str, object]] = []
 
+    def last(self) -> tuple[str, object]:
+        return self.calls[-1]
+
     def reserve(self, tokens: int, cost_usd: float | None) -> Grant:
         self.calls.append(("reserve", (tokens, cost_usd)))
         return self.budget.reserve(tokens, cost_usd)
@@ -101,10 +104,10 @@ def test_shared_budget_reserves_the_worst_case_and_settles_the_actual_cost() -> 
     shared = SharedBudget(RunBudget(Limits(), model_name="m", prices=PRICE), client)
     estimate = CallEstimate(prompt_tokens=1000, max_completion_tokens=2000)  # worst $0.021
     shared.check_before_model_call(estimate)
-    assert client.calls[-1] == ("reserve", (3000, pytest.approx(0.021)))
+    assert client.last() == ("reserve", (3000, pytest.approx(0.021)))
     totals = shared.record(Usage(prompt_tokens=900, completion_tokens=100, requests=1))
     assert totals.cost_usd == pytest.approx(0.0019)
-    assert client.calls[-1] == ("settle", (1, 1000, pytest.approx(0.0019)))
+    assert client.last() == ("settle", (1, 1000, pytest.approx(0.0019)))
     shared.check_before_model_call(estimate)  # spent 0.0019 + 0.021 <= 0.05
     shared.check_before_model_call(estimate)  # no usage came: the first is released
     assert ("release", 2) in client.calls
