@@ -8,7 +8,6 @@ of ``run``: 0 every run finished with the gate passed; 1 otherwise (interrupted 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from sandbox_agent.batch.records import (
@@ -80,7 +80,7 @@ def say(line: str) -> None:
 
 
 def _fail(error: UserError) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {error}", markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -157,8 +157,8 @@ def run(
     try:
         if (tasks is None) == (resume is None):
             raise UserError("give a tasks file, or --resume BATCH (not both)")
-        if ray is not None and importlib.util.find_spec("ray") is None:
-            raise UserError("--ray needs Ray, an optional extra: pip install 'sandbox-agent[ray]'")
+        if ray is not None:
+            _require_ray()
         if max_cost_total == 0:
             raise UserError("--max-cost-total must be more than 0")
         auto, why = default_workers()
@@ -197,6 +197,15 @@ def run(
     if as_json:
         typer.echo(json.dumps(record.summary()))
     raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _require_ray() -> None:
+    try:
+        import ray  # noqa: F401  (an optional extra)
+    except ImportError as e:
+        raise UserError(
+            f"--ray needs Ray, an optional extra ({e}): pip install 'sandbox-agent[ray]'"
+        ) from e
 
 
 def _backend(log: BatchLog, ray: str | None, workers: int) -> Backend:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -53,8 +54,8 @@ def ray_env(token: str, **extra: str) -> dict[str, str]:
 
 def _nodes(address: str, token: str) -> int:
     probe = (
-        "import ray; ray.init(address=%r, log_to_driver=False); "
-        "print(sum(n['Alive'] for n in ray.nodes()))" % address
+        f"import ray; ray.init(address={address!r}, log_to_driver=False); "
+        "print(sum(n['Alive'] for n in ray.nodes()))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -91,8 +92,17 @@ def ray_cluster() -> Iterator[tuple[str, Path, str]]:
     env = ray_env(token, TMPDIR=str(tmp), RAY_USAGE_STATS_ENABLED="0")
     common = ["--num-cpus", "1", "--resources", '{"docker": 2}', "--block"]
     head = subprocess.Popen(
-        [RAY, "start", "--head", "--port", str(port), "--include-dashboard=false"]
-        + ["--temp-dir", str(root / "ray"), *common],
+        [
+            RAY,
+            "start",
+            "--head",
+            "--port",
+            str(port),
+            "--include-dashboard=false",
+            "--temp-dir",
+            str(root / "ray"),
+            *common,
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -119,6 +129,7 @@ def ray_cluster() -> Iterator[tuple[str, Path, str]]:
         yield address, tmp, token
     finally:
         _stop(procs[::-1])
+        shutil.rmtree(root, ignore_errors=True)
     assert all(p.returncode is not None for p in procs)
 
 
