@@ -161,3 +161,34 @@ def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
     again = batch_cli("--resume", summary["batch_id"], "--batches-dir", str(batches), env=env)
     assert again.returncode == 2
     assert "nothing to resume" in again.stderr
+
+
+def test_workers_interrupt_their_runs_when_the_scheduler_is_killed(
+    tmp_path: Path, docker_client: docker.DockerClient
+) -> None:
+    repo = demo_repo(tmp_path)
+    slow = write_script(tmp_path / "slow.jsonl", FIX_EDIT, bash("sleep 600", id="slow-sleep"))
+    path = write_tasks(tmp_path / "tasks.jsonl", [{"id": "slow", "repo": str(repo), "task": "x"}])
+    env = batch_env(tmp_path)
+    batches = tmp_path / "batches"
+    args = ["--model", f"scripted:{slow}", "--batches-dir", str(batches)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sandbox_agent", "batch", str(path), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        wait_for(
+            lambda: any(
+                '"slow-sleep"' in t.read_text() for t in batches.glob("*/runs/*/trace.jsonl")
+            )
+        )
+    finally:
+        proc.kill()  # SIGKILL: the scheduler cannot interrupt anything
+        proc.wait()
+    result = next(batches.glob("*/runs/*/result.json"))
+    wait_for(lambda: json.loads(result.read_text())["status"] == "ended", timeout=60)
+    record = json.loads(result.read_text())
+    assert record["exit_reason"] == "interrupted"
+    wait_for(lambda: leftovers(docker_client, [record["run_id"]], env_tmp(env)) == [], timeout=30)
