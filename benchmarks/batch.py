@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import docker.errors
 
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
@@ -120,12 +121,12 @@ class Sampler:
         while not self._stop.wait(0.25):
             host = sum(pss_kb(p) for p in tree_pids(self.pid)) * 1024
             ids = self._run_ids()
-            found = [
-                c
-                for c in self.client.containers.list(filters={"label": RUN_LABEL})
-                if c.labels.get(RUN_LABEL) in ids
-            ]
-            boxes = sum(container_rss(c.id or "") for c in found)
+            try:  # the low-level list: no inspect of containers that may be going away
+                listed = self.client.api.containers(filters={"label": RUN_LABEL})
+            except docker.errors.APIError:
+                continue
+            found = [c["Id"] for c in listed if (c.get("Labels") or {}).get(RUN_LABEL) in ids]
+            boxes = sum(container_rss(i) for i in found)
             self.peak_host = max(self.peak_host, host)
             self.peak_containers = max(self.peak_containers, len(found))
             self.peak_total = max(self.peak_total, host + boxes)

@@ -111,6 +111,9 @@ def unpack(data: bytes, into: Path) -> None:
 def run_on_node(spec_json: str, repo_tar: bytes, files: dict[str, bytes], actor: Any) -> Any:
     """The Ray task: run one task on this node and return its result and run directory."""
     spec = WorkerSpec.model_validate_json(spec_json)
+    if ray.get(actor.is_cancelled.remote()):  # scheduled after Ctrl-C: never start
+        stopped = ChildResult(error="interrupted before the run started", interrupted=True)
+        return stopped.model_dump_json(), b"", socket.gethostname()
     work = Path(tempfile.mkdtemp(prefix="sandbox-agent-ray-"))
     try:
         unpack(repo_tar, work)
@@ -193,6 +196,7 @@ class RayBackend:
         self._events: queue.Queue[Event] | None = None
         self._closing = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="ray-poller", daemon=True)
+        self._remote = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=0)(run_on_node)
 
     @classmethod
     def connect(
@@ -239,8 +243,9 @@ class RayBackend:
         repo = spec.task.repo
         if repo not in self._repos:
             self._repos[repo] = ray.put(pack(repo, "repo"))
-        remote = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=0)(run_on_node)
-        ref = remote.remote(spec.model_dump_json(), self._repos[repo], _files(spec), self.actor)
+        ref = self._remote.remote(
+            spec.model_dump_json(), self._repos[repo], _files(spec), self.actor
+        )
         with self._lock:
             self._refs[ref] = spec
         if not self._poller.is_alive():
