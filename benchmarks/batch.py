@@ -162,10 +162,14 @@ def run_mode(
     args += ["--model", f"scripted:{demo_script()}"] + (["--ray"] if ray else [])
     env = {**os.environ, "TMPDIR": str(tmp), "RAY_USAGE_STATS_ENABLED": "0"}
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    log = (root / "stderr.log").open("w")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, env=env)
     with Sampler(client, proc.pid, batches) as sampler:
         out, _ = proc.communicate()
     wall = time.perf_counter() - start
+    log.close()
+    if proc.returncode != 0:
+        sys.exit(f"{name}: batch exited {proc.returncode}; see {root / 'stderr.log'}")
     summary = json.loads(out)
     ids = [r["run_id"] for r in summary["runs"]]
     left = sum(

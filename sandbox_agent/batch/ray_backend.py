@@ -221,11 +221,13 @@ class RayBackend:
         }
         if address == "local":
             options["resources"] = {RESOURCE: workers}
+            if "RAY_TMPDIR" not in os.environ and len(tempfile.gettempdir()) > 20:
+                os.environ["RAY_TMPDIR"] = "/tmp"  # Ray's socket paths must stay under 108 bytes
         else:
             options["address"] = address
         try:
             ray.init(**options)
-        except (ConnectionError, RuntimeError, ValueError) as e:
+        except (ConnectionError, RuntimeError, ValueError, OSError) as e:
             raise UserError(f"--ray {address}: cannot reach Ray ({e})") from e
         resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         if resources.get(RESOURCE, 0) < 1:

@@ -100,7 +100,9 @@ def specs_of(record: BatchRecord, batch_dir: BatchDir) -> list[WorkerSpec]:
     return [_spec(t, record.settings, batch_dir.runs_dir) for t in record.tasks if t.id not in done]
 
 
-def resume_specs(batch_dir: BatchDir, changes: Mapping[str, Any]) -> tuple[BatchLog, list[Any]]:
+def resume_specs(
+    batch_dir: BatchDir, changes: Mapping[str, Any]
+) -> tuple[BatchLog, list[WorkerSpec]]:
     """Reopen a batch; ``changes`` may only set ``workers`` and ``ray``.
 
     Raises:
