@@ -1,22 +1,21 @@
 """The scheduler's side of one worker process: start it, relay its messages, answer its budget.
 
-Used by the local scheduler (one thread a running task) and inside each Ray task (on the node
-that runs it). The worker runs in its own session, so a terminal's Ctrl-C reaches only the
-scheduler, which then interrupts each worker exactly once (:meth:`Child.interrupt`).
+Used by the local scheduler (one thread a running task, workers forked from a preloaded
+server) and inside each Ray task (on the node that runs it, workers executed afresh). The
+worker runs in its own session, so a terminal's Ctrl-C reaches only the scheduler, which then
+interrupts each worker exactly once (:meth:`Child.interrupt`).
 """
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sandbox_agent.batch.budget import BudgetClient, Grant
+from sandbox_agent.batch.process import Launch, WorkerProcess, start_worker
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
@@ -40,12 +39,17 @@ class Child:
     """One worker process running one task."""
 
     def __init__(
-        self, spec: WorkerSpec, budget: BudgetClient, on_message: OnMessage, log_path: Path
+        self,
+        spec: WorkerSpec,
+        budget: BudgetClient,
+        on_message: OnMessage,
+        log_path: Path,
+        launch: Launch = "fork",
     ) -> None:
         self.spec, self.budget, self.on_message = spec, budget, on_message
-        self.log_path = log_path
+        self.log_path, self.launch = log_path, launch
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[str] | None = None
+        self._proc: WorkerProcess | None = None
         self._interrupted = False
         self._held: set[int] = set()
         self._run_id: str | None = None
@@ -53,31 +57,20 @@ class Child:
     def interrupt(self) -> None:
         """Send the worker SIGINT once (its run ends ``interrupted``); before it starts, skip it."""
         with self._lock:
+            if self._interrupted:
+                return
             self._interrupted = True
-            if self._proc is not None and self._proc.poll() is None:
-                self._proc.send_signal(signal.SIGINT)
+            if self._proc is not None:
+                self._proc.interrupt()
 
     def run(self) -> ChildResult:
         """Start the worker, relay until it exits, and return how it ended."""
         with self._lock:
             if self._interrupted:
                 return ChildResult(error="interrupted before the run started", interrupted=True)
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("a", encoding="utf-8") as log:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "sandbox_agent.batch.worker"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=log,
-                    text=True,
-                    encoding="utf-8",
-                    start_new_session=True,
-                )
-        proc = self._proc
-        assert proc.stdin is not None
-        assert proc.stdout is not None
+            self._proc = proc = start_worker(self.launch, self.log_path)
         try:
-            self._write(self.spec.model_dump_json())
+            proc.send(self.spec.model_dump_json())
             result = self._relay(proc)
         finally:
             code = proc.wait()
@@ -93,33 +86,22 @@ class Child:
             )
         return result
 
-    def _write(self, line: str) -> None:
-        proc = self._proc
-        assert proc is not None
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(line + "\n")
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return  # the worker is gone; its end is read from stdout
-
-    def _relay(self, proc: subprocess.Popen[str]) -> ChildResult | None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+    def _relay(self, proc: WorkerProcess) -> ChildResult | None:
+        for line in proc.lines():
             try:
                 message = json.loads(line)
             except ValueError:
                 continue
-            result = self._handle(message)
+            result = self._handle(message, proc)
             if result is not None:
                 return result
         return None
 
-    def _handle(self, message: dict[str, Any]) -> ChildResult | None:
+    def _handle(self, message: dict[str, Any], proc: WorkerProcess) -> ChildResult | None:
         op = message.get("op")
         if op == "reserve":
             grant = self._reserve(message["tokens"], message["cost_usd"])
-            self._write(grant.model_dump_json())
+            proc.send(grant.model_dump_json())
         elif op == "settle":
             self._held.discard(message["id"])
             self.budget.settle(message["id"], message["tokens"], message["cost_usd"])

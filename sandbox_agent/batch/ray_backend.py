@@ -122,7 +122,11 @@ def run_on_node(spec_json: str, repo_tar: bytes, files: dict[str, bytes], actor:
         spec = _localised(spec, work)
         task_id = spec.task.id
         child = Child(
-            spec, _ActorClient(actor), lambda m: actor.push.remote(task_id, m), work / "worker.log"
+            spec,
+            _ActorClient(actor),
+            lambda m: actor.push.remote(task_id, m),
+            work / "worker.log",
+            launch="exec",
         )
         done = threading.Event()
         watcher = threading.Thread(target=_watch, args=(actor, child, done), daemon=True)

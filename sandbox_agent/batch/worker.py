@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -19,9 +20,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -61,18 +63,20 @@ class WorkerSpec(Frozen):
 
 
 class Channel:
-    """The worker's side of the JSON-lines conversation; also the batch budget's client."""
+    """The worker's side of the JSON-lines conversation; also the batch budget's client.
 
-    def __init__(self, out: IO[str], replies: IO[str]) -> None:
-        self.out, self.replies = out, replies
+    ``write`` sends one line; ``read`` returns the next line, ``""`` when the scheduler is gone.
+    """
+
+    def __init__(self, write: Callable[[str], None], read: Callable[[], str]) -> None:
+        self.write, self.read = write, read
 
     def send(self, op: str, **fields: Any) -> None:
-        self.out.write(json.dumps({"op": op, **fields}) + "\n")
-        self.out.flush()
+        self.write(json.dumps({"op": op, **fields}))
 
     def reserve(self, tokens: int, cost_usd: float | None) -> Grant:
         self.send("reserve", tokens=tokens, cost_usd=cost_usd)
-        line = self.replies.readline()
+        line = self.read()
         if not line:
             raise UserError("the batch scheduler went away")
         return Grant.model_validate_json(line)
@@ -144,26 +148,77 @@ def run(spec: WorkerSpec, channel: Channel) -> RunRecord:
     return record
 
 
-def _orphan_watch(parent: int) -> None:
+def _orphan_watch(scheduler: int) -> None:
     """Interrupt this worker's run (SIGINT to itself) if the scheduler dies without doing so."""
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
+        try:
+            pidfd = os.pidfd_open(scheduler)
+        except (AttributeError, OSError):  # not Linux 5.3+: poll
+            while _alive(scheduler):
+                time.sleep(1.0)
+        else:
+            select.select([pidfd], [], [])  # readable once the scheduler has exited
+            os.close(pidfd)
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def main() -> int:
-    """Entry point: read the spec, run, report; exit 0 when a record was produced."""
+    """Entry point of ``python -m``: the conversation on stdin and the original stdout."""
     _orphan_watch(os.getppid())
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # stray prints must not break the protocol
     sys.stdout = sys.stderr
-    channel = Channel(out, sys.stdin)
+
+    def write(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    return serve_channel(Channel(write, sys.stdin.readline))
+
+
+def forked(conn: Connection, log_path: str, scheduler: int) -> None:
+    """Entry point in a process forked from the preloaded fork server.
+
+    The conversation goes over ``conn``, stdout and stderr to ``log_path``; the process is in a
+    session of its own (Ctrl-C on a terminal reaches only the scheduler, which interrupts each
+    worker once).
+    """
+    os.setsid()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    _orphan_watch(scheduler)  # the fork server, our parent, outlives the scheduler
+
+    def read() -> str:
+        try:
+            return conn.recv_bytes().decode("utf-8")
+        except EOFError:
+            return ""
+
+    def write(line: str) -> None:
+        conn.send_bytes(line.encode("utf-8"))
+
+    sys.exit(serve_channel(Channel(write, read)))
+
+
+def serve_channel(channel: Channel) -> int:
+    """Read the spec, run, report; 0 when a record was produced."""
     try:
-        spec = WorkerSpec.model_validate_json(sys.stdin.readline())
+        spec = WorkerSpec.model_validate_json(channel.read())
         record = run(spec, channel)
     except UserError as e:
         channel.send("failed", error=str(e))
