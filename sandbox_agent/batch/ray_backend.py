@@ -295,7 +295,9 @@ class RayBackend:
             if op == "started":
                 self._events.put(Event(task_id, "started", run_id=message["run_id"]))
             elif op == "usage":
-                self._events.put(Event(task_id, "usage", usage=Usage(**message["usage"])))
+                usage = Usage(**message["usage"])
+                steps = int(message.get("step", 0))
+                self._events.put(Event(task_id, "usage", usage=usage, steps=steps))
             else:
                 self._events.put(Event(task_id, "warn", message=str(message.get("message"))))
 

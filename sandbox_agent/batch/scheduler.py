@@ -48,6 +48,7 @@ class Event:
     """What the event carries: ``run_id``, ``usage``, ``message`` or ``run``."""
     run_id: str | None = None
     usage: Usage | None = None
+    steps: int = 0
     message: str | None = None
     run: BatchRun | None = None
 
@@ -151,7 +152,8 @@ class LocalBackend:
 def _message_event(task_id: str, message: dict[str, object]) -> Event:
     op = str(message.get("op"))
     if op == "usage":
-        return Event(task_id, "usage", usage=Usage.model_validate(message["usage"]))
+        usage = Usage.model_validate(message["usage"])
+        return Event(task_id, "usage", usage=usage, steps=int(str(message.get("step", 0))))
     if op == "started":
         return Event(task_id, "started", run_id=str(message["run_id"]))
     return Event(task_id, "warn", message=str(message.get("message", message)))
@@ -242,12 +244,17 @@ def _apply(log: BatchLog, event: Event, running: set[str], observer: Observer) -
         run_dir = str(runs_dir / event.run_id) if event.run_id else None
         log.update(current.model_copy(update={"run_id": event.run_id, "run_dir": run_dir}))
     elif event.kind == "usage" and event.usage is not None:
-        log.update(current.model_copy(update={"usage": event.usage}))
+        log.update(current.model_copy(update={"usage": event.usage, "steps": event.steps}))
     elif event.kind == "ended" and event.run is not None:
         running.discard(event.task_id)
         keep = {"earlier_run_ids": current.earlier_run_ids, "earlier_usage": current.earlier_usage}
         if event.run.run_id is None and current.run_id is not None:
-            keep |= {"run_id": current.run_id, "run_dir": current.run_dir, "usage": current.usage}
+            keep |= {
+                "run_id": current.run_id,
+                "run_dir": current.run_dir,
+                "usage": current.usage,
+                "steps": current.steps,
+            }
         log.update(event.run.model_copy(update=keep))
     elif event.message is not None:
         observer.note(event.task_id, event.message)

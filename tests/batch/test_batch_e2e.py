@@ -192,3 +192,7 @@ def test_workers_interrupt_their_runs_when_the_scheduler_is_killed(
     record = json.loads(result.read_text())
     assert record["exit_reason"] == "interrupted"
     wait_for(lambda: leftovers(docker_client, [record["run_id"]], env_tmp(env)) == [], timeout=30)
+    # batch.json, written as the run started, is whole; --resume would run the task again.
+    batch = json.loads(next(batches.glob("*/batch.json")).read_text())
+    assert batch["status"] == "running"
+    assert [(r["state"], r["run_id"]) for r in batch["runs"]] == [("running", record["run_id"])]
