@@ -17,6 +17,7 @@ import typer
 
 from sandbox_agent import __version__
 from sandbox_agent.agent.trace import read_trace, safe_copy
+from sandbox_agent.cli.batch import batch_app
 from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.env import env_app
@@ -48,6 +49,7 @@ trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True, cls=Group
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(env_app, name="env")
+app.add_typer(batch_app, name="batch")
 register_sandbox_commands(app)
 register_review_commands(app)
 

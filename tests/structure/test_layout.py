@@ -68,6 +68,10 @@ def test_nothing_imports_upwards() -> None:
     assert upward == []
 
 
+OPTIONAL = {("cli/batch.py", "sandbox_agent.batch.ray_backend")}
+"""Modules that import an optional extra (ray): imported where used, so the CLI works without."""
+
+
 def test_no_function_local_imports_of_the_project() -> None:
     local = []
     for rel, tree in modules():
@@ -78,5 +82,6 @@ def test_no_function_local_imports_of_the_project() -> None:
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                     "sandbox_agent"
                 ):
-                    local.append(f"{rel}:{node.lineno} {func.name}")
+                    if (rel, node.module) not in OPTIONAL:
+                        local.append(f"{rel}:{node.lineno} {func.name}")
     assert local == []

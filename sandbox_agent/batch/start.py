@@ -1,0 +1,146 @@
+"""Starting and resuming a batch: check every task first, then make the directory and run.
+
+Every task is prepared as ``fix`` would prepare it (repo, policy, flags, test command, model)
+before anything starts, so a bad line is a usage error (exit 2) with $0 spent.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sandbox_agent import __version__
+from sandbox_agent.batch.budget import BatchBudget, BatchLimits
+from sandbox_agent.batch.records import (
+    BatchDir,
+    BatchLog,
+    BatchRecord,
+    BatchRun,
+    BatchSettings,
+    new_batch_id,
+)
+from sandbox_agent.batch.tasks import TaskSpec
+from sandbox_agent.batch.worker import WorkerSpec
+from sandbox_agent.errors import UserError
+from sandbox_agent.run.artifacts import now_iso
+from sandbox_agent.run.prepare import prepare
+from sandbox_agent.run.runner import environment
+from sandbox_agent.sandbox.image import Progress, print_to_stderr
+
+__all__ = ["budget_of", "check_tasks", "new_batch", "resume_specs", "specs_of"]
+
+
+def check_tasks(
+    tasks: list[TaskSpec],
+    settings: BatchSettings,
+    env: Mapping[str, str],
+    on_build_line: Progress = print_to_stderr,
+) -> None:
+    """Prepare every task as ``fix`` would, and build each project's environment once.
+
+    The runs then find their environment in the cache: a batch builds it once per project,
+    not once per run, and a build that fails stops the batch before any run starts.
+
+    Raises:
+        UserError: naming the task whose repo, policy, flags, base ref, model or environment
+            is wrong.
+    """
+    built: set[str] = set()
+    for task in tasks:
+        spec = _spec(task, settings, Path("/nonexistent"))
+        try:
+            if task.base is not None:
+                _check_base(task.repo, task.base)
+            prepared = prepare(spec.options(task.repo), env)
+            try:
+                prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
+                key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
+                if key not in built:
+                    log = Path(tempfile.gettempdir()) / f"sandbox-agent-env-{task.id}.log"
+                    prepared = environment(prepared, log, on_build_line)
+                    log.unlink(missing_ok=True)  # kept, and named in the error, when it fails
+                    built.add(key)
+            finally:
+                prepared.model.close()
+        except UserError as e:
+            raise UserError(f"task {task.id}: {e}") from e
+
+
+def _check_base(repo: Path, base: str) -> None:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise UserError(f"base {base!r}: not a commit of {repo}")
+
+
+def _spec(task: TaskSpec, settings: BatchSettings, runs_dir: Path) -> WorkerSpec:
+    return WorkerSpec(
+        task=task,
+        overrides=settings.overrides,
+        policy_file=Path(settings.policy_file) if settings.policy_file else None,
+        trust_repo_policy=settings.trust_repo_policy,
+        runs_dir=runs_dir,
+    )
+
+
+def new_batch(
+    tasks: list[TaskSpec], settings: BatchSettings, batches_dir: Path
+) -> tuple[BatchLog, list[WorkerSpec]]:
+    """Create the batch directory and its ``batch.json``; return it and the work to do."""
+    batch_id = new_batch_id()
+    batch_dir = BatchDir(batches_dir / batch_id)
+    try:
+        batch_dir.runs_dir.mkdir(parents=True)
+    except OSError as e:
+        raise UserError(f"{batch_dir.path}: cannot create the batch directory ({e})") from e
+    now = now_iso()
+    record = BatchRecord(
+        batch_id=batch_id,
+        batch_dir=str(batch_dir.path),
+        created_at=now,
+        updated_at=now,
+        settings=settings,
+        tasks=tuple(tasks),
+        runs=tuple(BatchRun(id=t.id) for t in tasks),
+        version=__version__,
+    )
+    return BatchLog(batch_dir, record), specs_of(record, batch_dir)
+
+
+def specs_of(record: BatchRecord, batch_dir: BatchDir) -> list[WorkerSpec]:
+    """The tasks still to run: every one not ended for good (interrupted ones run again)."""
+    done = {r.id for r in record.runs if r.done}
+    return [_spec(t, record.settings, batch_dir.runs_dir) for t in record.tasks if t.id not in done]
+
+
+def resume_specs(
+    batch_dir: BatchDir, changes: Mapping[str, Any]
+) -> tuple[BatchLog, list[WorkerSpec]]:
+    """Reopen a batch; ``changes`` may only set ``workers`` and ``ray``.
+
+    Raises:
+        UserError: not a batch, or it has nothing left to run.
+    """
+    record = batch_dir.read()
+    settings = record.settings.model_copy(update=dict(changes))
+    record = record.model_copy(update={"settings": settings, "status": "running"})
+    specs = specs_of(record, batch_dir)
+    if not specs:
+        raise UserError(f"{batch_dir.path}: every task has ended; nothing to resume")
+    return BatchLog(batch_dir, record), specs
+
+
+def budget_of(record: BatchRecord) -> BatchBudget:
+    """The batch budget, counting what earlier attempts of this batch already spent."""
+    limits = BatchLimits(
+        max_cost_usd=record.settings.max_cost_total,
+        max_tokens=record.settings.max_tokens_total,
+    )
+    return BatchBudget(limits, spent=record.totals().usage)

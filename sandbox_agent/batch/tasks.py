@@ -1,0 +1,195 @@
+"""The tasks file of a batch: one JSON object a line, read and checked before anything starts.
+
+The native format (``--format native``, the default)::
+
+    {"id": "t1", "repo": "path/to/repo", "task": "the issue text", "base": "v1.2",
+     "test_command": "pytest -q", "policy": "policy.toml", "model": "gpt-4o-mini"}
+
+``task_file`` may replace ``task``. Relative paths are relative to the tasks file. The
+SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
+``base_commit`` and ``problem_statement`` and ignores the other fields; its repos are found in a
+local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it).
+
+Every problem is a ``UserError`` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+
+from sandbox_agent.errors import UserError
+from sandbox_agent.types import Frozen
+
+__all__ = ["TaskFormat", "TaskSpec", "parse_tasks"]
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+=-]{0,199}$")
+
+
+class TaskFormat(StrEnum):
+    """The layout of the tasks file."""
+
+    NATIVE = "native"
+    SWEBENCH = "swebench"
+
+
+class TaskSpec(Frozen):
+    """One task of a batch, with its paths resolved and its text read."""
+
+    id: str
+    repo: Path
+    task: str = Field(min_length=1)
+    base: str | None = None
+    """A git ref to check out in a temporary clone (the repo itself is never changed)."""
+    test_command: str | None = None
+    policy: Path | None = None
+    model: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("letters, digits and ._@/+=- only, starting with a letter or digit")
+        return value
+
+    def overrides(self) -> dict[str, Any]:
+        """The ``fix`` flags this task sets (they win over the batch's flags)."""
+        return {
+            flag: value
+            for flag, value in (("--model", self.model), ("--test-cmd", self.test_command))
+            if value is not None
+        }
+
+
+class _NativeLine(Frozen):
+    id: str
+    repo: str = Field(min_length=1)
+    task: str | None = None
+    task_file: str | None = None
+    base: str | None = Field(default=None, min_length=1)
+    test_command: str | None = Field(default=None, min_length=1)
+    policy: str | None = Field(default=None, min_length=1)
+    model: str | None = Field(default=None, min_length=1)
+
+
+def parse_tasks(
+    path: Path, fmt: TaskFormat = TaskFormat.NATIVE, repos_dir: Path | None = None
+) -> list[TaskSpec]:
+    """Read and check every line of a tasks file.
+
+    Raises:
+        UserError: the file cannot be read, a line is not a valid task (file:line names it),
+            a repo or task file is missing, or two tasks share an id.
+    """
+    if fmt is TaskFormat.SWEBENCH and repos_dir is None:
+        raise UserError("--format swebench needs --repos DIR, a directory of local clones")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read the tasks file ({e})") from e
+    tasks: list[TaskSpec] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        spec = _parse_line(line, where, path.parent, fmt, repos_dir)
+        if spec.id in seen:
+            raise UserError(f"{where}: id {spec.id!r} is already used on line {seen[spec.id]}")
+        seen[spec.id] = number
+        tasks.append(spec)
+    if not tasks:
+        raise UserError(f"{path}: no tasks (one JSON object a line)")
+    return tasks
+
+
+def _parse_line(
+    line: str, where: str, base_dir: Path, fmt: TaskFormat, repos_dir: Path | None
+) -> TaskSpec:
+    try:
+        data = json.loads(line)
+    except ValueError as e:
+        raise UserError(f"{where}: not a JSON object ({e})") from e
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: not a JSON object (one task a line)")
+    if fmt is TaskFormat.SWEBENCH:
+        assert repos_dir is not None
+        return _swebench(data, where, repos_dir)
+    return _native(data, where, base_dir)
+
+
+def _native(data: dict[str, Any], where: str, base_dir: Path) -> TaskSpec:
+    try:
+        line = _NativeLine.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "line"
+        message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        raise UserError(f"{where}: {field}: {message}") from e
+    if (line.task is None) == (line.task_file is None):
+        raise UserError(f"{where}: give exactly one of task and task_file")
+    task = line.task
+    if line.task_file is not None:
+        file = _resolve(base_dir, line.task_file)
+        try:
+            task = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise UserError(f"{where}: task_file {file}: cannot read it ({e})") from e
+    policy = None if line.policy is None else _resolve(base_dir, line.policy)
+    if policy is not None and not policy.is_file():
+        raise UserError(f"{where}: policy {policy}: no such file")
+    return _spec(
+        where,
+        id=line.id,
+        repo=_repo(_resolve(base_dir, line.repo), where),
+        task=task,
+        base=line.base,
+        test_command=line.test_command,
+        policy=policy,
+        model=line.model,
+    )
+
+
+def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
+    for key in ("instance_id", "repo", "base_commit", "problem_statement"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise UserError(f"{where}: {key}: missing or not a non-empty string")
+    name: str = data["repo"]
+    owner, _, short = name.rpartition("/")
+    candidates = [repos_dir / name.replace("/", "__"), repos_dir / short, repos_dir / name]
+    found = next((c for c in candidates if (c / ".git").exists()), None)
+    if found is None or not owner:
+        tried = ", ".join(str(c) for c in candidates)
+        raise UserError(f"{where}: repo {name!r}: no local clone (tried {tried})")
+    return _spec(
+        where,
+        id=data["instance_id"],
+        repo=found.resolve(),
+        task=data["problem_statement"],
+        base=data["base_commit"],
+    )
+
+
+def _spec(where: str, **fields: Any) -> TaskSpec:
+    try:
+        return TaskSpec(**fields)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"{where}: {field}: {first['msg']}") from e
+
+
+def _resolve(base_dir: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return (path if path.is_absolute() else base_dir / path).resolve()
+
+
+def _repo(path: Path, where: str) -> Path:
+    if not path.is_dir():
+        raise UserError(f"{where}: repo {path}: no such directory")
+    return path

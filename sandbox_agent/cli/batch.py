@@ -1,0 +1,251 @@
+"""``sandbox-agent batch``: many ``fix`` runs under one budget, locally or on a Ray cluster.
+
+``batch TASKS.jsonl [flags]`` is short for ``batch run TASKS.jsonl [flags]`` (the group sends
+anything that is not a subcommand to ``run``); ``batch show BATCH`` prints a batch. Exit codes
+of ``run``: 0 every run finished with the gate passed; 1 otherwise (interrupted included);
+2 a usage error before anything started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from sandbox_agent.batch.records import (
+    BatchLog,
+    BatchRecord,
+    BatchSettings,
+    default_batches_dir,
+    find_batch,
+)
+from sandbox_agent.batch.scheduler import Backend, LocalBackend, default_workers, run_batch
+from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_specs
+from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
+from sandbox_agent.batch.worker import WorkerSpec
+from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
+from sandbox_agent.errors import UserError
+
+__all__ = ["batch_app"]
+
+RAY_LOCAL = "local"
+
+
+def _is_ray_address(word: str) -> bool:
+    return word in ("auto", RAY_LOCAL) or ":" in word
+
+
+def ray_flag(args: list[str]) -> list[str]:
+    """``--ray`` alone means ``--ray=local``: the next word is its value only if an address.
+
+    An address is ``auto``, ``local`` or has a port (``host:6379``, ``ray://host:10001``).
+    """
+    out: list[str] = []
+    for i, word in enumerate(args):
+        if word == "--ray" and not (i + 1 < len(args) and _is_ray_address(args[i + 1])):
+            word = f"--ray={RAY_LOCAL}"
+        out.append(word)
+    return out
+
+
+class _RunByDefault(TyperGroup):
+    """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        if args and args[0] == "run":
+            args = ray_flag(args)
+        return super().parse_args(ctx, args)
+
+
+batch_app = typer.Typer(
+    cls=_RunByDefault,
+    help="Run many tasks at once under one budget (`batch TASKS.jsonl`, `batch show BATCH`).",
+    no_args_is_help=True,
+)
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def say(line: str) -> None:
+    """A plain line on stderr (never markup, never wrapped)."""
+    err.print(line, markup=False, soft_wrap=True)
+
+
+def _fail(error: UserError) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
+    return typer.Exit(2)
+
+
+BatchesDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--batches-dir",
+        help="Where batch directories live (default: $XDG_STATE_HOME/sandbox-agent/batches).",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")]
+
+
+@batch_app.command("run")
+def run(
+    tasks: Annotated[
+        Path | None, typer.Argument(help="The tasks file (JSON lines).", show_default=False)
+    ] = None,
+    task_format: Annotated[
+        TaskFormat, typer.Option("--format", help="native, or swebench (needs --repos).")
+    ] = TaskFormat.NATIVE,
+    repos: Annotated[
+        Path | None, typer.Option(help="Directory of local clones (--format swebench).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Runs at once (default from cores and memory).")
+    ] = None,
+    max_cost_total: Annotated[
+        float | None, typer.Option(min=0.0, help="US dollars at most over the whole batch.")
+    ] = None,
+    max_tokens_total: Annotated[
+        int | None, typer.Option(min=1, help="Tokens at most over the whole batch.")
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="Run again what had not ended in this batch (id or dir).")
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            help="Run on Ray: alone (or `local`), a local Ray instance; `auto` or HOST:PORT "
+            "joins a cluster.",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model (or scripted:PATH).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
+    test_cmd: Annotated[str | None, typer.Option(help="Test command the gate runs.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Model calls at most, a run.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="US dollars at most, a run.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most, a run.")] = None,
+    max_wall: Annotated[float | None, typer.Option(help="Seconds at most, a run.")] = None,
+    trust_repo_policy: Annotated[
+        bool, typer.Option(help="Let each repo's .sandbox-agent.toml loosen your policy.")
+    ] = False,
+    trace_content: Annotated[str | None, typer.Option(help="safe or full.")] = None,
+    tool_protocol: Annotated[str | None, typer.Option(help="native or json.")] = None,
+    batches_dir: BatchesDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run every task of TASKS (one JSON object a line) as its own `fix` run."""
+    overrides: dict[str, Any] = {
+        "--model": model,
+        "--base-url": base_url,
+        "--test-cmd": test_cmd,
+        "--max-steps": max_steps,
+        "--max-cost": max_cost,
+        "--max-tokens": max_tokens,
+        "--max-wall": max_wall,
+        "--trace-content": trace_content,
+        "--tool-protocol": tool_protocol,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    fixed = {"--max-cost-total": max_cost_total, "--max-tokens-total": max_tokens_total}
+    try:
+        if (tasks is None) == (resume is None):
+            raise UserError("give a tasks file, or --resume BATCH (not both)")
+        if ray is not None:
+            _require_ray()
+        if max_cost_total == 0:
+            raise UserError("--max-cost-total must be more than 0")
+        auto, why = default_workers()
+        chosen = workers or auto
+        if resume is not None:
+            given = [k for k, v in {**overrides, **fixed}.items() if v is not None]
+            given += ["--policy"] if policy else []
+            if given:
+                raise UserError(f"{given[0]}: --resume keeps the batch's own settings")
+            batch_dir = find_batch(batches_dir or default_batches_dir(os.environ), resume)
+            log, specs = resume_specs(batch_dir, {"workers": chosen, "ray": ray})
+        else:
+            assert tasks is not None
+            settings = BatchSettings(
+                overrides=overrides,
+                policy_file=str(policy.resolve()) if policy else None,
+                trust_repo_policy=trust_repo_policy,
+                max_cost_total=max_cost_total,
+                max_tokens_total=max_tokens_total,
+                workers=chosen,
+                ray=ray,
+                format=task_format,
+                tasks_file=str(tasks.resolve()),
+            )
+            parsed = parse_tasks(tasks, task_format, repos)
+            check_tasks(parsed, settings, os.environ)
+            log, specs = new_batch(parsed, settings, batches_dir or default_batches_dir(os.environ))
+        backend = _backend(log, ray, chosen)
+    except UserError as e:
+        raise _fail(e) from e
+    how = "given" if workers else why
+    where = "on Ray" if ray else "on this machine"
+    say(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})")
+    say(f"batch directory: {log.dir.path}")
+    record = _execute(log, specs, backend, chosen)
+    if as_json:
+        typer.echo(json.dumps(record.summary()))
+    raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _require_ray() -> None:
+    try:
+        import ray  # noqa: F401  (an optional extra)
+    except ImportError as e:
+        raise UserError(
+            f"--ray needs Ray, an optional extra ({e}): pip install 'sandbox-agent[ray]'"
+        ) from e
+
+
+def _backend(log: BatchLog, ray: str | None, workers: int) -> Backend:
+    budget = budget_of(log.record)
+    if ray is None:
+        return LocalBackend(budget, log.dir.logs_dir)
+    from sandbox_agent.batch.ray_backend import RayBackend  # ray is an optional extra
+
+    return RayBackend.connect(ray, budget.limits, budget.state(), log.dir, workers)
+
+
+def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: int) -> BatchRecord:
+    observer = LiveObserver(err) if err.is_terminal else PlainObserver(err)
+    with observer:
+        record = run_batch(log, specs, backend, observer, workers)
+    if record.status == "interrupted":
+        say(f"batch interrupted: resume it with `sandbox-agent batch --resume {record.batch_id}`")
+    return record
+
+
+@batch_app.command("show")
+def show(
+    batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
+    batches_dir: BatchesDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a batch: one row a task, and the totals."""
+    try:
+        record = find_batch(batches_dir or default_batches_dir(os.environ), batch).read()
+    except UserError as e:
+        raise _fail(e) from e
+    if as_json:
+        typer.echo(json.dumps(record.summary()))
+        return
+    out.print(
+        f"batch {record.batch_id} ({record.status}), {record.batch_dir}",
+        markup=False,
+        soft_wrap=True,
+    )
+    out.print(batch_table(record))
+    out.print(headline(record), markup=False, soft_wrap=True)
+    counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
+    out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)
