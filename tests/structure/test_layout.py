@@ -79,9 +79,9 @@ def test_no_function_local_imports_of_the_project() -> None:
             if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for node in ast.walk(func):
-                project = isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "sandbox_agent"
-                )
-                if project and (rel, getattr(node, "module", None)) not in OPTIONAL:
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                module = node.module or ""
+                if module.startswith("sandbox_agent") and (rel, module) not in OPTIONAL:
                     local.append(f"{rel}:{node.lineno} {func.name}")
     assert local == []
