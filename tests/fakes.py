@@ -43,6 +43,16 @@ class TempDirSandbox:
         """How many times ``reset_processes`` was called."""
         self._groups: list[int] = []
         self.baseline = self._git_baseline()
+        self.closed = False
+
+    @property
+    def workspace(self) -> Path:
+        return self.root
+
+    def close(self) -> None:
+        """Kill what is left running; the directory is the test's (tmp_path) to remove."""
+        self.reset_processes()
+        self.closed = True
 
     def _git(self, *args: str) -> str:
         env = {**os.environ, **_GIT_ENV}

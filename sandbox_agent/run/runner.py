@@ -41,6 +41,7 @@ from sandbox_agent.models.prices import require_price_for_cap
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import ENV_BUILD_LOG, RunDir, RunRecord, new_run_id, now_iso
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
+from sandbox_agent.sandbox.base import Sandbox
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
@@ -207,7 +208,7 @@ class Run:
     def __init__(
         self,
         prepared: Prepared,
-        sandbox: DockerSandbox,
+        sandbox: Sandbox,
         run_dir: RunDir,
         run_id: str,
         listener: Listener | None,

@@ -6,6 +6,7 @@ the container). A path that resolves outside it raises ``ToolError("path_escape"
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from pydantic import Field
@@ -31,7 +32,20 @@ class ExecResult(Frozen):
 
 
 class Sandbox(Protocol):
-    """Runs commands and file operations in isolation over a copy of the user's repo."""
+    """Runs commands and file operations in isolation over a copy of the user's repo.
+
+    Lifecycle: a sandbox is started by its maker (``DockerSandbox.create``) and ended with
+    :meth:`close` (or ``with``), which removes everything it made; closing twice is fine.
+    """
+
+    @property
+    def workspace(self) -> Path:
+        """Host path of the workspace copy (the policy checks symlinks against its files)."""
+        ...
+
+    def close(self) -> None:
+        """Remove everything the sandbox made (container, workspace). Idempotent."""
+        ...
 
     def exec(
         self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
