@@ -21,9 +21,9 @@ __all__ = ["REDACTED", "Redactor"]
 REDACTED = "[REDACTED]"
 
 _PATTERNS = (
-    re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        re.S,
+    re.compile(  # never across a quote: redacting a JSON line keeps it valid JSON
+        r'-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[^"]*?'
+        r'(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|(?=")|\Z)'
     ),
     re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(

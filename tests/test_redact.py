@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import urllib.parse
 
 import pytest
@@ -66,3 +67,19 @@ def test_data_redacts_every_string_and_keeps_keys() -> None:
         "command": f"echo {REDACTED}",
         "nested": [{"PASSWORD": "x"}, [f"token={REDACTED}", 3]],
     }
+
+
+def test_a_redacted_json_line_stays_valid_json() -> None:
+    """The trace redacts whole lines: no pattern may cross a JSON string's quotes."""
+    event = {
+        "command": "printf -----BEGIN RSA PRIVATE KEY-----\nabc",
+        "reason": 'PASSWORD="x" then -----END RSA PRIVATE KEY-----',
+        "auth": "Authorization: Bearer abcdefghijklmnopqrstu",
+        "note": f"key {KEY}",
+    }
+    line = Redactor([KEY]).text(json.dumps(event))
+    back = json.loads(line)
+    assert set(back) == set(event)
+    assert KEY not in line
+    assert "abcdefghijklmnopqrstu" not in line
+    assert back["command"] == f"printf {REDACTED}"

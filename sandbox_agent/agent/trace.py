@@ -220,10 +220,13 @@ class Trace:
         """Stamp ``event`` with the run id and the time, write it as one line, tell listeners."""
         event = event.model_copy(update={"run_id": self.run_id, "timestamp": _now()})
         if self._file is not None:
-            data = event.model_dump(mode="json")
             if self.content == "safe":
-                data = _safe(data)
-            self._file.write(json.dumps(self.redactor.data(data), ensure_ascii=False) + "\n")
+                line = json.dumps(_safe(event.model_dump(mode="json")), ensure_ascii=False)
+            else:
+                line = event.model_dump_json()
+            # Redacting the line catches every field (reasons, errors) in one pass: no pattern
+            # can cross a JSON string's quotes, so the line stays valid JSON.
+            self._file.write(self.redactor.text(line) + "\n")
             self._file.flush()
         for listener in self._listeners:
             listener(event)

@@ -16,22 +16,23 @@ from typing import Annotated, Literal
 import typer
 
 from sandbox_agent import __version__
-from sandbox_agent.agent.trace import read_trace, safe_copy
+from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.batch import batch_app
 from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.env import env_app
+from sandbox_agent.cli.options import JsonOption, RunsDirOption, runs_dir_of
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.review import register as register_review_commands
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
-from sandbox_agent.cli.timeline import describe
+from sandbox_agent.cli.trace import trace_app
 from sandbox_agent.cli.views import runs_table, show, summary
 from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.review.apply import ApplyPlan, apply_patch
-from sandbox_agent.run.artifacts import RunRecord, default_runs_dir, find_run, list_runs
+from sandbox_agent.run.artifacts import RunRecord, find_run, list_runs
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
 from sandbox_agent.text import visible
@@ -45,7 +46,6 @@ app = typer.Typer(
     cls=Group,
     context_settings=CONTEXT,
 )
-trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True, cls=Group)
 app.add_typer(trace_app, name="trace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(env_app, name="env")
@@ -73,22 +73,6 @@ def main(
     ] = False,
 ) -> None:
     """Fix issues with an LLM agent whose every tool call runs in a throwaway Docker sandbox."""
-
-
-RunsDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--runs-dir",
-        help="Where run directories live (default: $XDG_STATE_HOME/sandbox-agent/runs).",
-    ),
-]
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print exactly one JSON object (the run record) on stdout.")
-]
-
-
-def _runs_dir(runs_dir: Path | None) -> Path:
-    return runs_dir or default_runs_dir(os.environ)
 
 
 def _ask_user(call: ToolCall, decision: Decision) -> bool:
@@ -273,7 +257,7 @@ def show_run(
 ) -> None:
     """Show a run (the latest by default): facts, answer, gate verdicts, refusals, the diff."""
     try:
-        run_dir = find_run(_runs_dir(runs_dir), run)
+        run_dir = find_run(runs_dir_of(runs_dir), run)
         record = run_dir.read_record()
     except UserError as e:
         raise fail(e) from e
@@ -312,7 +296,7 @@ def apply_run(
 ) -> None:
     """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
     try:
-        run_dir = find_run(_runs_dir(runs_dir), run)
+        run_dir = find_run(runs_dir_of(runs_dir), run)
         record = run_dir.read_record()
         patch = run_dir.read_patch()
         if not record.gate_passed:
@@ -378,77 +362,11 @@ def runs(
     ] = False,
 ) -> None:
     """List runs: id, date, repo, task, exit reason, gate, steps, cost."""
-    records = list_runs(_runs_dir(runs_dir))
+    records = list_runs(runs_dir_of(runs_dir))
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in records]))
         return
     if not records:
-        out.print(f"no runs in {safe(_runs_dir(runs_dir))}")
+        out.print(f"no runs in {safe(runs_dir_of(runs_dir))}")
         return
     out.print(runs_table(records, out.width if out.is_terminal else None))
-
-
-def _trace_file(run: str | None, runs_dir: Path | None) -> Path:
-    """The trace of ``run``: a trace file, a run directory, a run id or prefix, or the latest."""
-    if run is not None and Path(run).is_file():
-        return Path(run)
-    if run is not None and ("/" in run or run.endswith(".jsonl")) and not Path(run).exists():
-        raise UserError(f"{run}: no such trace file or run directory")
-    if run is not None and Path(run).is_dir() and not (Path(run) / "result.json").is_file():
-        file = Path(run) / "trace.jsonl"
-        if not file.is_file():
-            raise UserError(f"{run}: not a run directory (no trace.jsonl in it)")
-        return file
-    file = find_run(_runs_dir(runs_dir), run).trace_path
-    if not file.is_file():
-        raise UserError(f"{file}: no such trace file")
-    return file
-
-
-@trace_app.command("show", cls=Command)
-def trace_show(
-    run: Annotated[
-        str | None,
-        typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
-    ] = None,
-    runs_dir: RunsDirOption = None,
-) -> None:
-    """Print a run's trace as a readable timeline (read-only)."""
-    try:
-        trace = read_trace(_trace_file(run, runs_dir))
-    except UserError as e:
-        raise fail(e) from e
-    for event in trace.events:
-        out.print(f"{event.timestamp[11:23]}  step {event.step:>3}  {safe(describe(event))}")
-    for problem in trace.problems:
-        warn(problem)
-
-
-@trace_app.command("export", cls=Command)
-def trace_export(
-    run: Annotated[
-        str | None,
-        typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("-o", "--output", help="Where to write it (default: trace.safe.jsonl)."),
-    ] = None,
-    safe_only: Annotated[
-        bool,
-        typer.Option("--safe", help="Keep only sizes and hashes of text (required for now)."),
-    ] = False,
-    runs_dir: RunsDirOption = None,
-) -> None:
-    """Write a shareable copy of a run's trace: commands and outputs as sizes and hashes."""
-    if not safe_only:
-        raise fail(UserError("trace export writes safe copies only: pass --safe"))
-    try:
-        source = _trace_file(run, runs_dir)
-        target = output or source.with_name("trace.safe.jsonl")
-        count = safe_copy(source, target)
-    except UserError as e:
-        raise fail(e) from e
-    except OSError as e:
-        raise fail(UserError(f"{output}: cannot write the copy ({e.strerror})")) from e
-    out.print(f"wrote {count} events to {safe(target)}")

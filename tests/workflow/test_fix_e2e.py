@@ -13,7 +13,7 @@ import pytest
 from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.errors import EnvBuildError
 from sandbox_agent.run.artifacts import RunDir
-from sandbox_agent.run.runner import Run
+from sandbox_agent.run.execute import Run
 from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git, tree_hashes
 
 pytestmark = pytest.mark.docker

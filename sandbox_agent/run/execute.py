@@ -1,0 +1,316 @@
+"""One started run: baseline, loop, final patch and record, and the outcome they return.
+
+``Run.execute`` is the whole of it: the baseline test run is judged (a broken environment stops
+the run before any model call), the loop runs, and ``_finish`` takes the final patch (no success
+without one) and writes ``run_finished`` and ``result.json`` once. The outcome comes from the
+return values of the gate and the loop; the trace records, it is not read back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sandbox_agent import __version__
+from sandbox_agent.agent.budget import Budget, Limits, RunBudget
+from sandbox_agent.agent.loop import AgentLoop, Approver, LoopConfig
+from sandbox_agent.agent.trace import GateResultEvent, Listener, RunFinished, Trace
+from sandbox_agent.errors import (
+    BrokenBaselineError,
+    RunError,
+    SandboxError,
+)
+from sandbox_agent.gate.baseline import (
+    BaselineDiagnosis,
+    BaselineVerdict,
+    classify_baseline,
+    local_modules,
+)
+from sandbox_agent.gate.completion import CompletionGate, Gate
+from sandbox_agent.gate.testrun import TestRun
+from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.run.artifacts import RunDir, RunRecord, now_iso
+from sandbox_agent.run.prepare import Prepared
+from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
+from sandbox_agent.types import (
+    ExitReason,
+    Finish,
+    GateOutcome,
+    GateVerdict,
+    ModelFeedback,
+    RunResult,
+    Task,
+)
+
+__all__ = ["Run", "WrapBudget", "baseline_note"]
+
+Warn = Callable[[str], None]
+WrapBudget = Callable[[RunBudget], Budget]
+"""Wraps a run's own budget, e.g. in a batch's shared one (checked before every model call)."""
+
+
+class _SavingGate:
+    """The gate, saving the patch after every verdict so a crash later keeps the work."""
+
+    def __init__(self, gate: Gate, save: Callable[[], None]) -> None:
+        self.gate, self.save = gate, save
+
+    def check(self, finish: Finish) -> GateVerdict:
+        verdict = self.gate.check(finish)
+        self.save()
+        return verdict
+
+
+class Run:
+    """One started run: owns its trace, gate and record."""
+
+    def __init__(
+        self,
+        prepared: Prepared,
+        sandbox: Sandbox,
+        run_dir: RunDir,
+        run_id: str,
+        listener: Listener | None,
+        approver: Approver | None,
+        warn: Warn | None = None,
+        wrap_budget: WrapBudget | None = None,
+    ) -> None:
+        self.p, self.sandbox, self.run_dir, self.run_id = prepared, sandbox, run_dir, run_id
+        self.settings = prepared.settings
+        self.approver, self.warn = approver, warn
+        self.wrap_budget = wrap_budget
+        self.started = time.monotonic()
+        self.baseline: GateOutcome | None = None
+        self.trace = Trace(
+            run_dir.trace_path,
+            run_id,
+            content=self.settings.run.trace_content,
+            secrets=[prepared.api_key],
+            listeners=[listener] if listener else [],
+        )
+        self.redactor = self.trace.redactor
+        """What the run writes to disk is redacted: the trace, result.json's texts, gate.log."""
+        self.record = self._initial_record()
+        run_dir.write_record(self.record)
+        self.engine = RuleEngine(self.settings, host_workspace=sandbox.workspace)
+        """The policy engine; it sees the host copy so symlinks out of the repo are caught."""
+        self.gate = CompletionGate(
+            sandbox,
+            self.settings.gate,
+            is_protected=self.engine.is_protected,
+            log_path=run_dir.gate_log_path,
+            redact=self.redactor.text,
+        )
+
+    def _initial_record(self) -> RunRecord:
+        p, run_dir = self.p, self.run_dir
+        return RunRecord(
+            run_id=self.run_id,
+            run_dir=str(run_dir.path),
+            patch_path=str(run_dir.patch_path),
+            trace_path=str(run_dir.trace_path),
+            gate_log_path=str(run_dir.gate_log_path),
+            task=self.redactor.text(p.options.task),
+            repo=str(p.repo.root),
+            model=p.model.name,
+            started_at=now_iso(),
+            test_command=p.test_command,
+            limits=self.settings.budget.model_dump(exclude={"prices"}),
+            policy_sha256=p.loaded.sha256,
+            policy_warnings=p.loaded.warnings,
+            policy=p.loaded.to_record(),
+            version=__version__,
+        )
+
+    def execute(self) -> RunRecord:
+        task = Task(text=self.p.options.task)
+        loop = self._loop()
+        with self.trace:
+            try:
+                loop.begin(task, self._info())
+                notes = self._before_loop()
+                result = loop.run(task, notes=notes)
+            except (RunError, KeyboardInterrupt) as e:
+                result = _ended_early(e, loop)
+            except BrokenBaselineError as e:  # exit 2, nothing spent; the record says why
+                self._finish(
+                    _result_so_far(loop, ExitReason.SANDBOX_ERROR, str(e), "broken_environment")
+                )
+                raise
+            except BaseException as e:  # a bug: keep a true record of it, then let it propagate
+                self._finish(_internal_error(e, loop))
+                raise
+            return self._finish(result)
+
+    def _before_loop(self) -> list[ModelFeedback]:
+        run = self.gate.run_baseline()
+        check = run.check()
+        self.baseline = GateOutcome(phase="baseline", passed=run.passed, checks=(check,))
+        note = baseline_note(run)
+        self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
+        self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
+        return [ModelFeedback(kind="notice", content=note)]
+
+    def _judge_baseline(self, diagnosis: BaselineDiagnosis) -> None:
+        """Stop before any model call when the tests cannot run; say when they already pass."""
+        self.record = self.record.model_copy(update={"baseline": diagnosis})
+        self.run_dir.write_record(self.record)
+        if diagnosis.broken and not self.settings.gate.allow_broken_baseline:
+            fix = f"; {diagnosis.fix}" if diagnosis.fix else ""
+            raise BrokenBaselineError(
+                f"the tests cannot run in this environment: {diagnosis.message}{fix}. No model "
+                "was called. If the task is to fix exactly this, pass --allow-broken-baseline "
+                f"(environment: {self.p.env.tag if self.p.env else 'unknown'})"
+            )
+        if diagnosis.verdict is BaselineVerdict.PASSING and self.warn is not None:
+            self.warn(
+                "the tests already pass before any change: the gate can only check that they "
+                "still pass (gate strength: weak); add a test that fails until the issue is fixed"
+            )
+
+    def _loop(self) -> AgentLoop:
+        limits = self.settings.budget
+        own = RunBudget(
+            Limits.of(limits),
+            model_name=self.p.model.name,
+            price=self.p.price,
+            on_unknown_price=self.warn,
+        )
+        budget: Budget = own if self.wrap_budget is None else self.wrap_budget(own)
+        return AgentLoop(
+            model=self.p.model,
+            runtime=ToolRuntime(self.sandbox, ToolRuntimeConfig(timeouts=self.settings.sandbox)),
+            policy=self.engine,
+            gate=_SavingGate(self.gate, self._save_patch),
+            budget=budget,
+            trace=self.trace,
+            config=LoopConfig(max_steps=limits.max_steps),
+            approver=self.approver if self.settings.run.approve == "ask" else None,
+        )
+
+    def _info(self) -> dict[str, object]:
+        return {
+            "policy_sha256": self.p.loaded.sha256,
+            "test_command": self.p.test_command,
+            "limits": self.record.limits,
+            "version": __version__,
+        }
+
+    def _save_patch(self) -> None:
+        """Save the patch so far (after each verdict); the final save reports failures."""
+        try:
+            self._write_patch()
+        except (SandboxError, KeyboardInterrupt):
+            return
+
+    def _write_patch(self) -> None:
+        patch = self.sandbox.diff()
+        files = len(self.sandbox.changed_paths())
+        self.run_dir.write_patch(patch)
+        self.record = self.record.model_copy(update={"files_changed": files})
+        self.run_dir.write_record(self.record)
+
+    def _final_patch(self, result: RunResult) -> RunResult:
+        """Take the final patch, with nothing the model left running; no success without it.
+
+        A patch that cannot be computed (a file over the size bound, too many files, git out of
+        memory) ends a finished run as ``sandbox_error`` with the reason; the patch saved after
+        the last verdict, the trace and the gate history are kept.
+        """
+        try:
+            self.sandbox.reset_processes()
+            self._write_patch()
+        except KeyboardInterrupt:
+            return result
+        except SandboxError as e:
+            self.record = self.record.model_copy(update={"files_changed": None})
+            why = f"cannot compute the patch: {e}"
+            if result.exit_reason is not ExitReason.FINISHED:
+                return result.model_copy(update={"error": f"{result.error}; {why}"})
+            return result.model_copy(
+                update={
+                    "exit_reason": ExitReason.SANDBOX_ERROR,
+                    "gate_passed": False,
+                    "error": why,
+                    "error_kind": "diff",
+                }
+            )
+        return result
+
+    def _finish(self, result: RunResult) -> RunRecord:
+        """Save the patch, write ``run_finished`` and the final record: once, here."""
+        result = self._final_patch(result)
+        self.trace.emit(
+            RunFinished(
+                step=result.steps,
+                exit_reason=result.exit_reason,
+                steps=result.steps,
+                usage=result.usage,
+                gate_passed=result.gate_passed,
+                error=result.error,
+                error_kind=result.error_kind,
+            )
+        )
+        history = [self.baseline] if self.baseline is not None else []
+        history += [_outcome(v) for v in result.verdicts]
+        self.record = self.record.model_copy(
+            update={
+                "status": "ended",
+                "exit_reason": result.exit_reason.value,
+                "steps": result.steps,
+                "gate_passed": result.gate_passed,
+                "usage": result.usage,
+                "answer": None if result.answer is None else self.redactor.text(result.answer),
+                "error": None if result.error is None else self.redactor.text(result.error),
+                "error_kind": result.error_kind,
+                "ended_at": now_iso(),
+                "duration_s": round(time.monotonic() - self.started, 3),
+                "gate_history": tuple(history),
+            }
+        )
+        self.run_dir.write_record(self.record)
+        return self.record
+
+
+def _ended_early(error: RunError | KeyboardInterrupt, loop: AgentLoop) -> RunResult:
+    """The result of a run that setup, the baseline or an interrupt ended outside the loop."""
+    if isinstance(error, RunError):
+        return _result_so_far(loop, error.exit_reason, str(error), error.kind)
+    return _result_so_far(loop, ExitReason.INTERRUPTED, "interrupted by the user")
+
+
+def _internal_error(error: BaseException, loop: AgentLoop) -> RunResult:
+    return _result_so_far(loop, ExitReason.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+
+
+def _result_so_far(
+    loop: AgentLoop, reason: ExitReason, message: str, kind: str | None = None
+) -> RunResult:
+    return RunResult(
+        exit_reason=reason,
+        steps=loop.steps,
+        usage=loop.budget.totals,
+        error=message,
+        error_kind=kind,
+        verdicts=tuple(loop.verdicts),
+    )
+
+
+def _outcome(verdict: GateOutcome) -> GateOutcome:
+    """A verdict as it is recorded: without what the model was told."""
+    return GateOutcome.model_validate(verdict.model_dump(exclude={"feedback"}))
+
+
+def baseline_note(run: TestRun) -> str:
+    """What the model is told about the tests before it starts."""
+    if run.passed:
+        return f"Before your changes, the test command `{run.command}` passes."
+    lines = [f"Before your changes, the test command `{run.command}` fails."]
+    if run.report is not None and run.report.failures:
+        lines.append("These tests fail now:")
+        lines.extend(f"- {f.id}: {f.message}" for f in run.report.failures[:20])
+    elif run.result is not None:
+        lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
+    lines.append("The completion gate accepts `finish` only when this command passes.")
+    return "\n".join(lines)
