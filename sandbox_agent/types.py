@@ -19,7 +19,7 @@ class Frozen(BaseModel):
 
 
 class ExitReason(StrEnum):
-    """Why a run ended. The values are a contract (DESIGN.md); never rename one."""
+    """Why a run ended. The values are a contract (docs/architecture.md); never rename one."""
 
     FINISHED = "finished"
     MAX_STEPS_EXCEEDED = "max_steps_exceeded"

@@ -1,9 +1,9 @@
 """Run directories: ``result.json``, ``patch.diff``, ``trace.jsonl`` and ``gate.log`` of each run.
 
 ``result.json`` is written when the run starts and rewritten (atomically) as it goes, so a crash
-or Ctrl-C leaves a usable directory. Its fields are a contract (DESIGN.md): at least ``run_id,
-exit_reason, steps, gate_passed, usage{prompt_tokens, completion_tokens, cost_usd}, run_dir,
-patch_path, trace_path``; ``--json`` prints exactly this object.
+or Ctrl-C leaves a usable directory. Its fields are a contract (docs/architecture.md): at
+least ``run_id, exit_reason, steps, gate_passed, usage{prompt_tokens, completion_tokens,
+cost_usd}, run_dir, patch_path, trace_path``; ``--json`` prints exactly this object.
 """
 
 from __future__ import annotations

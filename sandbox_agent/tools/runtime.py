@@ -208,7 +208,7 @@ TOOLS: dict[str, ToolDef] = {
     "edit_file": ToolDef(EditFileArgs, ToolRuntime.edit_file),
     "finish": ToolDef(FinishArgs, None),
 }
-"""Every tool the model sees (DESIGN.md's names), in the order the model is shown them."""
+"""Every tool the model sees, in the order it is shown them (the names are a contract)."""
 
 
 def tool_specs() -> list[ToolSpec]:
