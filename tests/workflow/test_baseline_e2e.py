@@ -1,0 +1,96 @@
+"""The baseline proves the environment before the model is called (real container)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.errors import BrokenBaselineError
+from sandbox_agent.run.artifacts import RunDir
+from tests.workflow.helpers import FINISH, bash, demo_repo, fix, git
+
+pytestmark = pytest.mark.docker
+
+
+def only_run(tmp_path: Path) -> RunDir:
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    return RunDir(run_dir)
+
+
+def model_turns(run_dir: RunDir) -> int:
+    events = [json.loads(line) for line in run_dir.trace_path.read_text().splitlines()]
+    return sum(e["event_type"] == "model_turn" for e in events)
+
+
+def test_a_missing_program_stops_before_any_model_call(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH, test_cmd="frobnicate --check")
+    message = str(info.value)
+    assert "frobnicate" in message
+    assert "No model was called" in message
+    run_dir = only_run(tmp_path)
+    record = run_dir.read_record()
+    assert record.exit_reason == "sandbox_error"
+    assert record.error_kind == "broken_environment"
+    assert record.steps == 0
+    assert record.usage.cost_usd == 0
+    assert record.baseline is not None
+    assert record.baseline.missing == "frobnicate"
+    assert model_turns(run_dir) == 0
+
+
+def test_a_test_module_that_cannot_be_imported_names_the_module(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    (repo / "tests" / "test_needs.py").write_text("import frobnicated_yaml\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test needing a package nobody declared")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
+    assert "frobnicated_yaml" in str(info.value)
+    assert "[environment] setup" in str(info.value) or "dependencies" in str(info.value)
+    assert model_turns(only_run(tmp_path)) == 0
+
+
+def test_allow_broken_baseline_lets_the_model_start(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        FINISH,
+        test_cmd="frobnicate --check",
+        allow_broken_baseline=True,
+        max_steps=1,
+    )
+    assert record.steps == 1  # the model was called
+    assert record.baseline is not None
+    assert record.baseline.verdict == "broken_environment"
+
+
+def test_tests_that_already_pass_are_warned_about_and_recorded_as_weak(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    (repo / "kvparse" / "parser.py").write_text(
+        (repo / "kvparse" / "parser.py")
+        .read_text()
+        .replace(
+            '    lines = text.split("\\n")\n    for line in lines[:-1]:\n',
+            "    for line in text.splitlines():\n",
+        )
+    )
+    git(repo, "commit", "-qam", "already fixed")
+    warnings: list[str] = []
+    record = fix(tmp_path, repo, workspace_root, FINISH, max_steps=1, warn=warnings.append)
+    assert record.baseline is not None
+    assert record.baseline.gate_strength == "weak"
+    assert any("already pass" in w for w in warnings)
