@@ -31,6 +31,7 @@ from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
 from sandbox_agent.errors import UserError
+from sandbox_agent.review.index import write_batch_index
 
 __all__ = ["batch_app"]
 
@@ -249,3 +250,23 @@ def show(
     out.print(headline(record), markup=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
     out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)
+
+
+@batch_app.command("report")
+def report(
+    batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Where to write the index (default: in the batch)."),
+    ] = None,
+    batches_dir: BatchesDirOption = None,
+) -> None:
+    """Write each run's HTML report and an index page of the batch linking them (offline)."""
+    try:
+        batch_dir = find_batch(batches_dir or default_batches_dir(os.environ), batch)
+        index = write_batch_index(batch_dir, output)
+    except UserError as e:
+        raise _fail(e) from e
+    except OSError as e:
+        raise _fail(UserError(f"{output}: cannot write the index ({e.strerror})")) from e
+    out.print(str(index), markup=False, soft_wrap=True)

@@ -64,6 +64,17 @@ def test_six_tasks_over_two_repos_with_three_workers(
     assert "done 6/6" in table.stdout
     assert "passed 5/6" in table.stdout
     assert "exit reasons: finished 5, model_error 1" in table.stdout
+    # The batch's index page links every run's own report.
+    made = batch_cli("report", summary["batch_dir"], env=env)
+    assert made.returncode == 0, made.stderr
+    index = Path(made.stdout.strip())
+    html = index.read_text()
+    assert html.count("<tr><td>") == 6
+    assert "5 of 6 passed the gate" in html
+    for run in runs.values():
+        link = f'href="runs/{run["run_id"]}/report.html"'
+        assert link in html
+        assert (index.parent / "runs" / run["run_id"] / "report.html").is_file()
 
 
 def env_tmp(env: dict[str, str]) -> Path:
