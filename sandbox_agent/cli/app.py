@@ -311,6 +311,7 @@ def apply_run(
             message=message,
             approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
             allow_outside_symlinks=allow_outside_symlinks,
+            recorded=record.changed_paths,
         )
     except UserError as e:
         raise fail(e) from e

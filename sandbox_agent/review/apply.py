@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +117,16 @@ class ApplyPlan:
     """Changes that deserve a second look (symlinks, executables, files tools run, names)."""
 
 
+def _refuse_unrecorded(paths: set[str], recorded: set[str]) -> None:
+    """The patch file says other paths than the run saw change: it was altered, or smuggles."""
+    extra = ", ".join(visible(p) for p in sorted(paths - recorded)) or "none"
+    missing = ", ".join(visible(p) for p in sorted(recorded - paths)) or "none"
+    raise ApplyError(
+        "refused: patch.diff touches other paths than the run recorded as changed (not "
+        f"recorded: {extra}; recorded but not in the patch: {missing}); nothing was changed"
+    )
+
+
 def _check_target(repo: Path, run_repo: Path | None) -> bool:
     """Refuse a target that cannot be the run's repository; return whether it is a git repo."""
     top = _toplevel(repo)
@@ -134,13 +144,20 @@ def _check_target(repo: Path, run_repo: Path | None) -> bool:
     return top is not None
 
 
-def plan_apply(repo: Path, patch: bytes, run_repo: Path | None = None) -> ApplyPlan:
+def plan_apply(
+    repo: Path,
+    patch: bytes,
+    run_repo: Path | None = None,
+    recorded: Sequence[str] | None = None,
+) -> ApplyPlan:
     """Decide how to apply ``patch`` to ``repo``, or refuse with the reason.
 
     Args:
         repo: The resolved directory to apply to.
         patch: The run's patch.
         run_repo: The repository the run was made in, to tell another repository apart.
+        recorded: The paths the run recorded as changed (``result.json``); the patch must
+            touch exactly these (``None``: a record from before they were kept).
 
     Raises:
         ApplyError: the patch is empty, the target is not the run's repository, or applying
@@ -151,6 +168,8 @@ def plan_apply(repo: Path, patch: bytes, run_repo: Path | None = None) -> ApplyP
     if not changes:
         raise ApplyError("the run's patch is empty: there is nothing to apply")
     paths = sorted({p for c in changes for p in (c.old_path, c.new_path)})
+    if recorded is not None and set(paths) != set(recorded):
+        _refuse_unrecorded(set(paths), set(recorded))
     risks = find_risks(repo, changes)
     differing = [c for c in changes if not _matches_preimage(repo, c)]
     if differing and _already_applied(repo, changes):
@@ -226,6 +245,7 @@ def apply_patch(
     message: str = "",
     approve: Callable[[ApplyPlan], None] | None = None,
     allow_outside_symlinks: bool = False,
+    recorded: Sequence[str] | None = None,
 ) -> ApplyPlan:
     """Apply a run's patch to the user's repo (optionally committed on a new branch).
 
@@ -238,11 +258,12 @@ def apply_patch(
         approve: Called with the plan when it has risks, after every check and before any
             write; it raises (an ``ApplyError``) to refuse.
         allow_outside_symlinks: Apply symlinks whose targets are outside the repository.
+        recorded: The run's recorded changed paths: the patch must touch exactly these.
     """
     repo = repo.resolve()
     if not repo.is_dir():
         raise ApplyError(f"{repo}: no such directory")
-    plan = plan_apply(repo, patch, run_repo)
+    plan = plan_apply(repo, patch, run_repo, recorded)
     if plan.already_applied:
         return plan
     outside = [r for r in plan.risks if r.outside]

@@ -64,6 +64,9 @@ class RunRecord(Frozen):
     baseline: BaselineDiagnosis | None = None
     """What the baseline test run said: whether the tests could run, and the gate's strength
     (``weak`` when they already passed before any change)."""
+    changed_paths: tuple[str, ...] | None = None
+    """Every path the patch touches (both names of a rename), as git in the sandbox listed them
+    when the patch was taken; ``apply`` refuses a patch that touches any other."""
     files_changed: int | None = 0
     """Files the patch changes; ``None`` when the final patch could not be computed."""
     version: str = ""

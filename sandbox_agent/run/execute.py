@@ -206,9 +206,11 @@ class Run:
 
     def _write_patch(self) -> None:
         patch = self.sandbox.diff()
-        files = len(self.sandbox.changed_paths())
+        paths = self.sandbox.changed_paths()
         self.run_dir.write_patch(patch)
-        self.record = self.record.model_copy(update={"files_changed": files})
+        self.record = self.record.model_copy(
+            update={"files_changed": len(paths), "changed_paths": paths}
+        )
         self.run_dir.write_record(self.record)
 
     def _final_patch(self, result: RunResult) -> RunResult:
@@ -224,7 +226,9 @@ class Run:
         except KeyboardInterrupt:
             return result
         except SandboxError as e:
-            self.record = self.record.model_copy(update={"files_changed": None})
+            self.record = self.record.model_copy(
+                update={"files_changed": None, "changed_paths": None}
+            )
             why = f"cannot compute the patch: {e}"
             if result.exit_reason is not ExitReason.FINISHED:
                 return result.model_copy(update={"error": f"{result.error}; {why}"})
