@@ -37,6 +37,17 @@ BUILD_LABEL = "sandbox-agent.env-build"
 """Label on a build container: ``<hostname>:<pid>`` of the process building it."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _CLEANUP = "rm -rf /tmp/setup-home /tmp/setup-cache /tmp/poetry /tmp/pdm /root/.cache"
+GENERATED_TAR = "/opt/sandbox-agent/generated.tar"
+"""Files setup wrote into the repo that the repo ignores (a version file of setuptools-scm or
+hatch-vcs, ``*.egg-info`` of an editable install): every run starts with them in its copy."""
+_KEEP_GENERATED = (
+    "mkdir -p /opt/sandbox-agent && cd /workspace && "
+    "git -c safe.directory='*' ls-files -z --others --ignored --exclude-standard "
+    "| grep -zv -e '__pycache__/' -e '^node_modules/' "
+    f"| tar --null -T - -cf {GENERATED_TAR} && "
+    f"if [ $(stat -c %s {GENERATED_TAR}) -gt 67108864 ]; then rm -f {GENERATED_TAR}; fi"
+)
+"""Kept only when under 64 MiB (a build tree that large is output, not something to import)."""
 
 
 def owner_label() -> str:
@@ -229,6 +240,7 @@ def _run_all(
         for i, step in enumerate(plan.steps, 1):
             _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan.timeout_s)
         chosen = _choose_test(client, cid, plan, env)
+        run_in(client, cid, _KEEP_GENERATED, env, quiet, 600)
         run_in(client, cid, _CLEANUP, env, quiet, 600)
         return chosen
     finally:  # root wrote into the host's copy: hand it back so it can be removed

@@ -19,7 +19,7 @@ from sandbox_agent.env.model import EnvPlan
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.types import Frozen
 
-SCHEMA = 1
+SCHEMA = 2
 """Bump when the way setup runs changes, so old images are not reused."""
 ENV_REPO = "sandbox-agent-env"
 BASE_REPO = "sandbox-agent-base"

@@ -15,6 +15,7 @@ from sandbox_agent import __version__
 from sandbox_agent.agent.budget import Budget, Limits, RunBudget
 from sandbox_agent.agent.loop import AgentLoop, Approver, LoopConfig
 from sandbox_agent.agent.trace import GateResultEvent, Listener, RunFinished, Trace
+from sandbox_agent.env.build import GENERATED_TAR
 from sandbox_agent.errors import (
     BrokenBaselineError,
     RunError,
@@ -144,6 +145,7 @@ class Run:
             return self._finish(result)
 
     def _before_loop(self) -> list[ModelFeedback]:
+        self._restore_generated()
         run = self.gate.run_baseline()
         check = run.check()
         self.baseline = GateOutcome(phase="baseline", passed=run.passed, checks=(check,))
@@ -151,6 +153,22 @@ class Run:
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
         self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
         return [ModelFeedback(kind="notice", content=note)]
+
+    def _restore_generated(self) -> None:
+        """Put back what setup generated in the repo, all of it ignored (never in the diff).
+
+        A version file (setuptools-scm, hatch-vcs), an editable install's metadata.
+        """
+        result = self.sandbox.exec(
+            f"if [ -f {GENERATED_TAR} ]; then tar -xf {GENERATED_TAR} -C /workspace "
+            "--no-same-owner --no-same-permissions --skip-old-files; fi",
+            timeout_s=120,
+        )
+        if result.exit_code != 0:
+            raise SandboxError(
+                f"could not restore the files the environment generated: {result.stderr}",
+                op="setup",
+            )
 
     def _judge_baseline(self, diagnosis: BaselineDiagnosis) -> None:
         """Stop before any model call when the tests cannot run; say when they already pass."""

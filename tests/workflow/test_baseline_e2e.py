@@ -9,7 +9,7 @@ import pytest
 
 from sandbox_agent.errors import BrokenBaselineError
 from sandbox_agent.run.artifacts import RunDir
-from tests.workflow.helpers import FINISH, bash, demo_repo, fix, git
+from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git
 
 pytestmark = pytest.mark.docker
 
@@ -94,3 +94,36 @@ def test_tests_that_already_pass_are_warned_about_and_recorded_as_weak(
     assert record.baseline is not None
     assert record.baseline.gate_strength == "weak"
     assert any("already pass" in w for w in warnings)
+
+
+def test_files_setup_generates_in_the_repo_are_there_in_every_run_and_not_in_the_diff(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """A version file written at install (setuptools-scm, hatch-vcs) and ignored by the repo."""
+    repo = demo_repo(tmp_path)
+    (repo / ".gitignore").write_text("kvparse/_version.py\n")
+    init = repo / "kvparse" / "__init__.py"
+    init.write_text(init.read_text() + "from kvparse._version import VERSION\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the version comes from a generated, ignored file")
+    policy = tmp_path / "mine.toml"
+    marker = tmp_path.name  # a cache key of this test's own
+    policy.write_text(
+        "[environment]\n"
+        f'setup = ["echo \'VERSION = \\"{marker}\\"\' > /workspace/kvparse/_version.py"]\n'
+    )
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        bash("python -c 'import kvparse; print(kvparse.VERSION)'"),
+        FIX_EDIT,
+        FINISH,
+        policy_file=policy,
+    )
+    assert record.exit_reason == "finished", record.error
+    assert record.baseline is not None
+    assert record.baseline.verdict == "tests_fail"  # not an import error of kvparse._version
+    patch = Path(record.patch_path).read_text()
+    assert "_version" not in patch
+    assert record.changed_paths == ("kvparse/parser.py",)
