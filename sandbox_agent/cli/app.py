@@ -33,6 +33,7 @@ from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.review.apply import ApplyPlan, apply_patch
 from sandbox_agent.run.artifacts import RunRecord, find_run, list_runs
+from sandbox_agent.run.prepare import Revision
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
 from sandbox_agent.text import visible
@@ -215,6 +216,61 @@ def fix(
             "--allow-broken-baseline": True if allow_broken_baseline else None,
         },
     )
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+
+
+@app.command(cls=Command)
+def revise(
+    run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
+    feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
+    model: Annotated[str | None, typer.Option(help="Model (default: the earlier run's).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Model calls at most.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="US dollars at most.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most.")] = None,
+    max_wall: Annotated[float | None, typer.Option(help="Seconds at most.")] = None,
+    as_json: JsonOption = False,
+    runs_dir: RunsDirOption = None,
+) -> None:
+    """Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.
+
+    The new run starts from the earlier run's final state (its patch on the same repository),
+    is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
+    alone.
+    """
+    try:
+        if not feedback.strip():
+            raise UserError("revise: FEEDBACK is empty; say what to change")
+        run_dir = find_run(runs_dir_of(runs_dir), run)
+        record = run_dir.read_record()
+        if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
+            raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
+        request = record.request
+        flags = {
+            "--model": model,
+            "--base-url": base_url,
+            "--max-steps": max_steps,
+            "--max-cost": max_cost,
+            "--max-tokens": max_tokens,
+            "--max-wall": max_wall,
+        }
+        options = FixOptions(
+            repo=Path(record.repo),
+            task=record.task,
+            policy_file=Path(request.policy_file) if request.policy_file else None,
+            trust_repo_policy=request.trust_repo_policy,
+            runs_dir=runs_dir,
+            overrides={**request.overrides, **{k: v for k, v in flags.items() if v is not None}},
+            revises=Revision(
+                run_id=record.run_id,
+                run_dir=run_dir.path,
+                patch=run_dir.read_patch(),
+                answer=record.answer,
+                feedback=feedback,
+            ),
+        )
+    except UserError as e:
+        raise fail(e) from e
     raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
 
 

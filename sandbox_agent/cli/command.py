@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # typer 0.29 vendors click as typer._click; older versions us
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 """Context settings of the root command; subcommands inherit them."""
 
-FIRST = ("fix", "demo", "show", "apply", "runs")
+FIRST = ("fix", "demo", "show", "apply", "revise", "runs")
 """Commands listed first in ``--help``, in this order; the others follow as registered."""
 
 

@@ -61,6 +61,10 @@ def summary(record: RunRecord) -> Table:
         ("files changed", "unknown" if record.files_changed is None else str(record.files_changed)),
         ("run dir", safe(record.run_dir)),
     ]
+    if record.request.parent_run_id:
+        rows.insert(1, ("revises", safe(record.request.parent_run_id)))
+    if record.revised_by:
+        rows.insert(1, ("revised by", safe(", ".join(record.revised_by))))
     if record.error:
         rows.insert(5, ("error", f"[red]{safe(record.error, multiline=True)}[/]"))
     for name, value in rows:
@@ -159,6 +163,12 @@ def show(record: RunRecord, patch: str, events: Sequence[TraceEvent] = ()) -> Gr
     )
 
 
+def _chained(record: RunRecord) -> str:
+    """``revises <id>: `` before the task of a run that continues another."""
+    parent = record.request.parent_run_id
+    return f"revises {safe(parent)}: " if parent else ""
+
+
 def runs_table(records: Sequence[RunRecord], width: int | None = 120) -> Table:
     """``sandbox-agent runs``: one row per run, oldest first.
 
@@ -186,7 +196,7 @@ def runs_table(records: Sequence[RunRecord], width: int | None = 120) -> Table:
         if wide:
             cells += [r.started_at.replace("T", " ")[5:16], safe(Path(r.repo).name)]
         cells += [
-            safe(r.task.strip().splitlines()[0] if r.task.strip() else ""),
+            _chained(r) + safe(r.task.strip().splitlines()[0] if r.task.strip() else ""),
             safe(r.exit_reason or r.status),
             "passed" if r.gate_passed else "-",
             str(r.steps),

@@ -28,6 +28,19 @@ ENV_BUILD_LOG = "env-build.log"
 """The environment's build output, when the run had to build it (not cached)."""
 
 
+class RunRequest(Frozen):
+    """How the run was asked for (beyond the task and repo): enough to run it again."""
+
+    policy_file: str | None = None
+    trust_repo_policy: bool = False
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    """The ``fix`` flags given, as ``{"--max-cost": 0.5}``."""
+    parent_run_id: str | None = None
+    """The run this one revises (``sandbox-agent revise``)."""
+    feedback: str | None = None
+    """The reviewer's feedback it was given."""
+
+
 class RunRecord(Frozen):
     """The contents of ``result.json``."""
 
@@ -70,6 +83,9 @@ class RunRecord(Frozen):
     files_changed: int | None = 0
     """Files the patch changes; ``None`` when the final patch could not be computed."""
     version: str = ""
+    request: RunRequest = Field(default_factory=RunRequest)
+    revised_by: tuple[str, ...] = ()
+    """Runs that revise this one (``sandbox-agent revise``), oldest first."""
 
 
 def now_iso() -> str:

@@ -30,7 +30,7 @@ from sandbox_agent.gate.baseline import (
 from sandbox_agent.gate.completion import CompletionGate, Gate
 from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.run.artifacts import RunDir, RunRecord, now_iso
+from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from sandbox_agent.run.prepare import Prepared
 from sandbox_agent.sandbox.base import Sandbox
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
@@ -122,6 +122,7 @@ class Run:
             policy_warnings=p.loaded.warnings,
             policy=p.loaded.to_record(),
             version=__version__,
+            request=_request(p),
         )
 
     def execute(self) -> RunRecord:
@@ -152,7 +153,25 @@ class Run:
         note = baseline_note(run)
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
         self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
-        return [ModelFeedback(kind="notice", content=note)]
+        return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
+
+    def _revision_notes(self) -> list[ModelFeedback]:
+        """For ``revise``: what the earlier run did and what the reviewer wants changed."""
+        revision = self.p.options.revises
+        if revision is None:
+            return []
+        answer = revision.answer or "(it ended without an accepted finish)"
+        return [
+            ModelFeedback(
+                kind="notice",
+                content=(
+                    f"This run continues an earlier run ({revision.run_id}): its changes are "
+                    f"already in the workspace (see `git diff`). Its final answer was:\n{answer}"
+                    f"\n\nA reviewer's feedback on it:\n{revision.feedback}\n\nRevise the "
+                    "change accordingly; the gate judges the whole change."
+                ),
+            )
+        ]
 
     def _restore_generated(self) -> None:
         """Put back what setup generated in the repo, all of it ignored (never in the diff).
@@ -293,6 +312,19 @@ class Run:
         )
         self.run_dir.write_record(self.record)
         return self.record
+
+
+def _request(p: Prepared) -> RunRequest:
+    """What a later ``revise`` needs to run again as this run was asked to."""
+    o = p.options
+    revises = o.revises
+    return RunRequest(
+        policy_file=None if o.policy_file is None else str(o.policy_file.resolve()),
+        trust_repo_policy=o.trust_repo_policy,
+        overrides={k: v for k, v in o.overrides.items() if v is not None},
+        parent_run_id=None if revises is None else revises.run_id,
+        feedback=None if revises is None else revises.feedback,
+    )
 
 
 def _ended_early(error: RunError | KeyboardInterrupt, loop: AgentLoop) -> RunResult:

@@ -33,12 +33,22 @@ from sandbox_agent.sandbox.workspace import RepoInfo, inspect_repo
 from sandbox_agent.settings import Policy, flag_fields
 from sandbox_agent.types import Frozen
 
-__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "prepare"]
+__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Revision", "prepare"]
 
 SCRIPTED_PREFIX = "scripted:"
 
 Retries = Callable[[int, float, str], None]
 """Hears each model retry: attempt, wait in seconds, a one-line summary."""
+
+
+class Revision(Frozen):
+    """What ``revise`` carries over: the earlier run, its patch, its answer, the feedback."""
+
+    run_id: str
+    run_dir: Path
+    patch: bytes
+    answer: str | None
+    feedback: str = Field(min_length=1)
 
 
 class FixOptions(Frozen):
@@ -57,6 +67,8 @@ class FixOptions(Frozen):
     workspace_root: Path | None = None
     """Where workspace copies are made (a temporary directory by default)."""
     overrides: dict[str, Any] = Field(default_factory=dict)
+    revises: Revision | None = None
+    """Set by ``revise``: the run continues an earlier one, with a reviewer's feedback."""
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,12 @@ def environment(prepared: Prepared, log: Path, on_build_line: Progress) -> Prepa
     return prepared.with_test_command(env.test_command)
 
 
+def _link_parent(parent: RunDir, child_id: str) -> None:
+    """The revised run's ``result.json`` names the run that revises it."""
+    record = parent.read_record()
+    parent.write_record(record.model_copy(update={"revised_by": (*record.revised_by, child_id)}))
+
+
 def run_fix(
     options: FixOptions,
     env: Mapping[str, str],
@@ -146,6 +152,8 @@ def run_fix(
         run_dir = RunDir.create(prepared.runs_dir, run_id)
         if build_log.exists():  # a build ran: its log belongs to the run
             build_log.replace(run_dir.path / ENV_BUILD_LOG)
+        if options.revises is not None:
+            _link_parent(RunDir(options.revises.run_dir), run_id)
         with (
             sigterm_interrupts(),
             DockerSandbox.create(
@@ -153,6 +161,7 @@ def run_fix(
                 sandbox_config(prepared, prepared.env),
                 run_id=run_id,
                 workspace_root=options.workspace_root,
+                initial_patch=options.revises.patch if options.revises else None,
             ) as sandbox,
         ):
             run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)

@@ -52,6 +52,7 @@ from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
     Workspace,
+    apply_to_copy,
     check_repo,
     new_workspace_dir,
     remove_workspace,
@@ -122,10 +123,12 @@ class DockerSandbox:
         run_id: str,
         workspace_root: Path | None = None,
         progress: Progress = print_to_stderr,
+        initial_patch: bytes | None = None,
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
-        The container starts on another thread while the repo is copied.
+        The container starts on another thread while the repo is copied. ``initial_patch`` (an
+        earlier run's, for ``revise``) is applied to the copy after its baseline.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -149,6 +152,8 @@ class DockerSandbox:
             starter.start()
             try:
                 ws = snapshot_into(source, root, owner)
+                if initial_patch:
+                    apply_to_copy(ws, initial_patch, owner)
             finally:
                 starter.join()
             if "error" in started:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_agent.errors import RepoNotFoundError
+from sandbox_agent.errors import RepoNotFoundError, SandboxError, UserError
 from sandbox_agent.sandbox.baseline import BaselineWriter, host_git, host_git_env
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
@@ -228,6 +228,30 @@ def new_workspace_dir(run_id: str, workspace_root: Path | None) -> Path:
     owner["created"] = time.time()
     (root / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
     return root
+
+
+def apply_to_copy(ws: Workspace, patch: bytes, owner: Owner = None) -> None:
+    """Apply an earlier run's patch to a fresh copy, after its baseline (``revise``).
+
+    Before any container command ran: the new run starts from that run's final state, and its
+    own diff holds both changes.
+
+    Raises:
+        UserError: the patch does not apply to the copy (the repo changed since that run).
+    """
+    patch_file = ws.root / "earlier.patch"  # beside the copy: outside the mount
+    patch_file.write_bytes(patch)
+    try:
+        host_git(ws.repo, "apply", "--whitespace=nowarn", str(patch_file))
+    except SandboxError as e:
+        raise UserError(
+            f"the earlier run's patch does not apply to the repository as it is now ({e}); "
+            "it changed since that run"
+        ) from e
+    finally:
+        patch_file.unlink(missing_ok=True)
+    if owner:
+        chown_tree(ws.repo, owner)
 
 
 def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
