@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperGroup
 
 from sandbox_agent.batch.records import (
@@ -30,8 +29,10 @@ from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_
 from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
+from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
 from sandbox_agent.review.index import write_batch_index
+from sandbox_agent.text import visible
 
 __all__ = ["batch_app"]
 
@@ -77,12 +78,11 @@ out = Console(highlight=False)
 
 def say(line: str) -> None:
     """A plain line on stderr (never markup, never wrapped)."""
-    err.print(line, markup=False, soft_wrap=True)
+    err.print(visible(line, multiline=True), markup=False, soft_wrap=True)
 
 
 def _fail(error: UserError) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(str(error))}", markup=True, soft_wrap=True)
-    return typer.Exit(2)
+    return fail(error)
 
 
 BatchesDirOption = Annotated[
@@ -242,12 +242,12 @@ def show(
         typer.echo(json.dumps(record.summary()))
         return
     out.print(
-        f"batch {record.batch_id} ({record.status}), {record.batch_dir}",
+        visible(f"batch {record.batch_id} ({record.status}), {record.batch_dir}"),
         markup=False,
         soft_wrap=True,
     )
     out.print(batch_table(record))
-    out.print(headline(record), markup=False, soft_wrap=True)
+    out.print(visible(headline(record)), markup=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
     out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)
 

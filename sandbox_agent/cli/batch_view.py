@@ -9,6 +9,7 @@ from rich.text import Text
 
 from sandbox_agent.batch.budget import BudgetState
 from sandbox_agent.batch.records import BatchRecord, BatchRun
+from sandbox_agent.text import visible
 
 __all__ = ["LiveObserver", "PlainObserver", "batch_table", "headline"]
 
@@ -39,8 +40,8 @@ def batch_table(record: BatchRecord) -> Table:
     for run in record.runs:
         gate = "" if run.exit_reason is None else ("passed" if run.gate_passed else "failed")
         table.add_row(
-            Text(run.id),
-            Text(run.run_id or ""),
+            Text(visible(run.id)),
+            Text(visible(run.run_id or "")),
             _outcome(run),
             Text(gate, style="green" if run.gate_passed else ""),
             str(run.steps),
@@ -128,4 +129,4 @@ class PlainObserver:
         self._line(f"{task_id}: {message}" if task_id else message)
 
     def _line(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        self.console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
