@@ -153,6 +153,19 @@ class RunFinished(_Event, RunOutcome):
 
     event_type: Literal["run_finished"] = "run_finished"
 
+    @classmethod
+    def of(cls, outcome: RunOutcome) -> RunFinished:
+        """The event recording ``outcome`` (at its last step)."""
+        return cls(
+            step=outcome.steps,
+            exit_reason=outcome.exit_reason,
+            steps=outcome.steps,
+            usage=outcome.usage,
+            gate_passed=outcome.gate_passed,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+        )
+
 
 TraceEvent = Annotated[
     RunStarted

@@ -21,7 +21,7 @@ from sandbox_agent.cli.batch import batch_app
 from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.env import env_app
-from sandbox_agent.cli.options import JsonOption, RunsDirOption, runs_dir_of
+from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, runs_dir_of
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
@@ -202,19 +202,19 @@ def fix(
         policy_file=policy,
         runs_dir=runs_dir,
         trust_repo_policy=trust_repo_policy,
-        overrides={
-            "--model": model,
-            "--base-url": base_url,
-            "--test-cmd": test_cmd,
-            "--max-steps": max_steps,
-            "--max-cost": max_cost,
-            "--max-tokens": max_tokens,
-            "--max-wall": max_wall,
-            "--approve": approve,
-            "--trace-content": trace_content,
-            "--tool-protocol": tool_protocol,
-            "--allow-broken-baseline": True if allow_broken_baseline else None,
-        },
+        overrides=as_flags(
+            model=model,
+            base_url=base_url,
+            test_cmd=test_cmd,
+            max_steps=max_steps,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
+            max_wall=max_wall,
+            approve=approve,
+            trace_content=trace_content,
+            tool_protocol=tool_protocol,
+            allow_broken_baseline=True if allow_broken_baseline else None,
+        ),
     )
     raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
 
@@ -246,14 +246,14 @@ def revise(
         if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
             raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
         request = record.request
-        flags = {
-            "--model": model,
-            "--base-url": base_url,
-            "--max-steps": max_steps,
-            "--max-cost": max_cost,
-            "--max-tokens": max_tokens,
-            "--max-wall": max_wall,
-        }
+        flags = as_flags(
+            model=model,
+            base_url=base_url,
+            max_steps=max_steps,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
+            max_wall=max_wall,
+        )
         options = FixOptions(
             repo=Path(record.repo),
             task=record.task,

@@ -29,6 +29,7 @@ from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_
 from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
+from sandbox_agent.cli.options import as_flags
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
 from sandbox_agent.review.index import write_batch_index
@@ -142,17 +143,17 @@ def run(
     as_json: JsonOption = False,
 ) -> None:
     """Run every task of TASKS (one JSON object a line) as its own `fix` run."""
-    overrides: dict[str, Any] = {
-        "--model": model,
-        "--base-url": base_url,
-        "--test-cmd": test_cmd,
-        "--max-steps": max_steps,
-        "--max-cost": max_cost,
-        "--max-tokens": max_tokens,
-        "--max-wall": max_wall,
-        "--trace-content": trace_content,
-        "--tool-protocol": tool_protocol,
-    }
+    overrides = as_flags(
+        model=model,
+        base_url=base_url,
+        test_cmd=test_cmd,
+        max_steps=max_steps,
+        max_cost=max_cost,
+        max_tokens=max_tokens,
+        max_wall=max_wall,
+        trace_content=trace_content,
+        tool_protocol=tool_protocol,
+    )
     overrides = {k: v for k, v in overrides.items() if v is not None}
     fixed = {"--max-cost-total": max_cost_total, "--max-tokens-total": max_tokens_total}
     try:

@@ -25,3 +25,12 @@ JsonOption = Annotated[
 def runs_dir_of(runs_dir: Path | None) -> Path:
     """Where run directories live: ``--runs-dir``, or the default state directory."""
     return runs_dir or default_runs_dir(os.environ)
+
+
+def as_flags(**values: object) -> dict[str, object]:
+    """Settings given on the command line, keyed by flag: ``max_cost=0.5`` -> ``--max-cost``.
+
+    Each parameter of ``fix``, ``revise`` and ``batch`` that sets a setting is named after its
+    flag; ``None`` (not given) is kept, and ``apply_overrides`` skips it.
+    """
+    return {"--" + name.replace("_", "-"): value for name, value in values.items()}

@@ -283,17 +283,7 @@ class Run:
     def _finish(self, result: RunResult) -> RunRecord:
         """Save the patch, write ``run_finished`` and the final record: once, here."""
         result = self._final_patch(result)
-        self.trace.emit(
-            RunFinished(
-                step=result.steps,
-                exit_reason=result.exit_reason,
-                steps=result.steps,
-                usage=result.usage,
-                gate_passed=result.gate_passed,
-                error=result.error,
-                error_kind=result.error_kind,
-            )
-        )
+        self.trace.emit(RunFinished.of(result))
         history = [self.baseline] if self.baseline is not None else []
         history += [_outcome(v) for v in result.verdicts]
         self.record = self.record.model_copy(
