@@ -110,10 +110,16 @@ def environment(prepared: Prepared, log: Path, on_build_line: Progress) -> Prepa
     return prepared.with_test_command(env.test_command)
 
 
-def _link_parent(parent: RunDir, child_id: str) -> None:
-    """The revised run's ``result.json`` names the run that revises it."""
-    record = parent.read_record()
-    parent.write_record(record.model_copy(update={"revised_by": (*record.revised_by, child_id)}))
+def _link_parent(parent: RunDir, child_id: str, warn: Warn | None) -> None:
+    """The revised run's ``result.json`` names the run that revises it (best effort)."""
+    try:
+        record = parent.read_record()
+        parent.write_record(
+            record.model_copy(update={"revised_by": (*record.revised_by, child_id)})
+        )
+    except (UserError, OSError) as e:
+        if warn is not None:
+            warn(f"could not name this run in the revised run's result.json: {e}")
 
 
 def run_fix(
@@ -149,11 +155,6 @@ def run_fix(
         build_log = prepared.runs_dir.parent / "env-builds" / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)
         assert prepared.env is not None
-        run_dir = RunDir.create(prepared.runs_dir, run_id)
-        if build_log.exists():  # a build ran: its log belongs to the run
-            build_log.replace(run_dir.path / ENV_BUILD_LOG)
-        if options.revises is not None:
-            _link_parent(RunDir(options.revises.run_dir), run_id)
         with (
             sigterm_interrupts(),
             DockerSandbox.create(
@@ -164,6 +165,11 @@ def run_fix(
                 initial_patch=options.revises.patch if options.revises else None,
             ) as sandbox,
         ):
+            run_dir = RunDir.create(prepared.runs_dir, run_id)
+            if build_log.exists():  # a build ran: its log belongs to the run
+                build_log.replace(run_dir.path / ENV_BUILD_LOG)
+            if options.revises is not None:
+                _link_parent(RunDir(options.revises.run_dir), run_id, warn)
             run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
             retries.trace = run.trace
             return run.execute()

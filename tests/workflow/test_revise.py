@@ -83,3 +83,30 @@ def test_revise_refuses_empty_feedback_and_a_run_without_a_patch(
     nothing = CliRunner().invoke(app, ["revise", parent.run_dir, "do more", "--runs-dir", runs])
     assert nothing.exit_code == 2
     assert "has no patch to continue from" in nothing.output
+
+
+def test_revise_stops_before_anything_when_the_earlier_patch_no_longer_applies(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    parent = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH)
+    (repo / "kvparse" / "parser.py").write_text("# rewritten since the run\n")
+    runs = tmp_path / "runs"
+    before = sorted(p.name for p in runs.iterdir())
+    script = write_script(tmp_path / "child.jsonl", FINISH)
+    result = CliRunner().invoke(
+        app,
+        [
+            "revise",
+            parent.run_dir,
+            "more",
+            "--model",
+            f"scripted:{script}",
+            "--runs-dir",
+            str(runs),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "does not apply to the repository as it is now" in result.output
+    assert sorted(p.name for p in runs.iterdir()) == before  # no run began
+    assert RunDir(Path(parent.run_dir)).read_record().revised_by == ()
