@@ -34,6 +34,7 @@ from sandbox_agent.batch.tasks import TaskSpec
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.runner import FixOptions, run_fix
+from sandbox_agent.sandbox.gc import pid_alive
 from sandbox_agent.types import Frozen
 
 __all__ = ["WorkerSpec", "checkout", "main"]
@@ -155,7 +156,7 @@ def _orphan_watch(scheduler: int) -> None:
         try:
             pidfd = os.pidfd_open(scheduler)
         except (AttributeError, OSError):  # not Linux 5.3+: poll
-            while _alive(scheduler):
+            while pid_alive(scheduler):
                 time.sleep(1.0)
         else:
             select.select([pidfd], [], [])  # readable once the scheduler has exited
@@ -163,16 +164,6 @@ def _orphan_watch(scheduler: int) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main() -> int:

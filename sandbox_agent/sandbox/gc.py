@@ -47,8 +47,9 @@ def default_roots() -> list[Path]:
     return roots
 
 
-def _owner_alive(host: str, pid: int) -> bool:
-    if host != socket.gethostname() or pid <= 0:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (another user's counts)."""
+    if pid <= 0:
         return False
     try:
         os.kill(pid, 0)
@@ -57,6 +58,10 @@ def _owner_alive(host: str, pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _owner_alive(host: str, pid: int) -> bool:
+    return host == socket.gethostname() and pid_alive(pid)
 
 
 def _label_owner_alive(owner: str) -> bool:

@@ -55,17 +55,22 @@ class Workspace:
         return self.root / SHADOW_DIR
 
 
-def _is_git_worktree(repo: Path) -> bool:
+def git_toplevel(path: Path) -> Path | None:
+    """The root of the git work tree ``path`` is in, resolved; ``None`` outside one."""
     done = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"],
-        cwd=repo,
+        cwd=path,
         env=host_git_env(),
         capture_output=True,
         check=False,
     )
     if done.returncode != 0:
-        return False
-    return Path(done.stdout.decode().strip()).resolve() == repo
+        return None
+    return Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+
+
+def _is_git_worktree(repo: Path) -> bool:
+    return git_toplevel(repo) == repo
 
 
 def _walk(top: Path, repo: Path) -> list[str]:
@@ -349,16 +354,9 @@ def inspect_repo(repo: Path) -> RepoInfo:
         RepoNotFoundError: ``repo`` is not a directory.
     """
     given = check_repo(repo)
-    done = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"],
-        cwd=given,
-        env=host_git_env(),
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
+    root = git_toplevel(given)
+    if root is None:
         return RepoInfo(root=given, given=given, is_git=False, uncommitted=0)
-    root = Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
     status = host_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     return RepoInfo(root=root, given=given, is_git=True, uncommitted=_count_status(status))
 
