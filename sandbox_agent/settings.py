@@ -194,6 +194,11 @@ class GateSection(_Section):
     )
     """Start the model even when the tests cannot run at the baseline (a missing program or
     module, nothing collected): for a task that is to fix exactly that."""
+    allow_harness_changes: Annotated[bool, Rule(Merge.FALSE)] = False
+    """Accept a patch that changes how the tests run: pytest's configuration (``pytest.ini``,
+    ``conftest.py``, the pytest sections of ``pyproject.toml``/``setup.cfg``/``tox.ini``),
+    packaging metadata (``*.dist-info``, ``*.egg-info``, ``*.pth``), ``.gitignore``, or the
+    files defining another runner's command. Off: such a patch is refused, naming the files."""
 
 
 class EnvironmentSection(_Section):

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox_agent.errors import ToolError
+from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
 from sandbox_agent.sandbox.gitops import parse_name_status
@@ -41,6 +41,8 @@ class TempDirSandbox:
         """Every command ``exec`` received, in order."""
         self.resets = 0
         """How many times ``reset_processes`` was called."""
+        self.copies = 0
+        """How many clean copies were made (``clean_copy``)."""
         self._groups: list[int] = []
         self.baseline = self._git_baseline()
         self.closed = False
@@ -154,6 +156,35 @@ class TempDirSandbox:
 
     def diff(self) -> str:
         return self._staged("--binary")
+
+    def baseline_file(self, path: str) -> bytes | None:
+        done = subprocess.run(
+            [*_GIT, "cat-file", "blob", f"{self.baseline}:{path}"],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    def clean_copy(self, patch: str) -> TempDirSandbox:
+        """A sibling directory with the baseline's files and ``patch`` applied."""
+        self.copies += 1
+        dest = self.root.parent / f"{self.root.name}-clean-{self.copies}"
+        dest.mkdir()
+        archive = subprocess.run(
+            [*_GIT, "archive", "--format=tar", self.baseline],
+            cwd=self.root,
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+        if patch:
+            done = subprocess.run(
+                [*_GIT, "apply", "-"], cwd=dest, input=patch.encode(), capture_output=True
+            )
+            if done.returncode != 0:
+                raise SandboxError(f"the patch does not apply: {done.stderr!r}", op="gate")
+        return TempDirSandbox(dest)
 
     def changed_paths(self) -> tuple[str, ...]:
         return parse_name_status(self._staged("--name-status", "-z", "--find-renames"))

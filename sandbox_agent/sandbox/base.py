@@ -92,6 +92,25 @@ class Sandbox(Protocol):
         """
         ...
 
+    def baseline_file(self, path: str) -> bytes | None:
+        """A file's content at the baseline, read from the sandbox's own record of it.
+
+        Never from the workspace (the model may have changed its ``.git``). ``None``: the
+        baseline has no regular file there (or ``path`` is not a workspace path).
+        """
+        ...
+
+    def clean_copy(self, patch: str) -> Sandbox:
+        """A new sandbox over a fresh copy of this one's baseline with ``patch`` applied.
+
+        Same image and limits, no network; nothing of this sandbox's workspace but the patch.
+        The caller closes it.
+
+        Raises:
+            SandboxError: the patch does not apply, or the new sandbox did not start.
+        """
+        ...
+
     def reset_processes(self) -> None:
         """Kill everything the model's commands left running (the gate calls it first).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import signal
+import tempfile
 import threading
 import time
 import weakref
@@ -27,6 +28,7 @@ from sandbox_agent.errors import (
     RunInterrupted,
     SandboxError,
     ToolError,
+    UserError,
 )
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
@@ -53,7 +55,9 @@ from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
     Workspace,
     apply_to_copy,
+    baseline_blob,
     check_repo,
+    export_baseline,
     new_workspace_dir,
     remove_workspace,
     snapshot_into,
@@ -91,6 +95,8 @@ class DockerSandbox:
         user: str,
         config: DockerSandboxConfig,
         channel: ExecutorChannel | None = None,
+        run_id: str = "sandbox",
+        workspace_root: Path | None = None,
     ) -> None:
         self._client = client
         self.container_id = container_id
@@ -99,6 +105,8 @@ class DockerSandbox:
         self.config = config
         self.baseline = workspace.baseline
         """Sha of the commit ``diff()`` compares against."""
+        self.run_id = run_id
+        self._workspace_root = workspace_root
         self._lock = threading.RLock()
         self._closed = False
         self._channel = channel or self._open_channel()
@@ -159,7 +167,14 @@ class DockerSandbox:
             if "error" in started:
                 raise started["error"]
             return cls(
-                client, started["id"], ws, user=user, config=config, channel=started["channel"]
+                client,
+                started["id"],
+                ws,
+                user=user,
+                config=config,
+                channel=started["channel"],
+                run_id=run_id,
+                workspace_root=workspace_root,
             )
         except BaseException:
             cleanup_failed_start(client, starter, started, root)
@@ -343,6 +358,36 @@ class DockerSandbox:
         argv = gitops.name_status_argv(self.baseline)
         out = self._git(argv, "cannot list the changed files", bounded=True)
         return gitops.parse_name_status(out.decode("utf-8", "surrogateescape"))
+
+    def baseline_file(self, path: str) -> bytes | None:
+        """A file's bytes at the baseline, read on the host from the read-only shadow repo."""
+        return baseline_blob(self._ws, path)
+
+    def clean_copy(self, patch: str) -> DockerSandbox:
+        """A new sandbox: the baseline (from the shadow repo) with ``patch``, no network.
+
+        Raises:
+            SandboxError: the patch does not apply, or the sandbox did not start.
+        """
+        limits = self.config.limits.model_copy(update={"network": False})
+        config = self.config.model_copy(update={"limits": limits})
+        source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
+        try:
+            export_baseline(self._ws, source / "tree")
+            return DockerSandbox.create(
+                source / "tree",
+                config,
+                run_id=f"{self.run_id}-gate",
+                workspace_root=self._workspace_root,
+                progress=lambda line: None,
+                initial_patch=patch.encode("utf-8", "surrogateescape"),
+            )
+        except UserError as e:
+            raise SandboxError(
+                f"the patch does not apply to a clean copy of the baseline: {e}", op="gate"
+            ) from e
+        finally:
+            remove_workspace(source)
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.

@@ -12,12 +12,14 @@ model cannot change it) says which process owns it, for ``gc``.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
 import socket
 import stat
 import subprocess
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
@@ -257,6 +259,35 @@ def apply_to_copy(ws: Workspace, patch: bytes, owner: Owner = None) -> None:
         patch_file.unlink(missing_ok=True)
     if owner:
         chown_tree(ws.repo, owner)
+
+
+def export_baseline(ws: Workspace, dest: Path) -> None:
+    """Write the baseline's files into the new directory ``dest`` (for a clean copy).
+
+    Read from the shadow repo (ours; the container has it read-only), never from the copy.
+
+    Raises:
+        SandboxError: git failed.
+    """
+    shadow = str(ws.shadow)
+    data = host_git(ws.shadow, "--git-dir", shadow, "archive", "--format=tar", ws.baseline)
+    dest.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="tar")  # noqa: S202 -- our own archive of the baseline
+
+
+def baseline_blob(ws: Workspace, path: str) -> bytes | None:
+    """A file's bytes at the baseline, from the shadow repo; ``None`` when it has none."""
+    if not path or path.startswith("/") or ".." in path.split("/"):
+        return None
+    shadow = str(ws.shadow)
+    try:
+        kind = host_git(ws.shadow, "--git-dir", shadow, "cat-file", "-t", f"{ws.baseline}:{path}")
+        if kind.strip() != b"blob":
+            return None
+        return host_git(ws.shadow, "--git-dir", shadow, "cat-file", "blob", f"{ws.baseline}:{path}")
+    except SandboxError:
+        return None
 
 
 def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
