@@ -179,7 +179,7 @@ class GateCheck(Frozen):
 
 
 class GateEvidence(Frozen):
-    """What a gate verdict rests on: which tests changed state, under which harness, judged where."""
+    """What a gate verdict rests on: tests that changed state, the harness, where it ran."""
 
     fail_to_pass: tuple[str, ...] = ()
     """Tests that failed (or errored) at the baseline and pass now: what the change fixed."""

@@ -46,7 +46,7 @@ INI_KEYS = (
 
 def _relative(path: str) -> str:
     """A path under the working directory (the workspace) as ``./...``; others as they are."""
-    cwd = os.getcwd()
+    cwd = os.getcwd()  # noqa: PTH109 -- standalone, plain strings
     if path == cwd or path.startswith(cwd + os.sep):
         return "./" + os.path.relpath(path, cwd)
     return path
