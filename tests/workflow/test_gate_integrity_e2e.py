@@ -197,12 +197,14 @@ def test_an_ignored_importable_file_is_absent_from_the_gates_copy(
             "    for line in text.splitlines():\n",
         )
     )
-    actions = [
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
         write("kvparse/_local.py", fixed),
         write("kvparse/parser.py", "from kvparse._local import parse_records  # noqa\n"),
         FINISH,
-    ]
-    record = fix(tmp_path, repo, workspace_root, *actions)
+    )
     assert not record.gate_passed
     assert record.changed_paths == ("kvparse/parser.py",)
     assert "_local" not in json.dumps(record.changed_paths)
