@@ -128,6 +128,7 @@ class GateResultEvent(_Event, GateOutcome):
             attempt=outcome.attempt,
             attempts_left=outcome.attempts_left,
             checks=outcome.checks,
+            evidence=outcome.evidence,
             feedback=feedback,
         )
 
