@@ -16,6 +16,7 @@ from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.commands import CommandFacts, collect_facts
 from sandbox_agent.policy.pathcheck import STATIC, PathChecker
 from sandbox_agent.policy.pathcheck import deny as _deny
+from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
 from sandbox_agent.settings import Policy
 from sandbox_agent.types import ToolCall
@@ -136,7 +137,7 @@ class RuleEngine:
         if not command.strip():
             return _deny("the command is empty; give a command to run", STATIC)
         facts = collect_facts(command, self.workspace)
-        return (
+        decision = (
             self._deny_rule_hit(facts)
             or self._program_check(facts, unknown_only=True)
             or self._problem(facts)
@@ -145,6 +146,9 @@ class RuleEngine:
             or self.paths.check(facts)
             or self._ask_or_allow(facts)
         )
+        if decision.decision == "deny":
+            return decision
+        return decision.model_copy(update={"rendered": render(command)[0]})
 
     def _problem(self, facts: CommandFacts) -> Decision | None:
         if facts.problems:

@@ -9,6 +9,7 @@ expression have their own readers. Running another program (``shell``, ``program
 
 from __future__ import annotations
 
+import posixpath
 from abc import ABC, abstractmethod
 
 from sandbox_agent.policy.analysis import CommandFacts, ShellAnalysis
@@ -16,6 +17,7 @@ from sandbox_agent.policy.git import GIT_GLOBAL, GIT_SUBCOMMANDS
 from sandbox_agent.policy.paths import looks_like_path
 from sandbox_agent.policy.programs import PROGRAMS, Opt, ProgramSpec, find_option
 from sandbox_agent.policy.scripts import check_awk, check_sed
+from sandbox_agent.policy.searchers import FIND_LEADING, FIND_OPERATORS
 from sandbox_agent.policy.shell import parse_depth_analyze
 
 __all__ = ["OptionReader"]
@@ -39,6 +41,7 @@ class OptionReader(ABC):
 
     def _git(self, args: list[str], depth: int) -> None:
         i = 0
+        chdirs: list[str] = []
         while i < len(args) and args[i].startswith("-"):
             token = args[i]
             hit = find_option(GIT_GLOBAL, token)
@@ -51,24 +54,37 @@ class OptionReader(ABC):
             if opt.value:
                 value = token.partition("=")[2] if "=" in token else _at(args, i + 1)
                 i += 0 if "=" in token else 1
+            if name == "-C" and value is not None:
+                chdirs.append(value)
             self._effect("git", name, opt, value, depth)
             i += 1
         rest = args[i:]
         self.f.invocations.append(("git", *rest))
-        if rest:
-            spec = GIT_SUBCOMMANDS.get(rest[0], ProgramSpec())
-            self._options("git " + rest[0], spec, rest[1:], depth)
+        if not rest:
+            return
+        sub = " ".join(rest[:2]) if " ".join(rest[:2]) in GIT_SUBCOMMANDS else rest[0]
+        marks = (len(self.f.reads), len(self.f.writes), len(self.f.trees))
+        spec = GIT_SUBCOMMANDS.get(sub, ProgramSpec())
+        self._options("git " + sub, spec, rest[len(sub.split()) :], depth)
+        if chdirs:
+            self._relative_to(posixpath.join(*chdirs), marks)
+
+    def _relative_to(self, directory: str, marks: tuple[int, int, int]) -> None:
+        """``git -C DIR``: the paths its subcommand named are relative to ``DIR``."""
+        for paths, mark in zip((self.f.reads, self.f.writes, self.f.trees), marks, strict=True):
+            paths[mark:] = [
+                p if p.startswith(("/", "~")) else posixpath.join(directory, p)
+                for p in paths[mark:]
+            ]
 
     def _find(self, args: list[str], depth: int) -> None:
         self.f.invocations.append(("find", *args))
         spec = PROGRAMS["find"]
         i = 0
-        while i < len(args) and args[i] in ("-H", "-L", "-P"):
-            i += 1
-        roots = 0
+        while i < len(args) and (args[i] in FIND_LEADING or args[i].startswith(("-D", "-O"))):
+            i += 2 if args[i] == "-D" else 1
         while i < len(args) and not args[i].startswith(("-", "(", "!", ")", ",")):
             self.f.reads.append(args[i])
-            roots += 1
             i += 1
         while i < len(args):
             token = args[i]
@@ -80,15 +96,17 @@ class OptionReader(ABC):
                     return
                 self._exec(token, args[i + 1 : end], depth)
                 i = end + 1
-                continue
-            if hit is not None:
+            elif hit is not None:
                 value = _at(args, i + 1) if hit.value else None
                 self._effect("find", token, hit, value, depth)
                 i += 2 if hit.value else 1
-                continue
-            if looks_like_path(token) and not token.startswith("-"):
-                self.f.reads.append(token)
-            i += 1
+            elif token.startswith("-") and token not in FIND_OPERATORS:
+                self._unknown("find", spec, token)
+                return
+            else:
+                if token not in FIND_OPERATORS:
+                    self._path_arg(token)
+                i += 1
 
     def _exec(self, action: str, argv: list[str], depth: int) -> None:
         """``find -exec``/``-ok`` run ``argv``; ``-execdir``/``-okdir`` in each match's directory.
@@ -177,7 +195,7 @@ class OptionReader(ABC):
         self, prog: str, spec: ProgramSpec, args: list[str], i: int
     ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
         token = args[i]
-        hit = find_option(spec.options, token)
+        hit = find_option(spec.options, token, prefixes=spec.abbreviations)
         if hit is None:
             self._unknown(prog, spec, token.partition("=")[0])
             self._path_arg(token.partition("=")[2])
@@ -228,6 +246,10 @@ class OptionReader(ABC):
             self.analysis(parse_depth_analyze(value or "", depth + 1), depth + 1)
         elif opt.effect == "program":
             self.argv([value or ""], depth)
+        elif opt.effect == "format" and "%G" in (value or ""):
+            self.f.problems.append(
+                f"`{prog} {name}` with a `%G` placeholder runs gpg to verify signatures"
+            )
         elif opt.effect == "ini":
             self._ini(prog, name, value or "")
         elif opt.effect == "write" and (opt.value or value is not None):

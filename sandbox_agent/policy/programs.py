@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from sandbox_agent.policy.searchers import SEARCHERS
 from sandbox_agent.policy.spec import (
     Effect,
     Opt,
     ProgramSpec,
     WrapperSpec,
     find_option,
-    names,
     opts,
 )
 from sandbox_agent.policy.writers import WRITERS
@@ -38,19 +38,6 @@ __all__ = [
     "find_option",
     "opts",
 ]
-
-_GREP_VALUES = names(
-    "-m --max-count -A --after-context -B --before-context -C --context --include "
-    "--exclude --exclude-dir --label -d -D --binary-files --devices "
-    "--directories --exclude-from"
-)
-_RG_VALUES = names(
-    "-m --max-count -A --after-context -B --before-context -C --context -g --glob "
-    "--iglob --pre-glob -t --type -T --type-not -M --max-columns --max-depth -d -j "
-    "--threads --type-add -r --replace --sort --sortr -E --encoding --color --colors "
-    "--max-filesize"
-)
-
 
 _FILE_LIST = "reads a list of files the policy cannot check; name the files instead"
 
@@ -108,10 +95,6 @@ SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
 FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
 """Shells whose language is not bash: never analysable."""
 
-_FIND_PATTERNS = names(
-    "-name -iname -path -ipath -regex -iregex -wholename -iwholename -lname -ilname -printf"
-)
-
 _RUFF = ProgramSpec(
     {
         **opts("fix", "--fix", "--fix-only", "--add-noqa", "--unsafe-fixes", value=False),
@@ -146,39 +129,7 @@ _PIP = ProgramSpec(
 PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
         **WRITERS,
-        "find": ProgramSpec(
-            {
-                **opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
-                **opts("write", "-fprint", "-fprint0", "-fls"),
-                **opts("deny", "-fprintf", reason="writes a file"),
-                **opts("deny", "-files0-from", reason=_FILE_LIST),
-                **opts("deny", "-delete", value=False, reason="deletes files not named in advance"),
-                **opts("pattern", *_FIND_PATTERNS),
-            },
-            single_dash_long=True,
-        ),
-        **{
-            name: ProgramSpec(
-                {
-                    **opts("script", "-e", "--regexp"),
-                    **opts("script_file", "-f", "--file"),
-                    **opts("pattern", *_GREP_VALUES),
-                    **opts("none", "--color", "--colour", value=False, optional=True),
-                },
-                pattern_first=True,
-            )
-            for name in ("grep", "egrep", "fgrep")
-        },
-        "rg": ProgramSpec(
-            {
-                **opts("program", "--pre", "--hostname-bin"),
-                **opts("script", "-e", "--regexp"),
-                **opts("script_file", "-f", "--file"),
-                **opts("pattern", *_RG_VALUES),
-                **opts("deny", "--search-zip", "-z", value=False, reason="runs decompressors"),
-            },
-            pattern_first=True,
-        ),
+        **SEARCHERS,
         "tar": ProgramSpec(
             {
                 **opts("shell", "--to-command", "-I", "--use-compress-program"),

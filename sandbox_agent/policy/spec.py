@@ -40,6 +40,7 @@ Effect = Literal[
     "in_place",
     "fix",
     "ini",
+    "format",
     "none",
 ]
 """What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
@@ -48,7 +49,8 @@ Effect = Literal[
 program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
 file holding that pattern (``grep -f``: read, and every positional is a file); every operand
 is rewritten in place (``sed -i``); every operand is a directory tree rewritten, the current
-one without operands (``ruff check --fix``); a ``KEY=VALUE`` setting (``pytest -o``); no
+one without operands (``ruff check --fix``); a ``KEY=VALUE`` setting (``pytest -o``); a git
+pretty format (``%G`` placeholders run gpg); no
 effect (an option listed so that it is not taken for an abbreviation of another)."""
 
 
@@ -87,6 +89,9 @@ class ProgramSpec:
     """The pattern is a program in this language and is analysed too."""
     strict: bool = False
     """``options`` lists every option the program accepts: any other is refused by name."""
+    abbreviations: bool = True
+    """Long options may be abbreviated to a unique prefix (getopt, git's parse-options); when
+    not (git's revision and diff options), only exact names are options."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,9 @@ AMBIGUOUS = Opt("deny", value=False, reason="is an ambiguous abbreviation; write
 """What an abbreviation that matches several different options resolves to."""
 
 
-def find_option(options: Mapping[str, Opt], token: str) -> tuple[str, Opt] | None:
+def find_option(
+    options: Mapping[str, Opt], token: str, *, prefixes: bool = True
+) -> tuple[str, Opt] | None:
     """The known option a token names: exact name, else (``--long``) a unique prefix.
 
     A prefix of several options resolves to ``AMBIGUOUS`` (getopt refuses it unless they are
@@ -128,7 +135,7 @@ def find_option(options: Mapping[str, Opt], token: str) -> tuple[str, Opt] | Non
     hit = options.get(name)
     if hit is not None:
         return name, hit
-    if not name.startswith("--") or len(name) < 3:
+    if not prefixes or not name.startswith("--") or len(name) < 3:
         return None
     matches = [(known, opt) for known, opt in options.items() if known.startswith(name)]
     if not matches:
