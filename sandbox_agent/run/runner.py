@@ -79,12 +79,16 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
-    """The container for this run: the environment's image and the tree's ``[sandbox]``."""
+    """The container for this run: the image, ``[sandbox]``, and the protected paths.
+
+    The protected paths (``[paths] protect``) are read-only mounts in every container it makes.
+    """
     base = prepared.plan.base
     return DockerSandboxConfig(
         image=env.tag,
         extra_env=dict(env.container_env),
         limits=prepared.settings.sandbox,
+        protect=prepared.settings.paths.protect,
         from_sandbox_image=base.kind == "image" and base.image == DEFAULT_IMAGE,
     )
 

@@ -51,14 +51,18 @@ from sandbox_agent.sandbox.executor import (
     decode_stream,
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
+from sandbox_agent.sandbox.protect import mountable, read_only_paths
 from sandbox_agent.sandbox.workspace import (
+    MODEL_GIT_DIR,
     SHADOW_DIR,
     Workspace,
     apply_to_copy,
     baseline_blob,
     check_repo,
     export_baseline,
+    list_files,
     new_workspace_dir,
+    prepare_model_git,
     remove_workspace,
     snapshot_into,
 )
@@ -135,8 +139,10 @@ class DockerSandbox:
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
-        The container starts on another thread while the repo is copied. ``initial_patch`` (an
-        earlier run's, for ``revise``) is applied to the copy after its baseline.
+        The container starts on another thread once the files are copied, while the baseline
+        commit is written. ``.git`` and the baseline's paths that ``config.protect`` matches are
+        read-only mounts in it (``sandbox.protect``). ``initial_patch`` (an earlier run's, for
+        ``revise``) is applied to the copy after its baseline, before the container starts.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -149,21 +155,33 @@ class DockerSandbox:
         user, owner = user_and_owner(config)
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
+        read_only: list[str] = []
         starter = threading.Thread(
-            target=start_container,
-            args=(client, container_kwargs(config, run_id, root, user), started),
+            target=lambda: start_container(
+                client, container_kwargs(config, run_id, root, user, tuple(read_only)), started
+            ),
             daemon=True,
         )
-        try:
-            (root / "repo").mkdir()
-            (root / SHADOW_DIR).mkdir()  # mount sources must exist before the container starts
+
+        def launch(names: list[str]) -> None:
+            """Start the container once the files it mounts read-only are in place."""
+            wanted = read_only_paths(names, config.protect)
+            read_only.extend(mountable(root / "repo", wanted))
             starter.start()
+
+        try:
+            for sub in ("repo", SHADOW_DIR, MODEL_GIT_DIR):
+                (root / sub).mkdir()  # mount sources must exist before the container starts
             try:
-                ws = snapshot_into(source, root, owner)
+                # An earlier run's patch rewrites files: the mounts must see the final ones.
+                ws = snapshot_into(source, root, owner, None if initial_patch else launch)
                 if initial_patch:
                     apply_to_copy(ws, initial_patch, owner)
+                    launch(list_files(ws.repo))
+                prepare_model_git(ws, owner)
             finally:
-                starter.join()
+                if starter.ident is not None:
+                    starter.join()
             if "error" in started:
                 raise started["error"]
             return cls(

@@ -13,9 +13,73 @@ import re
 
 SHADOW_MOUNT = "/sandbox-agent/baseline.git"
 """Where the read-only bare repo with the baseline's objects is mounted."""
+MODEL_GIT_MOUNT = "/sandbox-agent/git"
+"""Where the model's git keeps its index and new objects (writable; ``.git`` is read-only)."""
 _SCRATCH = "/tmp/.sandbox-agent"
+_FALSE = "/bin/false"
+
+NO_EXEC_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", ":"),
+    ("sequence.editor", ":"),
+    ("core.askPass", _FALSE),
+    ("core.sshCommand", _FALSE),
+    ("credential.helper", ""),
+    ("gpg.program", _FALSE),
+    ("gpg.openpgp.program", _FALSE),
+    ("gpg.x509.program", _FALSE),
+    ("gpg.ssh.program", _FALSE),
+    ("gpg.ssh.defaultKeyCommand", _FALSE),
+    ("log.showSignature", "false"),
+    ("protocol.allow", "never"),
+)
+"""Config keys that name a program, set on git's command-line scope (which outranks every
+config file) to a value that runs nothing: ``:`` is git's "no editor", an empty
+``credential.helper`` empties the helper list, ``protocol.allow=never`` stops every transport
+(``ext::`` runs commands; a local remote runs its ``uploadpack``). Keys a name is part of
+(``filter.<driver>.clean``, ``diff.<driver>.textconv``, ``merge.<driver>.driver``) cannot be
+listed: ``NO_DRIVERS`` unsets the attributes that would pick a driver, and ``.git`` is
+read-only, so no config names one. ``diff.external`` has no value meaning "none" (an empty one
+makes ``git diff`` fail): only the read-only ``.git/config`` keeps it out."""
+
+NO_DRIVERS = "* !diff !filter !merge\n"
+"""``.git/info/attributes``, which outranks every ``.gitattributes``: no path picks a diff,
+filter or merge driver, so no textconv, clean/smudge/process filter or merge driver runs."""
+
+
+def config_env(pairs: tuple[tuple[str, str], ...] = NO_EXEC_CONFIG) -> dict[str, str]:
+    """``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` for ``pairs``."""
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+MODEL_GIT_ENV = {
+    "GIT_DIR": "/workspace/.git",
+    "GIT_WORK_TREE": "/workspace",
+    "GIT_INDEX_FILE": f"{MODEL_GIT_MOUNT}/index",
+    "GIT_OBJECT_DIRECTORY": f"{MODEL_GIT_MOUNT}/objects",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/workspace/.git/objects",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    **config_env(),
+}
+"""Git's environment in every command of the container (the model's, the tests').
+
+Git is pinned to the workspace's repository (a nested ``.git``, ``~/.gitconfig`` or
+``/etc/gitconfig`` is never read) and :data:`NO_EXEC_CONFIG` outranks its config. The
+repository is read-only, so the index and new objects live in ``MODEL_GIT_MOUNT``: status,
+diff, log, add, ``checkout -- FILE`` and ``restore`` work; commit, stash, branch, tag, rebase,
+merge and anything else that moves a ref fail with "Read-only file system"."""
 
 GIT_ENV = {
+    **config_env(),
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": "/dev/null",
     "HOME": "/tmp",

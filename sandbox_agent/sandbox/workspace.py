@@ -22,11 +22,13 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.errors import RepoNotFoundError, SandboxError, UserError
 from sandbox_agent.sandbox.baseline import BaselineWriter, host_git, host_git_env
+from sandbox_agent.sandbox.gitops import NO_DRIVERS
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
 """Name prefix of every workspace directory; ``gc`` recognises leftovers by it."""
@@ -35,6 +37,8 @@ OWNER_FILE = "owner.json"
 """File beside ``repo/`` naming the owning host and process."""
 SHADOW_DIR = "baseline.git"
 """Bare repo beside ``repo/`` with the baseline's objects (mounted read-only)."""
+MODEL_GIT_DIR = "git"
+"""Beside ``repo/``: the model's git index and new objects (mounted writable; ``.git`` is not)."""
 
 Owner = tuple[int, int] | None
 """``(uid, gid)`` to give copied files to, or ``None`` to keep the current user's."""
@@ -290,13 +294,20 @@ def baseline_blob(ws: Workspace, path: str) -> bytes | None:
         return None
 
 
-def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
+def snapshot_into(
+    repo: Path,
+    root: Path,
+    owner: Owner = None,
+    on_copied: Callable[[list[str]], None] | None = None,
+) -> Workspace:
     """Copy ``repo`` into ``root/repo`` and commit the baseline.
 
     Args:
         repo: The user's repository (only read), resolved.
         root: A directory from :func:`new_workspace_dir`.
         owner: Who should own the copy (the container's user when the host user is root).
+        on_copied: Called with the copied paths once every file is in place (``.git`` made,
+            the baseline commit not yet written): the container can start then.
 
     Returns:
         The workspace.
@@ -308,7 +319,10 @@ def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
     copy.mkdir(exist_ok=True)
     writer = BaselineWriter(copy)
     try:
-        copy_tree(repo, list_files(repo), copy, writer, owner)
+        names = list_files(repo)
+        copy_tree(repo, names, copy, writer, owner)
+        if on_copied is not None:
+            on_copied(names)
         baseline = writer.finish(root / SHADOW_DIR)
     except BaseException:
         writer.abort()
@@ -318,6 +332,26 @@ def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
         chown_tree(copy / ".git", owner)
         chown_tree(root / SHADOW_DIR, owner)  # readable whatever the umask; mounted read-only
     return Workspace(root=root, repo=copy, baseline=baseline)
+
+
+def prepare_model_git(ws: Workspace, owner: Owner = None) -> None:
+    """Give the model's git its writable index and object directory, and switch drivers off.
+
+    Run on the host before any command runs in the container: the index starts as the
+    baseline's, and ``.git/info/attributes`` (read-only in the container) unsets the
+    attributes that would pick a diff, filter or merge driver (``gitops.NO_DRIVERS``).
+    """
+    scratch = ws.root / MODEL_GIT_DIR
+    (scratch / "objects").mkdir(parents=True, exist_ok=True)
+    index = ws.repo / ".git" / "index"
+    if index.is_file():  # none in a repo without files
+        shutil.copyfile(index, scratch / "index")
+    info = ws.repo / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text(NO_DRIVERS, encoding="utf-8")
+    if owner:
+        chown_tree(scratch, owner)
+        chown_tree(info, owner)
 
 
 def snapshot(

@@ -83,7 +83,12 @@ def test_protected_test_changed_through_bash_is_rejected(
     )
     assert not record.gate_passed
     assert record.exit_reason == "max_steps_exceeded"
-    assert "protected_paths" in failed_checks(Path(record.run_dir))[0]
+    # tests/ is a read-only mount: the write fails, so the import (and every test) fails and
+    # the protected file is not in the patch at all
+    assert "tests" in failed_checks(Path(record.run_dir))[0]
+    assert "Read-only file system" in (Path(record.run_dir) / "trace.jsonl").read_text()
+    patch = Path(record.patch_path).read_text() if record.patch_path else ""
+    assert "a/tests/test_parser.py" not in patch
 
 
 def unprotected_tests_repo(tmp_path: Path) -> Path:
