@@ -20,9 +20,12 @@ from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import harness
 from sandbox_agent.gate.harness import HarnessRecord, Interpreter, Invocation
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
+from sandbox_agent.sandbox.gitops import REPO_PINNING
 from sandbox_agent.types import Frozen, GateCheck
 
 REPORT_DIR = "/tmp/sandbox-agent-gate"
+_UNPIN_GIT = f"unset {' '.join(REPO_PINNING)}; "
+"""Before every test run of the gate: git in the tests finds repositories as usual."""
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
 
@@ -169,11 +172,12 @@ def run_tests(
     if pin is not None:
         return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins)
     if not is_pytest(command):
-        return TestRun(label=label, command=command, result=_exec(sandbox, command, timeout_s))
+        result = _exec(sandbox, _UNPIN_GIT + command, timeout_s)
+        return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
     wrapped = (
-        f"mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
+        f"{_UNPIN_GIT}mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
         f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
     )
     result = _exec(sandbox, wrapped, timeout_s)
@@ -205,7 +209,7 @@ def _run_pinned(
     pinned = harness.pinned_command(
         pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
     )
-    result = _exec(sandbox, pinned, timeout_s)
+    result = _exec(sandbox, _UNPIN_GIT + pinned, timeout_s)
     if result is None or result.timed_out:
         return TestRun(label=label, command=command, result=result)
     record: HarnessRecord | str

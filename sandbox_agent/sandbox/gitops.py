@@ -78,6 +78,17 @@ repository is read-only, so the index and new objects live in ``MODEL_GIT_MOUNT`
 diff, log, add, ``checkout -- FILE`` and ``restore`` work; commit, stash, branch, tag, rebase,
 merge and anything else that moves a ref fail with "Read-only file system"."""
 
+REPO_PINNING = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+)
+"""The part of :data:`MODEL_GIT_ENV` that pins git to the workspace's repository. The gate's
+test runs drop it (only there: in a clean copy, or before the model ran anything), so a test
+suite that makes its own repositories in temporary directories works; the rest stays."""
+
 GIT_ENV = {
     **config_env(),
     "GIT_CONFIG_NOSYSTEM": "1",

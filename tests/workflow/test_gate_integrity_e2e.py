@@ -259,3 +259,26 @@ def test_the_evidence_names_the_fixed_test_on_the_demo(
     assert baseline.evidence.harness == evidence.harness
     patch = Path(record.patch_path).read_text()
     assert patch.startswith("diff --git a/kvparse/parser.py b/kvparse/parser.py")
+
+
+def test_a_test_suite_that_makes_its_own_git_repository_passes_the_gate(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """The model's commands have git pinned to the workspace; the gate's test runs do not."""
+    repo = demo_repo(tmp_path)
+    (repo / "tests" / "test_git.py").write_text(
+        "import subprocess\n\n\n"
+        "def test_own_repository(tmp_path):\n"
+        "    git = ['git', '-C', str(tmp_path), '-c', 'user.name=t', '-c', 'user.email=t@t']\n"
+        "    subprocess.run([*git, 'init', '-q'], check=True)\n"
+        "    (tmp_path / 'f').write_text('x')\n"
+        "    subprocess.run([*git, 'add', 'f'], check=True)\n"
+        "    subprocess.run([*git, 'commit', '-qm', 'f'], check=True)\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test that uses git")
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH)
+    assert record.gate_passed, record.error
+    evidence = last_verdict(record).evidence
+    assert evidence is not None
+    assert evidence.pass_to_pass == 4
