@@ -49,6 +49,7 @@ from sandbox_agent.sandbox.executor import (
     decode_stream,
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
+from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
     Workspace,
@@ -136,6 +137,7 @@ class DockerSandbox:
             SandboxError: any other engine or snapshot failure (nothing is left behind).
         """
         client = engine.connect()
+        require_runtime(client, config.limits.runtime, network=config.limits.network)
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
         user, owner = user_and_owner(config)
