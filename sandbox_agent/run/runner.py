@@ -28,6 +28,7 @@ from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
+from sandbox_agent.sandbox.runtime import check_runtime
 
 __all__ = ["FixOptions", "environment", "notices", "run_fix", "sandbox_config"]
 
@@ -155,6 +156,8 @@ def run_fix(
         for notice in notices(prepared):
             if warn is not None:
                 warn(notice)
+        limits = prepared.settings.sandbox
+        check_runtime(limits.runtime, network=limits.network)  # before a build, not after
         run_id = new_run_id()
         build_log = prepared.runs_dir.parent / "env-builds" / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)

@@ -30,8 +30,9 @@ from sandbox_agent.sandbox.executor import (
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.sandbox.protect import guard_dirs
+from sandbox_agent.sandbox.runtime import host_pids_limit
 from sandbox_agent.sandbox.workspace import MODEL_GIT_DIR, SHADOW_DIR, Owner, remove_workspace
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.settings import STRONGER_RUNTIME, SandboxSection
 from sandbox_agent.types import Frozen
 
 CONTAINER_HOME = "/home/agent"
@@ -97,7 +98,13 @@ def container_env(config: DockerSandboxConfig) -> dict[str, str]:
 
 
 def executor_python(config: DockerSandboxConfig) -> str:
-    """The interpreter of the sandbox's own processes (executor, PID 1, the diff scan)."""
+    """The interpreter of the sandbox's own processes (executor, PID 1, the diff scan).
+
+    gVisor refuses to execute a file it may not read, so under ``runsc`` it is the readable
+    ``python3``, whose executor makes itself non-dumpable as it starts (as in other images).
+    """
+    if config.limits.runtime == STRONGER_RUNTIME:
+        return "python3"
     if config.from_sandbox_image:
         return EXEC_ONLY_PYTHON
     return interpreter_for(config.image)
@@ -176,11 +183,12 @@ def container_kwargs(
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "privileged": False,
-        "pids_limit": config.limits.pids,
+        "pids_limit": host_pids_limit(config.limits),
         "mem_limit": config.limits.memory,
         "memswap_limit": config.limits.memory,
         "nano_cpus": int(config.limits.cpus * 1e9),
         "ipc_mode": "private",
+        "runtime": config.limits.runtime,  # None: the engine's default (runc)
         "hostname": "sandbox",
         "mounts": workspace_mounts(root, read_only),
         "detach": True,

@@ -52,6 +52,7 @@ from sandbox_agent.sandbox.executor import (
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
+from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.workspace import (
     MODEL_GIT_DIR,
     SHADOW_DIR,
@@ -150,6 +151,7 @@ class DockerSandbox:
             SandboxError: any other engine or snapshot failure (nothing is left behind).
         """
         client = engine.connect()
+        require_runtime(client, config.limits.runtime, network=config.limits.network)
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
         user, owner = user_and_owner(config)
