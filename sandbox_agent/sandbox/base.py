@@ -7,7 +7,7 @@ the container). A path that resolves outside it raises ``ToolError("path_escape"
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import Field
 
@@ -29,6 +29,51 @@ class ExecResult(Frozen):
     stdout_dropped: int = Field(default=0, ge=0)
     """Bytes of stdout cut from the middle to keep memory bounded."""
     stderr_dropped: int = Field(default=0, ge=0)
+
+
+OmittedReason = Literal[
+    "nested_repository",
+    "unreadable",
+    "special_file",
+    "too_large",
+    "too_many_files",
+    "over_total_limit",
+    "index_error",
+]
+"""Why something in the workspace is not in the patch.
+
+- ``nested_repository``: a ``.git`` below the root (the files beside it ARE in the patch, as
+  ordinary files; the repository itself is not).
+- ``unreadable``: a file the sandbox cannot open, or a directory it cannot list (a tracked
+  file there is left as at the baseline).
+- ``special_file``: a FIFO, socket or device where the baseline had a file.
+- ``too_large``: a new or changed file over ``max_file_bytes``.
+- ``too_many_files``: new files past ``max_new_files`` (one entry per directory, ``dir/``).
+- ``over_total_limit``: left out, largest first, to keep the patch within ``max_bytes``.
+- ``index_error``: git could not stage something else (the detail is git's message).
+"""
+
+
+class Omitted(Frozen):
+    """One thing the patch leaves out, and why."""
+
+    path: str
+    """Relative to the workspace root, exactly (a directory ends with ``/``)."""
+    reason: OmittedReason
+    detail: str
+    """Human-readable: the size, the limit, or git's message."""
+
+
+class Patch(Frozen):
+    """The workspace against its baseline: text and paths from one staged state."""
+
+    text: str = ""
+    """``git diff --binary``, decoded from bytes with ``surrogateescape`` (re-encode it the
+    same way to get git's bytes back)."""
+    paths: tuple[str, ...] = ()
+    """Every path the patch touches (both names of a rename), exactly, in git's order."""
+    omitted: tuple[Omitted, ...] = ()
+    """What the workspace holds that the patch does not, with why."""
 
 
 class Sandbox(Protocol):
