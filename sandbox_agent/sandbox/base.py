@@ -119,22 +119,23 @@ class Sandbox(Protocol):
         """
         ...
 
-    def diff(self) -> str:
-        """``git diff --binary`` of the workspace against its baseline commit.
+    def patch(self) -> Patch:
+        """The workspace against its baseline: text, paths and omissions from one staged state.
+
+        Always computed: what cannot be represented is left out and listed in ``omitted``.
 
         Raises:
-            SandboxError: the patch cannot be computed; never an empty diff instead. The
-                message names the reason: ``file_too_large``, ``too_many_files``,
-                ``diff_too_large`` (the bounds), or git failing or being killed.
+            SandboxError: only when the sandbox itself failed (git killed, the container
+                gone and not revivable).
         """
         ...
 
-    def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename), relative to the workspace.
+    def diff(self) -> str:
+        """``patch().text`` (``git diff --binary`` against the baseline)."""
+        ...
 
-        Raises:
-            SandboxError: as for :meth:`diff`.
-        """
+    def changed_paths(self) -> tuple[str, ...]:
+        """``patch().paths``: every path the patch touches, both names of a rename."""
         ...
 
     def reset_processes(self) -> None:
