@@ -182,3 +182,29 @@ def test_paths_and_text_are_one_staged_state(make_sandbox: MakeSandbox, sample_r
     assert sb.diff() == patch.text
     assert sb.changed_paths() == patch.paths
     git(sample_repo, "status")  # the user's repo is untouched and still a repo
+
+
+PLANT = (
+    "import hashlib, os, sys, zlib\n"
+    "real, fake = b'benign\\n', b'evil!!\\n'\n"
+    "oid = hashlib.sha1(b'blob %d\\0' % len(real) + real).hexdigest()\n"
+    "for objects in sys.argv[1:]:\n"
+    "    os.makedirs(f'{objects}/{oid[:2]}', exist_ok=True)\n"
+    "    with open(f'{objects}/{oid[:2]}/{oid[2:]}', 'wb') as f:\n"
+    "        f.write(zlib.compress(b'blob %d\\0' % len(fake) + fake))\n"
+)
+
+
+@pytest.mark.parametrize("objects", ["/workspace/.git/objects", "/tmp/.sandbox-agent/objects"])
+def test_objects_the_model_plants_do_not_change_the_patch(
+    make_sandbox: MakeSandbox, sample_repo: Path, objects: str
+) -> None:
+    """The patch shows the workspace's bytes, not an object stored under their name."""
+    sb = make_sandbox(sample_repo)
+    sb.write_file("plant.py", PLANT)
+    sb.write_file("f.txt", "benign\n")
+    r = sb.exec(f"mkdir -p {objects} && python3 plant.py {objects} && rm plant.py", timeout_s=30)
+    assert r.exit_code == 0, r.stderr
+    patch = sb.patch()
+    assert "+benign" in patch.text
+    assert "evil" not in patch.text
