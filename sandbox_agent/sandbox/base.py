@@ -48,7 +48,8 @@ OmittedReason = Literal[
   file there is left as at the baseline).
 - ``special_file``: a FIFO, socket or device where the baseline had a file.
 - ``too_large``: a new or changed file over ``max_file_bytes``.
-- ``too_many_files``: new files past ``max_new_files`` (one entry per directory, ``dir/``).
+- ``too_many_files``: new files past ``max_new_files``, whole top-level directories, the
+  fullest first (one entry ``dir/`` when the baseline has no file there, else one per file).
 - ``over_total_limit``: left out, largest first, to keep the patch within ``max_bytes``.
 - ``index_error``: git could not stage something else (the detail is git's message).
 """
@@ -58,7 +59,8 @@ class Omitted(Frozen):
     """One thing the patch leaves out, and why."""
 
     path: str
-    """Relative to the workspace root, exactly (a directory ends with ``/``)."""
+    """Relative to the workspace root, exactly (a directory ends with ``/``); empty for
+    ``index_error``, which is about no one path."""
     reason: OmittedReason
     detail: str
     """Human-readable: the size, the limit, or git's message."""
