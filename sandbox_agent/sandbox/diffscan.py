@@ -242,18 +242,21 @@ def too_many(new: list[str], limit: int, tracked_tops: set[str]) -> list[Omit]:
     return omitted
 
 
+def reset_index(git: Git, baseline: str) -> None:
+    """A fresh scratch index holding the baseline (never one left by an earlier call)."""
+    Path(os.environ["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+    git.run("read-tree", baseline)
+
+
 def stage(
     git: Git, baseline: str, nested: list[str], keep_out: list[str], oid_len: int
 ) -> list[Omit]:
     """Stage the workspace in a fresh scratch index, all but ``keep_out``.
 
     Returns:
-        git's complaint when it still could not stage something (nothing else is lost).
+        git's complaint when it still could not stage some file (the rest is staged).
     """
-    index = os.environ.get("GIT_INDEX_FILE", "")
-    if index:
-        Path(index).unlink(missing_ok=True)
-    git.run("read-tree", baseline)
+    reset_index(git, baseline)
     seed(git, nested, oid_len)
     specs = b"".join(b":(exclude,literal)%s\0" % _encode(p.rstrip("/")) for p in keep_out)
     code, _, err = git.run(
@@ -267,6 +270,8 @@ def stage(
     )
     if code == 0:
         return []
+    if code != 1:  # not a file git skipped (--ignore-errors), but git itself failing
+        sys.exit(f"git add failed ({code}): {_decode(err)[-2000:]}")
     lines = [ln for ln in _decode(err).splitlines() if not ln.startswith(("hint:", "warning:"))]
     return [("", "index_error", "\n".join(lines)[-2000:])]
 
@@ -295,10 +300,7 @@ def patch(spec: dict[str, Any]) -> tuple[list[str], list[Omit], bytes]:
     """The changed paths, what was kept out, and the patch text, from one staged index."""
     git, baseline = Git(spec), spec["baseline"]
     Path(os.environ["GIT_OBJECT_DIRECTORY"]).mkdir(parents=True, exist_ok=True)
-    index = os.environ.get("GIT_INDEX_FILE", "")
-    if index:
-        Path(index).unlink(missing_ok=True)
-    git.run("read-tree", baseline)
+    reset_index(git, baseline)
     base = tracked(git, baseline)
     listed, nested, closed = discover(git, len(baseline))
     nested += more_repositories(listed + list(base), nested)
@@ -333,21 +335,25 @@ def finish(
     omitted: list[Omit],
     changes: dict[str, tuple[int, int]],
 ) -> tuple[list[str], list[Omit], bytes]:
-    """Stage and diff; while the text is over the limit, keep out the costliest change left."""
+    """Stage and diff; while the text is over the limit, keep out the costliest changes left.
+
+    The cost of a change is its old and new sizes (a deleted file prints all its lines).
+    """
     baseline, limit = spec["baseline"], spec["max_bytes"]
     out = [o[0] for o in omitted if o[1] != "nested_repository"]
-    costs = sorted((n + o, p) for p, (n, o) in changes.items() if p not in set(out))
-    while True:
-        errors = stage(git, baseline, nested, out, len(baseline))
-        text = diff_text(git, [*spec["diff"], "--binary", baseline], limit)
-        if text is not None:
-            break
+    kept_out = set(out)
+    costs = sorted((n + o, p) for p, (n, o) in changes.items() if p not in kept_out)
+    why = f"its part of the patch is too large (the patch's limit is {limit / _MIB:g} MiB)"
+    drop = 1  # then 2, 4, ... of the costliest: few restagings
+    errors = stage(git, baseline, nested, out, len(baseline))
+    while (text := diff_text(git, [*spec["diff"], "--binary", baseline], limit)) is None:
         if not costs:
             sys.exit("the patch is over its limit with every change left out")
-        path = costs.pop()[1]
-        why = f"its part of the patch is too large (the patch's limit is {limit / _MIB:g} MiB)"
-        omitted.append((path, "over_total_limit", why))
-        out.append(path)
+        for _, path in [costs.pop() for _ in range(min(drop, len(costs)))]:
+            omitted.append((path, "over_total_limit", why))
+            out.append(path)
+        drop *= 2
+        errors = stage(git, baseline, nested, out, len(baseline))
     names = git.run(*spec["diff"], "--name-status", "-z", baseline)[1]
     return parse_name_status(names), sorted(omitted + errors), text
 
