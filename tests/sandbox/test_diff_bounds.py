@@ -93,3 +93,19 @@ def test_an_unchanged_large_baseline_file_does_not_count(
     assert [(o.path, o.reason, o.detail) for o in patch.omitted] == [
         ("asset.bin", "too_large", "3 MiB, over the 1 MiB limit per file")
     ]
+
+
+def test_several_deletions_over_the_limit_are_all_left_out(
+    make_sandbox: MakeSandbox, sample_repo: Path
+) -> None:
+    for i in range(3):
+        (sample_repo / f"huge{i}.txt").write_text(f"line {i} of text\n" * 100_000)
+    git(sample_repo, "add", ".")
+    git(sample_repo, "commit", "-qm", "huge")
+    sb = make_sandbox(sample_repo, diff_bounds={"max_bytes": 1 << 20})
+    sb.exec("rm huge*.txt && echo more >> README.md", timeout_s=30)
+    patch = sb.patch()
+    assert patch.paths == ("README.md",)
+    assert sorted((o.path, o.reason) for o in patch.omitted) == [
+        (f"huge{i}.txt", "over_total_limit") for i in range(3)
+    ]
