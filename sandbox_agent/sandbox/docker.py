@@ -30,8 +30,8 @@ from sandbox_agent.errors import (
     ToolError,
     UserError,
 )
-from sandbox_agent.sandbox import engine, gitops
-from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
+from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Patch
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
     DockerSandboxConfig,
@@ -44,7 +44,13 @@ from sandbox_agent.sandbox.container import (
     start_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.diffbounds import DiffBounds, run_output, run_request, scan_argv
+from sandbox_agent.sandbox.diffbounds import (
+    DiffBounds,
+    patch_argv,
+    read_patch,
+    run_output,
+    run_request,
+)
 from sandbox_agent.sandbox.executor import (
     DEFAULT_LINE_LIMIT,
     ExecutorChannel,
@@ -327,57 +333,45 @@ class DockerSandbox:
     def _running(self) -> bool:
         return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
 
-    def _git(self, argv: list[str], what: str, *, bounded: bool = False) -> bytes:
+    def _run_git(self, argv: list[str], what: str, bounds: DiffBounds | None) -> bytes:
         """Run git in the container; a dead container is restarted once (work is kept).
 
-        ``bounded``: first refuse, with the reason, a workspace too large to diff, and cap
-        the output (see ``diffbounds``), instead of letting git run out of memory.
-
         Raises:
-            SandboxError: git failed, was killed, or a bound was hit; the message says which.
+            SandboxError: git failed or was killed, or the container cannot be revived.
         """
-        if not bounded:
-            return self._run_git(argv, what, None)
-        bounds = self.config.diff_bounds
-        scan = scan_argv(bounds, self.baseline, executor_python(self.config))
-        self._run_git(scan, what, None, scan=True)
-        return self._run_git(argv, what, bounds)
-
-    def _run_git(
-        self, argv: list[str], what: str, bounds: DiffBounds | None, *, scan: bool = False
-    ) -> bytes:
         payload, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
         try:
             try:
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
             except SandboxError:
                 if self._closed or self._running():
-                    raise  # a bound, a timeout or an engine error: restarting will not help
+                    raise  # a timeout or an engine error: restarting will not help
                 self._revive()
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
             raise SandboxError(f"{what}: {e.message} ({e.kind})", op="git") from e
-        return run_output(answer, argv, what, scan=scan)
+        return run_output(answer, argv, what)
+
+    def patch(self) -> Patch:
+        """The workspace against the baseline, computed in one go inside the container.
+
+        What git cannot take (a nested ``.git``, an unreadable file, a file past the bounds)
+        is left out and listed in ``omitted``; see ``diffscan.py``.
+
+        Raises:
+            SandboxError: the sandbox itself failed (git killed, the container gone for good).
+        """
+        bounds = self.config.diff_bounds
+        argv = patch_argv(bounds, self.baseline, executor_python(self.config))
+        return read_patch(self._run_git(argv, "cannot compute the patch", bounds))
 
     def diff(self) -> str:
-        """``git diff --binary`` against the baseline, computed by git inside the container.
-
-        Raises:
-            SandboxError: the patch cannot be computed; the message names why (a file over
-                the size limit, too many new files, a patch over the limit, git killed).
-        """
-        out = self._git(gitops.diff_argv(self.baseline), "cannot compute the patch", bounded=True)
-        return out.decode("utf-8", "replace")
+        """``patch().text``."""
+        return self.patch().text
 
     def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename).
-
-        Raises:
-            SandboxError: as for :meth:`diff`.
-        """
-        argv = gitops.name_status_argv(self.baseline)
-        out = self._git(argv, "cannot list the changed files", bounded=True)
-        return gitops.parse_name_status(out.decode("utf-8", "surrogateescape"))
+        """``patch().paths``."""
+        return self.patch().paths
 
     def baseline_file(self, path: str) -> bytes | None:
         """A file's bytes at the baseline, read on the host from the read-only shadow repo."""

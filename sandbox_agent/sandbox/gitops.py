@@ -1,10 +1,10 @@
-"""Git inside the container: the diff, the changed paths and a new baseline.
+"""Git inside the container: how the patch's git is run (``diffscan.py`` runs it).
 
 Never run host git on a workspace the model has touched: it controls ``.git/config``
 (``core.fsmonitor``, ``diff.external``, filters, ...) and host git would run what it says on
 the host. Inside the container the diff does not even use the model's ``.git``: it runs against
 a read-only shadow repo holding the baseline (see ``GIT_ENV``). Config that would change the
-patch's shape is overridden on the command line, and a scratch index holds ``git add -A``.
+patch's shape is overridden on the command line, and a scratch index holds what is staged.
 """
 
 from __future__ import annotations
@@ -114,35 +114,31 @@ is ``/workspace``; the model's ``.git`` is only an extra object source. Its conf
 index are never read, and deleting it changes nothing.
 """
 
-_GIT = (
-    "git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c core.autocrlf=false"
-    " -c core.safecrlf=false -c commit.gpgsign=false -c diff.noprefix=false"
-    " -c diff.mnemonicPrefix=false -c core.quotePath=true -c color.ui=never"
-)
-_DIFF = (
-    "diff --cached --no-ext-diff --no-textconv --no-color --no-relative"
-    " --src-prefix=a/ --dst-prefix=b/ -M"
-)
-_STAGE = (
-    f'mkdir -p {_SCRATCH}/objects; rm -f "$GIT_INDEX_FILE"; {_GIT} read-tree "$1" && {_GIT} add -A'
-)
+GIT_ARGV = [
+    "git",
+    *("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"),
+    *("-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "commit.gpgsign=false"),
+    *("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
+    *("-c", "core.quotePath=true", "-c", "color.ui=never", "-c", "advice.addEmbeddedRepo=false"),
+]
+"""git with the config that would change the patch's shape, or run anything, overridden."""
+DIFF_ARGS = [
+    *("diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", "--no-relative"),
+    *("--src-prefix=a/", "--dst-prefix=b/", "-M"),
+]
+"""The staged diff against the baseline (the sha follows); ``--binary`` or ``--name-status``."""
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
-def _script(body: str, baseline: str) -> list[str]:
+def checked_sha(baseline: str) -> str:
+    """``baseline``, once sure it is a full commit sha (it reaches git's argv).
+
+    Raises:
+        ValueError: it is not.
+    """
     if not _SHA.match(baseline):
         raise ValueError(f"not a commit sha: {baseline!r}")
-    return ["bash", "-c", f"set -e; {body}", "sandbox-agent-git", baseline]
-
-
-def diff_argv(baseline: str) -> list[str]:
-    """``git diff --binary`` of everything (untracked files too) against ``baseline``."""
-    return _script(f'{_STAGE} && {_GIT} {_DIFF} --binary "$1"', baseline)
-
-
-def name_status_argv(baseline: str) -> list[str]:
-    """``--name-status -z`` of the same diff, for :func:`parse_name_status`."""
-    return _script(f'{_STAGE} && {_GIT} {_DIFF} --name-status -z "$1"', baseline)
+    return baseline
 
 
 def parse_name_status(out: str) -> tuple[str, ...]:

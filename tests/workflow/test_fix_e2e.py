@@ -352,6 +352,7 @@ def test_what_the_gates_test_run_writes_never_reaches_the_patch(
     assert record.gate_passed
     assert record.changed_paths == ("kvparse/parser.py",)
     patch = Path(record.patch_path).read_text()
+    assert "+    for line in text.splitlines():" in patch
     assert "big.bin" not in patch
     last = read_trace(Path(record.trace_path)).events[-1]
     assert last.event_type == "run_finished"
