@@ -68,6 +68,9 @@ def summary(record: RunRecord) -> Table:
         rows.insert(1, ("revised by", safe(", ".join(record.revised_by))))
     if record.error:
         rows.insert(5, ("error", f"[red]{safe(record.error, multiline=True)}[/]"))
+    if record.omitted:
+        left = "\n".join(f"{o.path or '(git)'}: {o.reason}, {o.detail}" for o in record.omitted)
+        rows.insert(-1, ("left out", f"[yellow]{safe(left, multiline=True)}[/]"))
     for name, value in rows:
         table.add_row(name, value)
     return table

@@ -23,7 +23,7 @@ from typing import Protocol
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.gate import evidence, harness, harnessfiles
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
-from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings import GateSection
 from sandbox_agent.types import Finish, GateCheck, GateEvidence, GateVerdict
 
@@ -74,7 +74,7 @@ class CompletionGate:
         self.pin: Pin | None = None
         self.pin_note: str | None = None
         """Why the harness is not pinned, when it is not."""
-        self.judged: tuple[str, tuple[str, ...]] | None = None
+        self.judged: Patch | None = None
         """The patch (and its paths) the last verdict judged: what the run saves."""
 
     def run_baseline(self) -> TestRun:
@@ -124,9 +124,8 @@ class CompletionGate:
         # taken once, and it is what is checked, judged in a clean copy and saved.
         self.judged = None
         self.sandbox.reset_processes()
-        patch = self.sandbox.diff()
-        changed = self.sandbox.changed_paths()
-        self.judged = (patch, changed)
+        self.judged = patch = self.sandbox.patch()
+        changed = patch.paths
         protected = sorted(p for p in changed if self.is_protected(p))
         checks = [
             GateCheck(
@@ -140,7 +139,9 @@ class CompletionGate:
                 detail=("changed protected path(s): " + ", ".join(protected)) if protected else "",
             ),
         ]
-        with self.judge(patch) as copy:
+        if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
+            checks.append(_omitted(patch))
+        with self.judge(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
             if not checks[-1].passed:  # a changed harness proves nothing: not run
                 return checks, None
@@ -236,6 +237,16 @@ class CompletionGate:
         if left == 0:
             lines.append("No finish attempts remain.")
         return "\n".join(lines)
+
+
+def _omitted(patch: Patch) -> GateCheck:
+    shown = [f"{o.path or '(git)'} ({o.reason}: {o.detail})" for o in patch.omitted[:10]]
+    more = f" and {len(patch.omitted) - 10} more" if len(patch.omitted) > 10 else ""
+    return GateCheck(
+        name="omitted",
+        passed=True,
+        detail="left out of the patch, so absent where the tests ran: " + "; ".join(shown) + more,
+    )
 
 
 def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:

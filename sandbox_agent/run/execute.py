@@ -34,7 +34,7 @@ from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from sandbox_agent.run.prepare import Prepared
-from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
     ExitReason,
@@ -240,27 +240,33 @@ class Run:
     def _save_patch(self) -> None:
         """Save the patch the gate just judged (after each verdict), exactly that one."""
         if self.gate.judged is not None:
-            self._record_patch(*self.gate.judged)
+            self._record_patch(self.gate.judged)
 
     def _write_patch(self) -> None:
-        self._record_patch(self.sandbox.diff(), self.sandbox.changed_paths())
+        self._record_patch(self.sandbox.patch())
 
-    def _record_patch(self, patch: str, paths: tuple[str, ...]) -> None:
-        self.run_dir.write_patch(patch)
+    def _record_patch(self, patch: Patch) -> None:
+        self.run_dir.write_patch(patch.text)
         self.record = self.record.model_copy(
-            update={"files_changed": len(paths), "changed_paths": paths}
+            update={
+                "files_changed": len(patch.paths),
+                "changed_paths": patch.paths,
+                "omitted": patch.omitted,
+            }
         )
         self.run_dir.write_record(self.record)
 
     def _final_patch(self, result: RunResult) -> RunResult:
         """Take the final patch, with nothing the model left running; no success without it.
 
-        A patch that cannot be computed (a file over the size bound, too many files, git out of
-        memory) ends a finished run as ``sandbox_error`` with the reason; the patch saved after
-        the last verdict, the trace and the gate history are kept.
+        An accepted finish saves exactly the patch the gate judged. Otherwise the patch is taken
+        now; files it cannot hold are left out and listed (``omitted``). Only a failure of the
+        sandbox itself (git killed, the container gone) leaves no patch: a finished run then
+        ends as ``sandbox_error`` with the reason; the patch saved after the last verdict, the
+        trace and the gate history are kept.
         """
         if result.gate_passed and self.gate.judged is not None:
-            self._record_patch(*self.gate.judged)  # the patch accepted is the patch saved
+            self._record_patch(self.gate.judged)  # the patch accepted is the patch saved
             return result
         try:
             self.sandbox.reset_processes()
@@ -269,7 +275,7 @@ class Run:
             return result
         except SandboxError as e:
             self.record = self.record.model_copy(
-                update={"files_changed": None, "changed_paths": None}
+                update={"files_changed": None, "changed_paths": None, "omitted": ()}
             )
             why = f"cannot compute the patch: {e}"
             if result.exit_reason is not ExitReason.FINISHED:

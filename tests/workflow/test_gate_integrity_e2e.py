@@ -13,7 +13,7 @@ import pytest
 
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.types import GateOutcome
-from tests.workflow.helpers import FINISH, FIX_EDIT, demo_repo, fix, git
+from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git
 
 pytestmark = pytest.mark.docker
 
@@ -282,3 +282,33 @@ def test_a_test_suite_that_makes_its_own_git_repository_passes_the_gate(
     evidence = last_verdict(record).evidence
     assert evidence is not None
     assert evidence.pass_to_pass == 4
+
+
+def test_a_nested_repository_and_a_huge_file_no_longer_cost_the_patch(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """The model leaves a ``sub/.git`` without a commit and a file past the diff's bound."""
+    repo = demo_repo(tmp_path)
+    script = (  # the policy refuses `git init` and writes under .git; pytest imports a file
+        "import os, subprocess\n"
+        "env = {k: v for k, v in os.environ.items() if not k.startswith('GIT_')}\n"
+        "subprocess.run(['git', 'init', '-q', 'sub'], check=True, env=env)\n"
+        "open('sub/notes.txt', 'w').write('note\\n')\n"
+        "with open('big.bin', 'wb') as f:\n"
+        "    f.truncate(40_000_000)\n"
+    )
+    actions = [write("leave.py", script), bash("python -m pytest -q leave.py"), bash("rm leave.py")]
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, *actions, FINISH)
+    assert record.gate_passed, record.error
+    assert set(record.changed_paths or ()) == {"kvparse/parser.py", "sub/notes.txt"}
+    assert {(o.path, o.reason) for o in record.omitted} == {
+        ("sub/.git", "nested_repository"),
+        ("big.bin", "too_large"),
+    }
+    patch = Path(record.patch_path).read_text()
+    assert "+    for line in text.splitlines():" in patch
+    assert "big.bin" not in patch
+    shown = failed(last_verdict(record))
+    assert shown == {}
+    omitted = [c for c in last_verdict(record).checks if c.name == "omitted"]
+    assert "big.bin (too_large" in omitted[0].detail
