@@ -19,8 +19,8 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from sandbox_agent.policy.commands import collect_facts
 from sandbox_agent.policy.config import load_policy
+from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.shell import analyze
 from sandbox_agent.sandbox import engine as docker_engine
@@ -240,7 +240,7 @@ def test_allowed_commands_run_only_programs_the_engine_saw(
         assert expected <= programs, f"the harness did not see {command!r} run {expected}"
     missed = []
     for command, programs in zip(allowed, ran[len(CONTROLS) :], strict=True):
-        seen = {argv[0] for argv in collect_facts(command).invocations}
+        seen = {argv[0] for argv in command_effects(command).runs}
         if not programs <= seen:
             missed.append((command, sorted(programs - seen)))
     assert not missed, missed
