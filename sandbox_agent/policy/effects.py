@@ -11,7 +11,7 @@ policy is consulted here; the decision stage (``engine``) judges the ``Effects``
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sandbox_agent.policy.analysis import (
@@ -24,29 +24,37 @@ from sandbox_agent.policy.analysis import (
     SimpleCommand,
     Steps,
 )
+from sandbox_agent.policy.programs import SPECS
 from sandbox_agent.policy.readers import program_steps
 from sandbox_agent.policy.shell import analyze, parse_depth_analyze
+from sandbox_agent.policy.spec import Spec
 
 __all__ = ["analysis_steps", "argv_effects", "command_effects", "effects"]
 
-_MAX_NESTING = 100
+_MAX_NESTING = 500
 """Programs run by programs (wrappers, ``find -exec``) deeper than this are not analysed."""
 _PATHS = frozenset({"reads", "writes", "trees"})
 
 
-def command_effects(command: str, workspace: str = "/workspace") -> Effects:
+def command_effects(
+    command: str, workspace: str = "/workspace", specs: Mapping[str, Spec] = SPECS
+) -> Effects:
     """The effects of a command string (stages 1 and 2); never raises."""
-    return effects(analyze(command), workspace)
+    return effects(analyze(command), workspace, specs)
 
 
-def effects(analysis: ShellAnalysis, workspace: str = "/workspace") -> Effects:
-    """The effects of an analysed command string."""
-    return _expand(analysis_steps(analysis).items, workspace)
+def effects(
+    analysis: ShellAnalysis, workspace: str = "/workspace", specs: Mapping[str, Spec] = SPECS
+) -> Effects:
+    """The effects of an analysed command string, programs known by ``specs``."""
+    return _expand(analysis_steps(analysis).items, workspace, specs)
 
 
-def argv_effects(argv: Sequence[str], workspace: str = "/workspace") -> Effects:
+def argv_effects(
+    argv: Sequence[str], workspace: str = "/workspace", specs: Mapping[str, Spec] = SPECS
+) -> Effects:
     """The effects of one argv of literal words, as if it were a simple command."""
-    return _expand([Run(tuple(argv))], workspace)
+    return _expand([Run(tuple(argv))], workspace, specs)
 
 
 def analysis_steps(analysis: ShellAnalysis) -> Steps:
@@ -127,7 +135,7 @@ class _Done:
     written: int
 
 
-def _expand(items: Sequence[Item], workspace: str) -> Effects:
+def _expand(items: Sequence[Item], workspace: str, specs: Mapping[str, Spec]) -> Effects:
     """Run the worklist: facts are added, ``Run`` and ``Shell`` items replaced by theirs."""
     out = Effects()
     stack: list[tuple[Item | _Done, _Scope]] = [(item, _Scope()) for item in reversed(items)]
@@ -153,7 +161,7 @@ def _expand(items: Sequence[Item], workspace: str) -> Effects:
             inner = _Scope(scope.depth, scope.nesting + 1, chdirs)
             if item.execdir is not None:
                 stack.append((_Done(item.execdir, _written(out)), inner))
-            _push(stack, program_steps(item, workspace).items, inner)
+            _push(stack, program_steps(item, workspace, specs).items, inner)
     return out
 
 

@@ -10,7 +10,7 @@ spec in ``programs.py`` (or ``writers.py``, ``searchers.py``, ``git.py``), not a
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sandbox_agent.policy.analysis import Run, Shell, Steps
@@ -23,6 +23,7 @@ from sandbox_agent.policy.spec import (
     ProgramSpec,
     Refused,
     ShellSpec,
+    Spec,
     SuiteSpec,
     WrapperSpec,
     find_option,
@@ -33,11 +34,17 @@ __all__ = ["program_steps"]
 _DEFAULT = ProgramSpec()
 
 
-def program_steps(run: Run, workspace: str = "/workspace") -> Steps:
-    """What the argv of ``run`` does, from its program's spec; never raises."""
+def program_steps(
+    run: Run, workspace: str = "/workspace", specs: Mapping[str, Spec] = SPECS
+) -> Steps:
+    """What the argv of ``run`` does, from its program's spec in ``specs``; never raises.
+
+    A module (``python -m MODULE``) and a subcommand (``ruff check``) are option tables of
+    ``PROGRAMS``.
+    """
     prog = program_name(run.argv[0], workspace)
     args = list(run.argv[1:])
-    spec = SPECS.get(prog, _DEFAULT)
+    spec = specs.get(prog, _DEFAULT)
     out = Steps()
     if isinstance(spec, Refused) and not spec.runs:
         out.problem(spec.reason)
@@ -62,9 +69,11 @@ def _program(prog: str, args: list[str], spec: ProgramSpec, out: Steps) -> None:
         return
     if spec.module_option and len(args) > 1 and args[0] == spec.module_option:
         prog, args = args[1], args[2:]  # `python -m pytest ...` is read as `pytest ...`
+        spec = PROGRAMS.get(prog, _DEFAULT)
     if args and f"{prog} {args[0]}" in PROGRAMS:  # a subcommand: `ruff check`
         prog, args = f"{prog} {args[0]}", args[1:]
-    OptionReader(out).read(prog, PROGRAMS.get(prog, _DEFAULT), args)
+        spec = PROGRAMS[prog]
+    OptionReader(out).read(prog, spec, args)
 
 
 def _refused(prog: str, args: list[str], spec: Refused, out: Steps) -> None:
