@@ -366,3 +366,20 @@ def test_words_read_as_bash_reads_them(container: Container) -> None:
         if line != ("".join(f"<{f}>" for f in fields) if fields else "<>")
     ]
     assert not wrong, wrong[:10]
+
+
+def test_escaped_blanks_read_as_bash_reads_them(container: Container) -> None:
+    """Quoted parts joined by an escaped blank are one word to bash (``'a b'\\ c``)."""
+    rng = random.Random(13)
+    atoms = ["a", "'q r'", '"s"', "\\ ", "\\\t", "$'\\x20'", "x", "''", "\\\\"]
+    words = sorted({"".join(rng.choices(atoms, k=rng.randint(1, 6))) for _ in range(600)})
+    script = "".join(f"printf '<%s>' {w}; echo\n" for w in words)
+    lines = _text(container.exec_run(["bash", "-c", script]).output).split("\n")
+    checked = [
+        (w, line, fields)
+        for w, line in zip(words, lines, strict=False)
+        if (fields := engine_fields(w)) is not None
+    ]
+    assert len(checked) >= 150
+    wrong = [(w, line, f) for w, line, f in checked if line != "".join(f"<{x}>" for x in f)]
+    assert not wrong, wrong[:10]

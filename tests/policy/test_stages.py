@@ -63,6 +63,31 @@ def test_words_know_nothing_of_programs() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        r"cp src/app.py 'tests/test_'\ x.py",
+        r'cp src/app.py "tests/test_"\ x.py',
+        "cp src/app.py 'tests/test_'\\\tx.py",
+    ],
+)
+def test_an_escaped_blank_between_quotes_is_not_a_word_break(
+    engine: RuleEngine, command: str
+) -> None:
+    """bash reads ``'tests/test_'\\ x.py`` as one word, ``tests/test_ x.py`` (protected);
+    tree-sitter-bash drops the escaped blank and gives two words, so cp seemed to write
+    ``x.py``. Found while writing these tests; the read-only mounts stopped the write."""
+    analysis = analyze(command)
+    assert analysis.problems, [[w.text for w in c.argv] for c in analysis.commands]
+    assert engine.check_command(command).decision == "deny"
+
+
+def test_blanks_and_line_continuations_still_separate_words() -> None:
+    analysis = analyze("cat 'a' \\\n 'b'\t\"c\"")
+    assert not analysis.problems
+    assert [w.text for w in analysis.commands[0].argv] == ["cat", "a", "b", "c"]
+
+
 # --- stage 2: effects ---------------------------------------------------------------------
 
 
