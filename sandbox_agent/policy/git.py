@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from sandbox_agent.policy import gitopts
-from sandbox_agent.policy.spec import Opt, ProgramSpec, opts, strict_options
+from sandbox_agent.policy.spec import Opt, ProgramSpec, SuiteSpec, opts, strict_options
 
-__all__ = ["GIT_GLOBAL", "GIT_SUBCOMMANDS"]
+__all__ = ["GIT", "GIT_GLOBAL", "GIT_SUBCOMMANDS"]
 
 _EXT_DIFF = "runs an external diff program"
 _TEXTCONV = "runs the textconv filters configured for files"
@@ -104,21 +104,19 @@ _STRICT: dict[str, ProgramSpec] = {
     "rev-parse": ProgramSpec(strict_options(gitopts.REV_PARSE), strict=True, abbreviations=False),
 }
 """The subcommands the presets allow: every option known (``gitopts``)."""
-_GIT_REMOTE = ProgramSpec(
-    {
-        **opts("shell", "--upload-pack", "-u", "--receive-pack", "--exec"),
-        **opts("deny", "--config", "-c", reason="sets configuration that can run programs"),
-    }
-)
+_REMOTE_OPTIONS = {
+    **opts("shell", "--upload-pack", "-u", "--receive-pack", "--exec"),
+    **opts("deny", "--config", "-c", reason="sets configuration that can run programs"),
+}
+_GIT_REMOTE = ProgramSpec(_REMOTE_OPTIONS, network=True)
 
 GIT_SUBCOMMANDS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
         **_STRICT,
         **dict.fromkeys(("diff-tree", "diff-index", "diff-files"), _GIT_DIFF),
         **dict.fromkeys(("format-patch", "range-diff", "stash", "reflog"), _GIT_DIFF),
-        **dict.fromkeys(
-            ("fetch", "pull", "clone", "ls-remote", "push", "archive", "submodule"), _GIT_REMOTE
-        ),
+        **dict.fromkeys(("fetch", "pull", "clone", "ls-remote", "push", "submodule"), _GIT_REMOTE),
+        "archive": ProgramSpec(_REMOTE_OPTIONS),
         "rebase": ProgramSpec(opts("shell", "--exec", "-x")),
         "difftool": ProgramSpec(opts("shell", "--extcmd", "-x")),
         "config": ProgramSpec(opts("deny", "--edit", "-e", value=False, reason="opens an editor")),
@@ -164,3 +162,6 @@ GIT_GLOBAL: Mapping[str, Opt] = MappingProxyType(
     }
 )
 """git's options before the subcommand: path values are checked, the rest are stripped."""
+
+GIT = SuiteSpec(GIT_GLOBAL, GIT_SUBCOMMANDS, chdir=frozenset({"-C"}))
+"""git: options of its own, then a subcommand run in the directory ``-C`` names."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from sandbox_agent.policy.spec import ProgramSpec, names, opts, strict_options
+from sandbox_agent.policy.spec import ExpressionSpec, ProgramSpec, names, opts, strict_options
 
-__all__ = ["FIND_LEADING", "FIND_OPERATORS", "SEARCHERS"]
+__all__ = ["FIND", "SEARCHERS"]
 
 _DIGITS = "-0 -1 -2 -3 -4 -5 -6 -7 -8 -9 "
 _FILE_LIST = "reads a list of files the policy cannot check; name the files instead"
@@ -93,10 +93,6 @@ _FIND = strict_options(
     opts("read", *(n for n in _NEWER if not n.endswith("t"))),
 )
 
-FIND_OPERATORS = frozenset(names("( ) ! , -not -a -and -o -or"))
-"""Words of find's expression that are operators, not tests or actions."""
-FIND_LEADING = frozenset(names("-H -L -P"))
-"""Options before find's starting points (``-D DEBUGOPTS`` and ``-Olevel`` too)."""
 
 SEARCHERS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
@@ -109,3 +105,12 @@ SEARCHERS: Mapping[str, ProgramSpec] = MappingProxyType(
     }
 )
 """Strict specs of the search programs."""
+
+FIND = ExpressionSpec(
+    SEARCHERS["find"],
+    operators=frozenset(names("( ) ! , -not -a -and -o -or")),
+    leading=frozenset(names("-H -L -P")),
+    leading_valued=frozenset({"-D"}),
+    leading_attached=("-D", "-O"),
+)
+"""find: leading options, starting points (read), then its expression."""

