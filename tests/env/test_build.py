@@ -162,7 +162,9 @@ def test_dockerfile_base_is_built_once_then_reused(env_builds: EnvBuilds) -> Non
     again = env_builds.build(repo, settings)
     assert again.cached
     assert again.tag == first.tag
-    (repo / "ci/tool.txt").write_text("changed\n")  # a file the Dockerfile copies: a new base
+    (repo / "ci/tool.txt").write_text(
+        f"changed {TOKEN}\n"
+    )  # a file the Dockerfile copies: a new base
     env_builds.bases.append(dockerfile_tag(repo, detect_plan(repo, settings).base))
     changed = env_builds.build(repo, settings)
     assert not changed.cached

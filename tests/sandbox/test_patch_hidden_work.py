@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.sandbox.base import Patch
+from sandbox_agent.sandbox.gitops import MODEL_GIT_MOUNT, REPO_PINNING
 from tests.sandbox.conftest import MakeSandbox, git
 
 pytestmark = pytest.mark.docker
@@ -38,7 +39,9 @@ def test_a_nested_repo_without_a_commit_is_in_the_patch_as_files(
     make_sandbox: MakeSandbox, sample_repo: Path, tmp_path: Path
 ) -> None:
     sb = make_sandbox(sample_repo)
-    r = sb.exec("mkdir -p sub/deep && cd sub && git init -q && echo hi > x.txt", timeout_s=30)
+    r = sb.exec(
+        f"{UNPIN}mkdir -p sub/deep && cd sub && git init -q && echo hi > x.txt", timeout_s=30
+    )
     assert r.exit_code == 0, r.stderr
     sb.write_file("sub/deep/y.txt", "deep\n")
     sb.write_file("top.txt", "top\n")
@@ -57,7 +60,7 @@ def test_a_nested_repo_with_a_commit_is_files_not_a_gitlink(
     make_sandbox: MakeSandbox, sample_repo: Path
 ) -> None:
     sb = make_sandbox(sample_repo)
-    script = (
+    script = UNPIN + (
         "mkdir sub && cd sub && git init -q && echo hi > x.txt && echo '*.tmp' > .gitignore"
         " && echo skip > y.tmp && git add -A && git -c user.name=m -c user.email=m@m commit -qm m"
         " && mkdir inner && cd inner && git init -q && echo in > i.txt"
@@ -80,7 +83,7 @@ def test_a_nested_repo_in_a_directory_the_baseline_tracks_is_listed(
     make_sandbox: MakeSandbox, sample_repo: Path
 ) -> None:
     sb = make_sandbox(sample_repo)
-    r = sb.exec("cd src && git init -q && echo 'X = 2' > pkg/old_name.py", timeout_s=30)
+    r = sb.exec(f"{UNPIN}cd src && git init -q && echo 'X = 2' > pkg/old_name.py", timeout_s=30)
     assert r.exit_code == 0, r.stderr
     patch = sb.patch()
     assert patch.paths == ("src/pkg/old_name.py",)
@@ -184,6 +187,9 @@ def test_paths_and_text_are_one_staged_state(make_sandbox: MakeSandbox, sample_r
     git(sample_repo, "status")  # the user's repo is untouched and still a repo
 
 
+UNPIN = f"unset {' '.join(REPO_PINNING)}; "
+"""The model's git is pinned to the workspace; a nested repository needs it unpinned."""
+
 PLANT = (
     "import hashlib, os, sys, zlib\n"
     "real, fake = b'benign\\n', b'evil!!\\n'\n"
@@ -195,7 +201,10 @@ PLANT = (
 )
 
 
-@pytest.mark.parametrize("objects", ["/workspace/.git/objects", "/tmp/.sandbox-agent/objects"])
+@pytest.mark.parametrize(
+    "objects",
+    ["/workspace/.git/objects", "/tmp/.sandbox-agent/objects", f"{MODEL_GIT_MOUNT}/objects"],
+)
 def test_objects_the_model_plants_do_not_change_the_patch(
     make_sandbox: MakeSandbox, sample_repo: Path, objects: str
 ) -> None:
@@ -203,8 +212,11 @@ def test_objects_the_model_plants_do_not_change_the_patch(
     sb = make_sandbox(sample_repo)
     sb.write_file("plant.py", PLANT)
     sb.write_file("f.txt", "benign\n")
-    r = sb.exec(f"mkdir -p {objects} && python3 plant.py {objects} && rm plant.py", timeout_s=30)
-    assert r.exit_code == 0, r.stderr
+    r = sb.exec(f"mkdir -p {objects} ; python3 plant.py {objects} ; rm plant.py", timeout_s=30)
+    if objects.startswith("/workspace/.git"):  # a read-only mount: the plant itself fails
+        assert "Read-only file system" in r.stderr
+    else:
+        assert r.exit_code == 0, r.stderr
     patch = sb.patch()
     assert "+benign" in patch.text
     assert "evil" not in patch.text
