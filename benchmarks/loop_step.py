@@ -2,14 +2,13 @@
 
 Run: ``.venv/bin/python benchmarks/loop_step.py [--calls 200] [--repeat 5] [--profile]``.
 
-A scripted run on the demo repo makes ``--calls`` ``bash true`` calls. The scripted model is
-timed from outside: the time from one ``next_turn`` to the next is one tool call end to end
-(model turn, trace events, budget, policy decision, sandbox round trip, observation). At each
-turn, before the step's clock starts again, one local ``bash -c true`` is spawned and timed
-too, so the baseline is sampled interleaved with the steps, under the same load (the machine
-may be shared). Each run reports median step / median local; the table shows the median of
-``--repeat`` runs. Target (issue 9): at most 1.5x, with the trace as the default keeps it.
-``--profile`` prints where the time of the first run goes.
+A scripted run on the demo repo makes ``--calls`` ``bash true`` calls back to back. The scripted
+model is timed from outside: the time from one ``next_turn`` to the next is one tool call end
+to end (model turn, trace events, budget, policy decision, sandbox round trip, observation).
+Local ``bash -c true`` is sampled ``--calls`` times just before and just after each run, so the
+baseline shares the run's load (the machine may be shared). Each run reports median step /
+median local; the table shows the median of ``--repeat`` runs. Target (issue 9): at most 1.5x,
+with the trace as the default keeps it. ``--profile`` prints where the first run's time goes.
 """
 
 from __future__ import annotations
@@ -44,11 +43,10 @@ def script(path: Path, calls: int) -> Path:
 
 
 class Probe:
-    """Times the steps between model turns and one local ``bash -c true`` at each turn."""
+    """Times the steps between model turns (nothing else runs between them)."""
 
     def __init__(self) -> None:
         self.steps: list[float] = []
-        self.local: list[float] = []
         self._last: float | None = None
 
     def wrap(self, next_turn: Callable[..., ModelTurn]) -> Callable[..., ModelTurn]:
@@ -56,12 +54,19 @@ class Probe:
             now = time.perf_counter()
             if self._last is not None:
                 self.steps.append(now - self._last)
-            subprocess.run(LOCAL, check=True)
-            self.local.append(time.perf_counter() - now)
-            self._last = time.perf_counter()
+            self._last = now
             return next_turn(model, *args)
 
         return timed
+
+
+def local_bash(n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        subprocess.run(LOCAL, check=True)
+        out.append(time.perf_counter() - start)
+    return out
 
 
 def one_run(root: Path, calls: int, profile: cProfile.Profile | None = None) -> Probe:
@@ -104,9 +109,11 @@ def main() -> None:
     profile = cProfile.Profile() if args.profile else None
     runs = []
     for i in range(args.repeat):
+        samples = local_bash(args.calls)
         with tempfile.TemporaryDirectory() as tmp:
             probe = one_run(Path(tmp), args.calls, profile if i == 0 else None)
-        runs.append((ms(probe.local), ms(probe.steps[1:])))  # the first step starts the loop
+        samples += local_bash(args.calls)
+        runs.append((ms(samples), ms(probe.steps[1:])))  # the first step starts the loop
     local = statistics.median(r[0] for r in runs)
     step = statistics.median(r[1] for r in runs)
     ratio = statistics.median(r[1] / r[0] for r in runs)
