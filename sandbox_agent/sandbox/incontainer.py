@@ -133,7 +133,8 @@ As ``bash -c <command>`` would: stdin ``/dev/null``, ``$0`` ``bash``, no argumen
 environment and directory, no extra fd or variable, ``$BASH_EXECUTION_STRING``, ``$SECONDS``
 and ``$_`` as at start. Differences: bash's syntax errors say ``eval:`` where ``-c:`` would
 stand; the last command is not exec'ed in place of bash, so bash stays its parent (a command
-killed by a signal also gets bash's ``Killed`` line on stderr; the exit code is the same).
+killed by a signal also gets bash's ``Killed`` line on stderr; the exit code is the same);
+``ps`` shows this script as the shell's arguments; ``set`` lists ``PIPESTATUS`` too.
 """
 
 
