@@ -41,6 +41,21 @@ _ASSIGNMENT = re.compile(
 )
 """``NAME=value``, ``NAME: value``, ``"name": "value"``: the value (up to a quote or space)."""
 
+# Cheap necessary conditions, tried first: a pattern runs only where its hint is found. They
+# are checked on the lower-cased text, which is only equivalent to ``(?i)`` for ASCII; other
+# text runs every pattern. (Most trace lines hold no hint at all: redaction then costs a few
+# substring searches instead of four scans of the line.)
+_KEY_BLOCK_HINT = "-----BEGIN"
+_SCHEMES = ("bearer", "basic", "token")
+_CREDENTIAL_HINT = re.compile(r"(?:bearer|basic|token)\s")
+_TOKEN_HINT = re.compile(r"sk-|gh[pousr]_|github_pat_|xox[abposr]-|AKIA|AIza")
+_NAME_STEMS = ("pass", "secret", "token", "api", "access", "private", "credential", "auth")
+_NAME_HINT = re.compile(
+    r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"|credentials?|authorization|auth[_-]?(?:token|key|header))(?![a-z0-9])"
+)
+"""A secret name's keyword as ``_SECRET_NAME`` ends it: not followed by a letter or digit."""
+
 
 class Redactor:
     """Replaces known secrets (in every common spelling) and secret-looking values."""
@@ -56,10 +71,18 @@ class Redactor:
         """``value`` with every secret replaced by ``[REDACTED]``."""
         for known in self._known:
             value = value.replace(known, REDACTED)
-        value = _PATTERNS[0].sub(REDACTED, value)
-        value = _PATTERNS[1].sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", value)
-        value = _PATTERNS[2].sub(REDACTED, value)
-        return _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, value)
+        if not value.isascii():
+            return _all_patterns(value)
+        if _KEY_BLOCK_HINT in value:
+            value = _PATTERNS[0].sub(REDACTED, value)
+        low = value.lower()  # replacements below add no hint, so it stays a superset
+        if any(word in low for word in _SCHEMES) and _CREDENTIAL_HINT.search(low):
+            value = _PATTERNS[1].sub(_keep_scheme, value)
+        if _TOKEN_HINT.search(value):
+            value = _PATTERNS[2].sub(REDACTED, value)
+        if any(stem in low for stem in _NAME_STEMS) and _NAME_HINT.search(low):
+            value = _ASSIGNMENT.sub(_keep_name, value)
+        return value
 
     def data(self, value: Any) -> Any:
         """Every string inside ``value`` (dicts, lists, tuples) redacted; keys are kept."""
@@ -70,6 +93,22 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
+
+
+def _keep_scheme(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{m.group(2)}{REDACTED}"
+
+
+def _keep_name(m: re.Match[str]) -> str:
+    return m.group(1) + REDACTED
+
+
+def _all_patterns(value: str) -> str:
+    """Every pattern, unconditionally (the reference the hints must agree with)."""
+    value = _PATTERNS[0].sub(REDACTED, value)
+    value = _PATTERNS[1].sub(_keep_scheme, value)
+    value = _PATTERNS[2].sub(REDACTED, value)
+    return _ASSIGNMENT.sub(_keep_name, value)
 
 
 def _spellings(secret: str) -> set[str]:

@@ -83,3 +83,51 @@ def test_a_redacted_json_line_stays_valid_json() -> None:
     assert KEY not in line
     assert "abcdefghijklmnopqrstu" not in line
     assert back["command"] == f"printf {REDACTED}"
+
+
+FRAGMENTS = [
+    "exit code: 0",
+    '"prompt_tokens":12,',
+    "max_tokens: 100",
+    "PASSWORD=hunter2",
+    "db_password: 'x1'",
+    '{"api_key": "zzz"}',
+    "x-api-key:abcdef",
+    "Authorization: Bearer abcdefghijklmnop",
+    "token  abcdefghij",
+    "BASIC dXNlcjpwYXNzd29yZA==",
+    "ghp_" + "a" * 24,
+    "github_pat_" + "B" * 22,
+    "xoxb-1234567890-abc",
+    "AKIA" + "Q" * 16,
+    "AIza" + "z" * 31,
+    "sk-" + "k" * 20,
+    "-----BEGIN EC PRIVATE KEY-----\nabc\n-----END EC PRIVATE KEY-----",
+    "my_secret_value = s3cr3t;",
+    "auth-header: v",
+    "credentials=(x)",
+    "tokenizer: gpt2",
+    "author: Jane",
+    "passed=True",
+    '"text":"a \\" quoted"',
+    "Access_Key = AB12",
+    "PRIVATE-KEY: k",
+    "pa\u017f\u017fword=x",  # long s: (?i) matches it to s
+    "\u212aey_auth_token=x",  # Kelvin sign: (?i) matches it to k
+    "é token=abc",
+]
+
+
+def test_the_quick_path_redacts_exactly_what_every_pattern_would() -> None:
+    """Hints skip patterns that cannot match; the result must be the same as running them all."""
+    from sandbox_agent.redact import _all_patterns
+
+    redactor = Redactor()
+    count = 0
+    for a in FRAGMENTS:
+        for b in FRAGMENTS:
+            for sep in (" ", "", '","', "\n"):
+                text = a + sep + b
+                assert redactor.text(text) == _all_patterns(text), text
+                count += 1
+    assert count == len(FRAGMENTS) ** 2 * 4
