@@ -50,7 +50,11 @@ CONTAINER_ENV = {
 ``gitops.MODEL_GIT_ENV`` is added last, so nothing replaces git's pinning."""
 
 _REAPER = (
-    "import os, signal\n"
+    "import os, signal, sys\n"
+    "uid, gid = (int(x) for x in sys.argv[1].split(':'))\n"
+    "os.setgroups([])\n"
+    "os.setresgid(gid, gid, gid)\n"
+    "os.setresuid(uid, uid, uid)\n"
     "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
     "while True:\n"
     "    try:\n"
@@ -60,7 +64,9 @@ _REAPER = (
     "        pass\n"
     "    signal.sigtimedwait([signal.SIGCHLD], 5)\n"
 )
-"""PID 1 of every container: reaps orphans as they exit; immune to signals from inside."""
+"""PID 1 of every container: becomes the agent's user entirely, then reaps orphans as they
+exit; immune to signals from inside. The container starts as root only so that the executor,
+started as root too, gets CAP_SETUID/CAP_SETGID (see ``executor.ExecutorChannel``)."""
 _IN_MEMORY_MIN_FREE = 4 << 30
 
 
@@ -164,14 +170,14 @@ def container_kwargs(
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
-        "command": [executor_python(config), "-c", _REAPER],
+        "command": [executor_python(config), "-c", _REAPER, user],
         "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
         "labels": {
             engine.RUN_LABEL: run_id,
             engine.WORKSPACE_LABEL: str(root),
             engine.OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}",
         },
-        "user": user,
+        "user": "0:0",  # PID 1 drops to ``user`` at once; the executor keeps root's real id
         "working_dir": "/workspace",
         "environment": container_env(config),
         "network_mode": "bridge" if config.limits.network else "none",
@@ -181,6 +187,9 @@ def container_kwargs(
             CONTAINER_HOME: f"{tmpfs_opts},mode=700,uid={uid},gid={gid}",
         },
         "cap_drop": ["ALL"],
+        # Only for the executor (started as root) to take the agent's ids and for the commands
+        # it starts to drop to them; no process of the agent's user holds either capability.
+        "cap_add": ["SETUID", "SETGID"],
         "security_opt": ["no-new-privileges:true"],
         "privileged": False,
         "pids_limit": host_pids_limit(config.limits),
@@ -209,7 +218,7 @@ def start_container(
         channel = ExecutorChannel(
             client.api,
             str(container.id),
-            user=kwargs["user"],
+            user=kwargs["command"][-1],  # the agent's uid:gid
             env=kwargs["environment"],
             python=kwargs["command"][0],  # PID 1's interpreter: executor_python(config)
         )

@@ -34,6 +34,9 @@ from sandbox_agent.errors import (
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 
+EXECUTOR_USER = "0:0"
+"""Who the executor starts as: root with CAP_SETUID/CAP_SETGID only, until it takes the agent's
+effective ids."""
 EXECUTOR_SOURCE = (Path(__file__).parent / "incontainer.py").read_text(encoding="utf-8")
 """Source of the in-container executor, sent with ``python3 -c``."""
 
@@ -152,16 +155,22 @@ class ExecutorChannel:
         python: str = "python3",
         argv: list[str] | None = None,
     ) -> None:
-        """Start the executor with ``python`` (see :func:`interpreter_for`), or ``argv``."""
+        """Start the executor with ``python`` (see :func:`interpreter_for`), or ``argv``.
+
+        The executor starts as root (the container grants only CAP_SETUID and CAP_SETGID) and
+        works with ``user``'s effective ids; every command it runs is ``user`` entirely. So no
+        process of ``user``'s can reach the channel (``incontainer._become_agent``). ``argv``
+        (tests) starts as ``user`` directly.
+        """
         try:
             exec_id = api.exec_create(
                 container_id,
-                argv or [python, "-u", "-c", EXECUTOR_SOURCE],
+                argv or [python, "-u", "-c", EXECUTOR_SOURCE, user],
                 stdin=True,
                 stdout=True,
                 stderr=True,
                 tty=False,
-                user=user,
+                user=user if argv else EXECUTOR_USER,
                 environment=env,
                 workdir="/workspace",
             )["Id"]

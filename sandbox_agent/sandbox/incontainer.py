@@ -97,6 +97,7 @@ def _popen(command: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        **_AS_AGENT,
     )
 
 
@@ -165,6 +166,7 @@ class _Ready:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                **_AS_AGENT,
                 pass_fds=(r,),
             )
             self.fd, w = w, -1
@@ -445,6 +447,7 @@ def op_run(req: dict[str, Any]) -> dict[str, Any]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        **_AS_AGENT,
     )
     assert proc.stdout is not None
     assert proc.stderr is not None
@@ -494,6 +497,38 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "tool_failed", "message": f"{e.strerror}: {e.filename}"}
 
 
+_AS_AGENT: dict[str, Any] = {}
+"""``Popen`` arguments that start a process as the agent's user (see :func:`_become_agent`)."""
+
+
+def _become_agent(user: str) -> None:
+    """Work as the agent's user while staying out of its reach.
+
+    Started as root with only CAP_SETUID and CAP_SETGID, the executor drops its supplementary
+    groups and sets its *effective* ids to the agent's (``uid:gid``): files it reads and writes
+    are the agent's, its capabilities leave the effective set. Its real and saved ids stay 0,
+    so no process of the agent's user may open ``/proc/<this pid>/fd`` (the channel), ptrace
+    it or signal it, whatever the kernel (gVisor included) does with the dumpable flag. Every
+    command it starts becomes the agent entirely (``setregid``/``setreuid`` to the effective
+    ids, which needs no capability), so no command keeps a privilege. Started as the agent
+    already (no user given, or not root), nothing changes.
+
+    Raises:
+        SystemExit: the ids could not be set; never run a command as root instead.
+    """
+    if not user or os.geteuid() != 0:
+        return
+    uid, gid = (int(x) for x in user.split(":"))
+    try:
+        os.setgroups([])
+        os.setegid(gid)
+        os.seteuid(uid)
+    except OSError as e:
+        sys.stderr.write(f"sandbox-agent executor: cannot become {user}: {e}\n")
+        raise SystemExit(3) from e
+    _AS_AGENT.update(user=uid, group=gid)
+
+
 def _not_dumpable() -> None:
     """``prctl(PR_SET_DUMPABLE, 0)``: ``/proc/<this pid>/fd`` is closed to same-uid processes.
 
@@ -510,6 +545,7 @@ def _not_dumpable() -> None:
 
 def main() -> None:
     """Serve requests from stdin until it closes."""
+    _become_agent(sys.argv[1] if len(sys.argv) > 1 else "")
     _not_dumpable()
     out = sys.stdout.buffer
     try:

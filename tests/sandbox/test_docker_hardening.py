@@ -32,7 +32,8 @@ def test_hardening_read_back_from_inspect(
     host = attrs["HostConfig"]
     assert host["NetworkMode"] == "none"
     assert host["CapDrop"] == ["ALL"]
-    assert not host["CapAdd"]
+    # Only for the executor to take the agent's ids (it starts as root) and drop its commands.
+    assert sorted(host["CapAdd"]) == ["SETGID", "SETUID"]
     assert host["Privileged"] is False
     assert host["ReadonlyRootfs"] is True
     assert "no-new-privileges:true" in host["SecurityOpt"]
@@ -41,7 +42,7 @@ def test_hardening_read_back_from_inspect(
     assert host["MemorySwap"] == 512 * 1024 * 1024
     assert host["NanoCpus"] == 1_500_000_000
     assert set(host["Tmpfs"]) == {"/tmp", "/home/agent"}
-    assert attrs["Config"]["User"] == "1000:1000"
+    assert attrs["Config"]["User"] == "0:0"  # PID 1 becomes 1000:1000 at once (see below)
     assert attrs["Config"]["Labels"][RUN_LABEL] == "test-test_hardening_read_back_from_inspect"
     mounts = attrs["Mounts"]
     assert sorted((m["Source"], m["Destination"], m["RW"]) for m in mounts) == [
@@ -69,9 +70,14 @@ def test_inside_the_container(make_sandbox: MakeSandbox, sample_repo: Path) -> N
         for line in sb.exec("cat /proc/self/status", timeout_s=30).stdout.splitlines()
         if ":\t" in line
     )
-    assert int(status["CapEff"], 16) == 0
-    assert int(status["CapBnd"], 16) == 0
+    for caps in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(status[caps], 16) == 0, caps
+    # SETUID/SETGID stay in the bounding set (no capability can drop it), out of reach: no
+    # permitted capability, and no-new-privileges stops setuid and file-capability programs.
+    assert int(status["CapBnd"], 16) == 0xC0
     assert status["NoNewPrivs"].strip() == "1"
+    ids = sb.exec("ps -o ruid=,euid=,suid= -p 1,$PPID", timeout_s=30).stdout.split()
+    assert ids == ["1000", "1000", "1000", "0", "1000", "0"]  # PID 1, then the executor
     assert status["Seccomp"].strip() == "2"  # docker's default syscall filter stays on
     assert sb.exec("test -S /var/run/docker.sock", timeout_s=30).exit_code != 0
 
