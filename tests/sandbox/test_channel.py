@@ -204,7 +204,7 @@ def test_a_stopped_executor_is_a_timeout_and_is_replaced(
     monkeypatch.setattr(docker_sandbox, "_CHANNEL_MARGIN_S", 1.0)
     # Something outside the model stops it (root in the container, as the engine could).
     docker_client.api.exec_start(
-        docker_client.api.exec_create(sb.container_id, ["kill", "-STOP", executor], user="0")
+        docker_client.api.exec_create(sb.container_id, ["kill", "-STOP", executor], user="0")["Id"]
     )
     with pytest.raises(ToolError) as info:
         sb.exec("true", timeout_s=1)

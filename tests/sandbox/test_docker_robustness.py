@@ -91,7 +91,7 @@ def test_killed_executor_is_a_tool_error_and_the_next_call_works(
     assert sb.exec("echo alive", timeout_s=30).stdout == "alive\n"
     executor = sb.exec("echo $PPID", timeout_s=30).stdout.strip()
     docker_client.api.exec_start(  # killed from outside the model (root in the container)
-        docker_client.api.exec_create(sb.container_id, ["kill", "-9", executor], user="0")
+        docker_client.api.exec_create(sb.container_id, ["kill", "-9", executor], user="0")["Id"]
     )
     with pytest.raises(ToolError) as info:
         sb.exec("true", timeout_s=30)
