@@ -97,7 +97,6 @@ def _popen(command: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        **_AS_AGENT,
     )
 
 
@@ -166,7 +165,6 @@ class _Ready:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                **_AS_AGENT,
                 pass_fds=(r,),
             )
             self.fd, w = w, -1
@@ -447,7 +445,6 @@ def op_run(req: dict[str, Any]) -> dict[str, Any]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        **_AS_AGENT,
     )
     assert proc.stdout is not None
     assert proc.stderr is not None
@@ -497,21 +494,20 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "tool_failed", "message": f"{e.strerror}: {e.filename}"}
 
 
-_AS_AGENT: dict[str, Any] = {}
-"""``Popen`` arguments that start a process as the agent's user (see :func:`_become_agent`)."""
-
-
 def _become_agent(user: str) -> None:
     """Work as the agent's user while staying out of its reach.
 
     Started as root with only CAP_SETUID and CAP_SETGID, the executor drops its supplementary
-    groups and sets its *effective* ids to the agent's (``uid:gid``): files it reads and writes
-    are the agent's, its capabilities leave the effective set. Its real and saved ids stay 0,
-    so no process of the agent's user may open ``/proc/<this pid>/fd`` (the channel), ptrace
-    it or signal it, whatever the kernel (gVisor included) does with the dumpable flag. Every
-    command it starts becomes the agent entirely (``setregid``/``setreuid`` to the effective
-    ids, which needs no capability), so no command keeps a privilege. Started as the agent
-    already (no user given, or not root), nothing changes.
+    groups and takes the agent's real and effective ids (``uid:gid``), keeping only the *saved*
+    ids 0. Files it reads and writes are the agent's; its capabilities leave the effective set.
+    The saved id is enough: no process of the agent's user may open ``/proc/<this pid>/fd``
+    (the channel) or ptrace it, since all three ids must match for that, whatever the kernel
+    (gVisor included) does with the dumpable flag. A command it starts execs with the agent's
+    effective id, which ``execve`` copies into the saved id: the command is the agent entirely,
+    with no capability, and the executor still starts it with ``vfork`` (no id to change in
+    the child). The agent may still signal the executor (its real id is the agent's); a killed
+    or stopped executor is replaced (``docker.py``). Started as the agent already (no user
+    given, or not root), nothing changes.
 
     Raises:
         SystemExit: the ids could not be set; never run a command as root instead.
@@ -521,12 +517,11 @@ def _become_agent(user: str) -> None:
     uid, gid = (int(x) for x in user.split(":"))
     try:
         os.setgroups([])
-        os.setegid(gid)
-        os.seteuid(uid)
+        os.setresgid(gid, gid, 0)
+        os.setresuid(uid, uid, 0)
     except OSError as e:
         sys.stderr.write(f"sandbox-agent executor: cannot become {user}: {e}\n")
         raise SystemExit(3) from e
-    _AS_AGENT.update(user=uid, group=gid)
 
 
 def _not_dumpable() -> None:

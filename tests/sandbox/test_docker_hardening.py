@@ -77,7 +77,8 @@ def test_inside_the_container(make_sandbox: MakeSandbox, sample_repo: Path) -> N
     assert int(status["CapBnd"], 16) == 0xC0
     assert status["NoNewPrivs"].strip() == "1"
     ids = sb.exec("ps -o ruid=,euid=,suid= -p 1,$PPID", timeout_s=30).stdout.split()
-    assert ids == ["1000", "1000", "1000", "0", "1000", "0"]  # PID 1, then the executor
+    # PID 1, then the executor: its saved id 0 keeps its fds from the agent (all must match)
+    assert ids == ["1000", "1000", "1000", "1000", "1000", "0"]
     assert status["Seccomp"].strip() == "2"  # docker's default syscall filter stays on
     assert sb.exec("test -S /var/run/docker.sock", timeout_s=30).exit_code != 0
 
