@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
+import timeit
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,12 +28,7 @@ from sandbox_agent.settings import EnvironmentSection
 
 
 def median_s(fn: Callable[[], object], n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(timeit.repeat(fn, repeat=n, number=1))
 
 
 def config_for(repo: Path | None) -> tuple[Path, DockerSandboxConfig, str]:
