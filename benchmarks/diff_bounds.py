@@ -1,10 +1,10 @@
-"""What ``Sandbox.diff()`` does with workspaces git struggles to diff: outcome, time, host memory.
+"""What ``Sandbox.patch()`` does with workspaces git struggles to diff: outcome, time, memory.
 
 Run: ``.venv/bin/python benchmarks/diff_bounds.py [--cases big,sparse,many]``.
 
 Each case gets a fresh sandbox over a small repo; the workspace is changed from inside the
-container, then ``diff()`` is timed. The outcome is the first line of the patch's summary or of
-the error. Host memory is this process's peak RSS (VmHWM) before and after the case.
+container, then ``patch()`` is timed. The outcome is the patch's size and what it left out
+(or the error). Host memory is this process's peak RSS (VmHWM) before and after the case.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def run_case(repo: Path, name: str) -> None:
         before = hwm_mb()
         start = time.perf_counter()
         try:
-            patch = sandbox.diff()
-            outcome = f"a patch of {len(patch) / (1 << 20):.1f} MiB"
+            patch = sandbox.patch()
+            left_out = ", ".join(f"{o.path} ({o.reason})" for o in patch.omitted)
+            outcome = f"a patch of {len(patch.text) / (1 << 20):.1f} MiB; left out: {left_out}"
         except SandboxAgentError as e:
             outcome = f"{type(e).__name__}: {str(e)[:150]}"
         elapsed = time.perf_counter() - start

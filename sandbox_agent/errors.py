@@ -269,3 +269,10 @@ class InexactWordError(SandboxAgentError):
 
     Internal to the policy engine, which turns it into a deny naming the reason.
     """
+
+
+class NotRenderedError(SandboxAgentError):
+    """A construct the engine's rendering of a command cannot reproduce exactly.
+
+    Internal to ``policy.render``, which returns the message as the reason for no rendering.
+    """

@@ -23,6 +23,7 @@ from sandbox_agent.types import Frozen
 
 __all__ = [
     "DEFAULT_MODEL",
+    "STRONGER_RUNTIME",
     "BudgetSection",
     "CommandsSection",
     "EnvironmentSection",
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
+STRONGER_RUNTIME = "runsc"
+"""gVisor's runtime: the one value of ``[sandbox] runtime`` an untrusted repo file may set."""
 
 
 class Merge(StrEnum):
@@ -149,6 +152,12 @@ class SandboxSection(_Section):
     """Default timeout of one bash tool call."""
     max_command_timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=600.0, gt=0)
     """The largest ``timeout_s`` the model may ask for; more is a deny."""
+    runtime: Annotated[
+        str | None, Rule(Merge.TRUSTED, flag="--runtime", tight=STRONGER_RUNTIME)
+    ] = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """OCI runtime of the agent's and the gate's container, as registered with Docker; unset:
+    the engine's default (runc). ``runsc`` (gVisor) puts a user-space kernel between the
+    commands and the host's; a repo's file may ask for it, never for another."""
 
 
 class PriceSection(_Section):
@@ -194,6 +203,11 @@ class GateSection(_Section):
     )
     """Start the model even when the tests cannot run at the baseline (a missing program or
     module, nothing collected): for a task that is to fix exactly that."""
+    allow_harness_changes: Annotated[bool, Rule(Merge.FALSE)] = False
+    """Accept a patch that changes how the tests run: pytest's configuration (``pytest.ini``,
+    ``conftest.py``, the pytest sections of ``pyproject.toml``/``setup.cfg``/``tox.ini``),
+    packaging metadata (``*.dist-info``, ``*.egg-info``, ``*.pth``), ``.gitignore``, or the
+    files defining another runner's command. Off: such a patch is refused, naming the files."""
 
 
 class EnvironmentSection(_Section):

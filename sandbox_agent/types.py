@@ -178,6 +178,29 @@ class GateCheck(Frozen):
     detail: str = ""
 
 
+class GateEvidence(Frozen):
+    """What a gate verdict rests on: tests that changed state, the harness, where it ran."""
+
+    fail_to_pass: tuple[str, ...] = ()
+    """Tests that failed (or errored) at the baseline and pass now: what the change fixed."""
+    pass_to_pass: int = Field(default=0, ge=0)
+    """How many tests passed at the baseline and still pass."""
+    still_failing: tuple[str, ...] = ()
+    """Tests failing now (at the baseline too, or newly)."""
+    new_tests: tuple[str, ...] = ()
+    """Tests the baseline did not have."""
+    harness: str | None = None
+    """Fingerprint of the pinned test harness (equal to the baseline's when accepted)."""
+    harness_note: str | None = None
+    """Why the harness is not pinned (not a plain pytest command, runner not found, ...)."""
+    strength: Literal["strong", "weak", "unknown"] = "unknown"
+    """``strong``: a test that failed at the baseline passes now; ``weak``: the tests already
+    passed at the baseline, so only "still passes" is shown; ``unknown``: no per-test report."""
+    judged_in: Literal["clean_copy", "workspace"] = "clean_copy"
+    """Where the tests ran: a fresh copy of the baseline with the patch applied, in a new
+    container without network (finish), or the model's own workspace (the baseline run)."""
+
+
 class GateOutcome(Frozen):
     """A gate verdict as it is recorded (``result.json``'s gate history, the trace)."""
 
@@ -189,6 +212,8 @@ class GateOutcome(Frozen):
     attempts_left: int | None = None
     """Finish requests the gate will still judge; ``0`` ends the run when this one failed."""
     checks: tuple[GateCheck, ...] = ()
+    evidence: GateEvidence | None = None
+    """What this verdict rests on (``None`` in records older than it)."""
 
 
 class GateVerdict(GateOutcome):

@@ -15,9 +15,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox_agent.errors import ToolError
+from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, HeadTailBuffer
+from sandbox_agent.sandbox.base import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    ExecResult,
+    HeadTailBuffer,
+    Patch,
+)
 from sandbox_agent.sandbox.gitops import parse_name_status
 from sandbox_agent.types import Finish, GateCheck, GateVerdict, ToolCall
 
@@ -41,6 +46,8 @@ class TempDirSandbox:
         """Every command ``exec`` received, in order."""
         self.resets = 0
         """How many times ``reset_processes`` was called."""
+        self.copies = 0
+        """How many clean copies were made (``clean_copy``)."""
         self._groups: list[int] = []
         self.baseline = self._git_baseline()
         self.closed = False
@@ -138,25 +145,59 @@ class TempDirSandbox:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
 
-    def _staged(self, *args: str) -> str:
-        index = self.root / ".git" / "sandbox-agent-diff-index"
-        env = {**os.environ, **_GIT_ENV, "GIT_INDEX_FILE": str(index)}
-        subprocess.run([*_GIT, "add", "-A"], cwd=self.root, env=env, check=True)
+    def _git_bytes(self, env: dict[str, str], *args: str) -> bytes:
         done = subprocess.run(
-            [*_GIT, "diff", "--cached", *args, self.baseline],
-            cwd=self.root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
+            [*_GIT, *args], cwd=self.root, env=env, capture_output=True, check=True
         )
         return done.stdout
 
+    def patch(self) -> Patch:
+        """Stage once in a scratch index; text and paths from it (nothing is ever omitted)."""
+        index = self.root / ".git" / "sandbox-agent-diff-index"
+        env = {**os.environ, **_GIT_ENV, "GIT_INDEX_FILE": str(index)}
+        self._git_bytes(env, "add", "-A")
+        diff = ("diff", "--cached", "--find-renames")
+        text = self._git_bytes(env, *diff, "--binary", self.baseline)
+        names = self._git_bytes(env, *diff, "--name-status", "-z", self.baseline)
+        return Patch(
+            text=text.decode("utf-8", "surrogateescape"),
+            paths=parse_name_status(names.decode("utf-8", "surrogateescape")),
+        )
+
     def diff(self) -> str:
-        return self._staged("--binary")
+        return self.patch().text
+
+    def baseline_file(self, path: str) -> bytes | None:
+        done = subprocess.run(
+            [*_GIT, "cat-file", "blob", f"{self.baseline}:{path}"],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    def clean_copy(self, patch: str) -> TempDirSandbox:
+        """A sibling directory with the baseline's files and ``patch`` applied."""
+        self.copies += 1
+        dest = self.root.parent / f"{self.root.name}-clean-{self.copies}"
+        dest.mkdir()
+        archive = subprocess.run(
+            [*_GIT, "archive", "--format=tar", self.baseline],
+            cwd=self.root,
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+        if patch:
+            done = subprocess.run(
+                [*_GIT, "apply", "-"], cwd=dest, input=patch.encode(), capture_output=True
+            )
+            if done.returncode != 0:
+                raise SandboxError(f"the patch does not apply: {done.stderr!r}", op="gate")
+        return TempDirSandbox(dest)
 
     def changed_paths(self) -> tuple[str, ...]:
-        return parse_name_status(self._staged("--name-status", "-z", "--find-renames"))
+        return self.patch().paths
 
 
 class FakePolicy:

@@ -203,6 +203,7 @@ class AgentLoop:
         approved = None
         if decision.decision == "ask" and self.approver is not None:
             approved = self.approver(call, decision)
+        ran = _as_checked(call, decision)
         self.trace.emit(
             PolicyDecisionEvent(
                 step=self.steps,
@@ -211,6 +212,7 @@ class AgentLoop:
                 rule=decision.rule,
                 reason=decision.reason,
                 approved=approved,
+                ran=None if ran is call else self.trace.text(ran.arguments["command"]),
             )
         )
         if decision.decision == "deny" or (decision.decision == "ask" and not approved):
@@ -222,7 +224,7 @@ class AgentLoop:
                 is_error=True,
                 kind="policy_denied",
             )
-        return self.runtime.execute(call)
+        return self.runtime.execute(ran)
 
     def _observe(self, observation: Observation) -> None:
         self.trace.emit(
@@ -274,3 +276,16 @@ class AgentLoop:
                 "([gate] max_attempts)",
             )
         return False
+
+
+def _as_checked(call: ToolCall, decision: Decision) -> ToolCall:
+    """The call to run: a bash command as the engine read it, when it could render it.
+
+    The engine renders a command whose every word it knows exactly (each re-quoted, the same
+    pipelines, lists and redirections), so bash cannot read a word differently from the check.
+    A command it cannot render (run-time expansions, heredocs, loops) runs as the model wrote it.
+    """
+    rendered = decision.rendered
+    if call.tool_name != "bash" or rendered is None or rendered == call.arguments.get("command"):
+        return call
+    return call.model_copy(update={"arguments": {**call.arguments, "command": rendered}})

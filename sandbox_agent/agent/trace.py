@@ -95,6 +95,9 @@ class PolicyDecisionEvent(_Event, Decision):
     tool_call_id: str
     approved: bool | None = None
     """For ``ask``: whether the user approved (``None`` when there was no one to ask)."""
+    ran: TextRecord | None = None
+    """The command the sandbox ran, when it is the engine's rendering of the model's text
+    (each word re-quoted as the engine read it) and differs from that text."""
 
 
 class ObservationEvent(_Event, ObservationFacts):
@@ -128,6 +131,7 @@ class GateResultEvent(_Event, GateOutcome):
             attempt=outcome.attempt,
             attempts_left=outcome.attempts_left,
             checks=outcome.checks,
+            evidence=outcome.evidence,
             feedback=feedback,
         )
 

@@ -187,6 +187,13 @@ def fix(
         Literal["native", "json"] | None,
         typer.Option(help="json: for servers without tool calling (policy: model.tool_protocol)."),
     ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            help="OCI runtime of the sandbox, e.g. runsc for gVisor (policy: sandbox.runtime; "
+            "`sandbox-agent doctor` says whether it is registered)."
+        ),
+    ] = None,
 ) -> None:
     """Fix an issue in a repository; your checkout changes only through `apply`."""
     if task_file is not None:
@@ -213,6 +220,7 @@ def fix(
             approve=approve,
             trace_content=trace_content,
             tool_protocol=tool_protocol,
+            runtime=runtime,
             allow_broken_baseline=True if allow_broken_baseline else None,
         ),
     )
@@ -275,7 +283,13 @@ def revise(
 
 
 @app.command(cls=Command)
-def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
+def demo(
+    as_json: JsonOption = False,
+    runs_dir: RunsDirOption = None,
+    runtime: Annotated[
+        str | None, typer.Option(help="OCI runtime of the sandbox, e.g. runsc for gVisor.")
+    ] = None,
+) -> None:
     """Run the whole pipeline on a bundled buggy project (real Docker, no API key)."""
     try:
         repo = make_demo_repo()
@@ -286,7 +300,7 @@ def demo(as_json: JsonOption = False, runs_dir: RunsDirOption = None) -> None:
         repo=repo,
         task=DEMO_TASK,
         runs_dir=runs_dir,
-        overrides={"--model": f"scripted:{demo_script()}"},
+        overrides={"--model": f"scripted:{demo_script()}", "--runtime": runtime},
     )
     record = _run(options, as_json=as_json, print_summary=False)
     if not as_json:

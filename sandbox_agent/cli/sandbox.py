@@ -80,14 +80,14 @@ def gc(
 def doctor(
     image: Annotated[str, typer.Option(help="Image to check.")] = DEFAULT_IMAGE,
 ) -> None:
-    """Check the Docker engine, permissions, the image and free disk; say how to fix each."""
+    """Check the Docker engine, permissions, image, free disk and gVisor; say how to fix each."""
     checks = run_checks(image)
     for check in checks:
-        mark = "ok  " if check.ok else "FAIL"
+        mark = "ok  " if check.ok else "off " if check.optional else "FAIL"
         _echo(f"[{mark}] {check.name}: {check.detail}")
         if not check.ok and check.fix:
-            _echo(f"       fix: {check.fix}")
-    if not all(check.ok for check in checks):
+            _echo(f"       {'to use it' if check.optional else 'fix'}: {check.fix}")
+    if not all(check.ok or check.optional for check in checks):
         raise typer.Exit(1)
     typer.echo("ready: sandboxes can run on this machine")
 

@@ -20,6 +20,7 @@ from sandbox_agent.agent.trace import (
     TraceEvent,
 )
 from sandbox_agent.cli.output import safe
+from sandbox_agent.gate.evidence import summary as evidence_summary
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.text import visible
 
@@ -67,6 +68,9 @@ def summary(record: RunRecord) -> Table:
         rows.insert(1, ("revised by", safe(", ".join(record.revised_by))))
     if record.error:
         rows.insert(5, ("error", f"[red]{safe(record.error, multiline=True)}[/]"))
+    if record.omitted:
+        left = "\n".join(f"{o.path or '(git)'}: {o.reason}, {o.detail}" for o in record.omitted)
+        rows.insert(-1, ("left out", f"[yellow]{safe(left, multiline=True)}[/]"))
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -118,6 +122,12 @@ def gates_view(record: RunRecord) -> RenderableType:
         lines.append(Text(f"  attempt {verdict.attempt}  {state}", style="" if failed else "green"))
         for check in failed:
             lines.append(Text(f"    {check.name}: {visible(check.detail)}", style="red"))
+        for check in verdict.checks:  # a harness change the user allowed is still shown
+            if check.passed and check.name == "harness_files" and check.detail:
+                lines.append(Text(f"    {check.name}: {visible(check.detail)}", style="yellow"))
+        if verdict.evidence is not None:
+            said = visible(evidence_summary(verdict.evidence))
+            lines.append(Text(f"    evidence: {said}", style="dim"))
     if len(lines) == 1:
         lines.append(Text("  (none: no finish was judged)", style="dim"))
     return Text("\n").join(lines)

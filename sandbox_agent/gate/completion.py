@@ -1,26 +1,37 @@
 """The completion gate: a finish request is accepted only when the project's tests pass.
 
 The gate fails closed. The test command comes from the user's policy or flags, never from the
-model. Accepting needs all of: the test command exits 0; the diff is non-empty (unless
-``require_diff = false``); no protected path changed (read off the diff, so changes made through
-bash count too); and, for pytest, no fewer tests ran than at the baseline and no test newly
-skipped or xfailed (pytest writes a JUnit XML report outside the workspace for this). An error or
+model. On a finish it first stops everything the model left running and takes the patch from
+the model's workspace; that patch is what is checked, judged and saved. The checks read the
+patch: it is non-empty (unless ``require_diff = false``), it changes no protected path, and it
+does not change how the tests run (``harnessfiles.py``; unless ``allow_harness_changes``). Then
+the patch is applied to a fresh copy of the baseline in a new container from the same image,
+without network (``judge``), and the tests run there: ignored files, caches and processes the
+model left behind are not there, and nothing the test run writes reaches the patch. Accepting
+needs the test command to exit 0 there; for pytest, no fewer tests than at the baseline and none
+newly skipped, and a pinned harness (``harness.py``) equal to the baseline's. An error or
 timeout of the gate itself is a rejection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
-from sandbox_agent.errors import SandboxError
-from sandbox_agent.gate.testrun import TestReport, TestRun, run_tests
-from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.errors import SandboxError, ToolError
+from sandbox_agent.gate import evidence, harness, harnessfiles
+from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
+from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings import GateSection
-from sandbox_agent.types import Finish, GateCheck, GateVerdict
+from sandbox_agent.types import Finish, GateCheck, GateEvidence, GateVerdict
 
-__all__ = ["CompletionGate", "Gate", "GateCheck", "GateVerdict"]
+__all__ = ["CompletionGate", "Gate", "GateCheck", "GateVerdict", "Judge"]
+
+Judge = Callable[[str], AbstractContextManager[Sandbox]]
+"""Makes the sandbox a patch is judged in: a fresh copy of the baseline with the patch applied,
+in a new container from the same image, without network; closed when the verdict is made."""
 
 
 class Gate(Protocol):
@@ -44,6 +55,7 @@ class CompletionGate:
         config: GateSection,
         *,
         is_protected: Callable[[str], bool],
+        judge: Judge,
         log_path: Path | None = None,
         redact: Callable[[str], str] = str,
     ) -> None:
@@ -56,20 +68,39 @@ class CompletionGate:
         self.log_path = log_path
         self.redact = redact
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
+        self.judge = judge
         self.baseline: TestRun | None = None
         self.verdicts: list[GateVerdict] = []
+        self.pin: Pin | None = None
+        self.pin_note: str | None = None
+        """Why the harness is not pinned, when it is not."""
+        self.judged: Patch | None = None
+        """The patch (and its paths) the last verdict judged: what the run saves."""
 
     def run_baseline(self) -> TestRun:
-        """Run the tests once before the loop; what fails now is told to the model."""
-        self.baseline = self._run_tests("baseline")
+        """Run the tests once before the loop; what fails now is told to the model.
+
+        This runs in the model's sandbox before the model did anything: it is clean. The
+        harness is resolved and recorded here; every later run must match it.
+        """
+        pin = resolve_pin(self.sandbox, self.test_command)
+        if isinstance(pin, str):
+            self.pin_note = pin
+        elif pin is None and is_pytest(self.test_command):
+            self.pin_note = "the test command is not a plain pytest invocation"
+        elif pin is None:
+            self.pin_note = "not a pytest command: the runner's files are the baseline's"
+        self.pin = pin if isinstance(pin, Pin) else None
+        self.baseline = self._run_tests(self.sandbox, "baseline", None)
         return self.baseline
 
     def check(self, finish: Finish) -> GateVerdict:
         attempt = len(self.verdicts) + 1
+        run: TestRun | None = None
         try:
-            checks, run = self._checks()
+            checks, run = self._checks(attempt)
         except SandboxError as e:
-            checks, run = [GateCheck(name="gate", passed=False, detail=f"gate error: {e}")], None
+            checks = [GateCheck(name="gate", passed=False, detail=f"gate error: {e}")]
         passed = all(c.passed for c in checks)
         left = self.config.max_attempts - attempt
         verdict = GateVerdict(
@@ -78,14 +109,23 @@ class CompletionGate:
             checks=tuple(checks),
             attempt=attempt,
             attempts_left=left,
+            evidence=self._evidence(run),
         )
         self.verdicts.append(verdict)
         return verdict
 
-    def _checks(self) -> tuple[list[GateCheck], TestRun]:
-        # Nothing the model left running may touch the workspace or the test run from here on.
+    def _evidence(self, run: TestRun | None) -> GateEvidence | None:
+        if run is None:
+            return None
+        return evidence.gather(self.baseline, run, harness_note=self.pin_note)
+
+    def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
+        # Nothing the model left running may touch the workspace from here on; the patch is
+        # taken once, and it is what is checked, judged in a clean copy and saved.
+        self.judged = None
         self.sandbox.reset_processes()
-        changed = self.sandbox.changed_paths()
+        self.judged = patch = self.sandbox.patch()
+        changed = patch.paths
         protected = sorted(p for p in changed if self.is_protected(p))
         checks = [
             GateCheck(
@@ -99,14 +139,77 @@ class CompletionGate:
                 detail=("changed protected path(s): " + ", ".join(protected)) if protected else "",
             ),
         ]
-        run = self._run_tests(f"finish attempt {len(self.verdicts) + 1}")
+        if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
+            checks.append(_omitted(patch))
+        with self.judge(patch.text) as copy:
+            checks.append(self._harness_files(changed, copy))
+            if not checks[-1].passed:  # a changed harness proves nothing: not run
+                return checks, None
+            run = self._run_tests(copy, f"finish attempt {attempt}", self._named_plugins())
         checks.append(run.check())
         if run.report is not None:
             checks.append(_compare_counts(run.report, self.baseline))
+        if self.pin is not None:
+            checks.append(self._harness_check(run))
         return checks, run
 
-    def _run_tests(self, label: str) -> TestRun:
-        run = run_tests(self.sandbox, self.test_command, self.config.timeout_s, label)
+    def _named_plugins(self) -> tuple[str, ...] | None:
+        if self.pin is None:
+            return None
+        record = self.baseline.harness if self.baseline is not None else None
+        return record.entry_points if record is not None else ()
+
+    def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
+        """Refuse a patch that changes how the tests run (the early, explained refusal)."""
+        record = self.baseline.harness if self.baseline is not None else None
+        shadowed = (
+            harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
+        )
+        found = harnessfiles.harness_changes(
+            changed,
+            test_command=self.test_command,
+            shadowed=shadowed,
+            before=self.sandbox.baseline_file,
+            after=lambda path: _read_bytes(copy, path),
+        )
+        if not found or self.config.allow_harness_changes:
+            detail = ("allowed: " + ", ".join(found)) if found else ""
+            return GateCheck(name="harness_files", passed=True, detail=detail)
+        return GateCheck(
+            name="harness_files",
+            passed=False,
+            detail="the patch changes how the tests run, which must stay the baseline's: "
+            + "; ".join(found)
+            + " (revert these; a user can allow it with [gate] allow_harness_changes)",
+        )
+
+    def _harness_check(self, run: TestRun) -> GateCheck:
+        """The pinned harness recorded by the gate's run must equal the baseline's."""
+        base = self.baseline.harness if self.baseline is not None else None
+        if run.harness is None:
+            why = run.harness_error or "no record"
+            return GateCheck(name="harness", passed=False, detail=f"harness not recorded: {why}")
+        if base is None:
+            return GateCheck(
+                name="harness",
+                passed=True,
+                detail=f"{run.harness.fingerprint} (the baseline left no record to compare)",
+            )
+        diffs = harness.differences(base, run.harness)
+        if diffs:
+            return GateCheck(
+                name="harness",
+                passed=False,
+                detail="the test harness differs from the baseline's: " + "; ".join(diffs[:10]),
+            )
+        return GateCheck(name="harness", passed=True, detail=f"{base.fingerprint} as at baseline")
+
+    def _run_tests(
+        self, sandbox: Sandbox, label: str, named_plugins: tuple[str, ...] | None
+    ) -> TestRun:
+        run = run_tests(
+            sandbox, self.test_command, self.config.timeout_s, label, self.pin, named_plugins
+        )
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
@@ -134,6 +237,23 @@ class CompletionGate:
         if left == 0:
             lines.append("No finish attempts remain.")
         return "\n".join(lines)
+
+
+def _omitted(patch: Patch) -> GateCheck:
+    shown = [f"{o.path or '(git)'} ({o.reason}: {o.detail})" for o in patch.omitted[:10]]
+    more = f" and {len(patch.omitted) - 10} more" if len(patch.omitted) > 10 else ""
+    return GateCheck(
+        name="omitted",
+        passed=True,
+        detail="left out of the patch, so absent where the tests ran: " + "; ".join(shown) + more,
+    )
+
+
+def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
+    try:
+        return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8")
+    except ToolError:
+        return None
 
 
 def _compare_counts(report: TestReport, baseline: TestRun | None) -> GateCheck:

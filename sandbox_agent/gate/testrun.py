@@ -17,10 +17,15 @@ import defusedxml
 import defusedxml.ElementTree
 
 from sandbox_agent.errors import SandboxError
+from sandbox_agent.gate import harness
+from sandbox_agent.gate.harness import HarnessRecord, Interpreter, Invocation
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
+from sandbox_agent.sandbox.gitops import REPO_PINNING
 from sandbox_agent.types import Frozen, GateCheck
 
 REPORT_DIR = "/tmp/sandbox-agent-gate"
+_UNPIN_GIT = f"unset {' '.join(REPO_PINNING)}; "
+"""Before every test run of the gate: git in the tests finds repositories as usual."""
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
 
@@ -59,6 +64,10 @@ class TestRun(Frozen):
     report: TestReport | None = None
     report_error: str | None = None
     """Why a pytest command gave no usable report (a rejection)."""
+    harness: HarnessRecord | None = None
+    """What the pinned harness recorded (``None``: not pinned, or pytest never got that far)."""
+    harness_error: str | None = None
+    """Why a pinned run left no harness record."""
 
     @property
     def passed(self) -> bool:
@@ -123,19 +132,101 @@ def is_pytest(command: str) -> bool:
     return False
 
 
-def run_tests(sandbox: Sandbox, command: str, timeout_s: float, label: str) -> TestRun:
-    """Run the test command in the sandbox; for pytest, read back its JUnit XML report."""
+class Pin(Frozen):
+    """How the gate runs a plain pytest command: under the harness of ``harness.py``."""
+
+    invocation: Invocation
+    interpreter: Interpreter
+
+
+def resolve_pin(sandbox: Sandbox, command: str) -> Pin | str | None:
+    """The pin for ``command`` in this (clean) sandbox; a reason when it cannot be pinned.
+
+    ``None``: the command is not a plain pytest invocation (it runs as written).
+    """
+    invocation = harness.parse_invocation(command)
+    if invocation is None:
+        return None
+    result = _exec(sandbox, harness.resolve_command(invocation), 60.0)
+    if result is None or result.exit_code != 0:
+        return f"`{invocation.program}` was not found in the environment"
+    interpreter = harness.parse_resolved(invocation, result.stdout)
+    if isinstance(interpreter, str):
+        return interpreter
+    return Pin(invocation=invocation, interpreter=interpreter)
+
+
+def run_tests(
+    sandbox: Sandbox,
+    command: str,
+    timeout_s: float,
+    label: str,
+    pin: Pin | None = None,
+    named_plugins: tuple[str, ...] | None = None,
+) -> TestRun:
+    """Run the test command in the sandbox; for pytest, read back its JUnit XML report.
+
+    With ``pin``, pytest runs under the pinned harness, which also records itself; with
+    ``named_plugins`` too, entry-point plugins are not autoloaded: exactly these are loaded.
+    """
+    if pin is not None:
+        return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins)
     if not is_pytest(command):
-        return TestRun(label=label, command=command, result=_exec(sandbox, command, timeout_s))
+        result = _exec(sandbox, _UNPIN_GIT + command, timeout_s)
+        return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
     wrapped = (
-        f"mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
+        f"{_UNPIN_GIT}mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
         f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
     )
     result = _exec(sandbox, wrapped, timeout_s)
     if result is None or result.timed_out:
         return TestRun(label=label, command=command, result=result)
+    return _read_report(sandbox, command, label, result, report)
+
+
+_PROBE_SOURCE = (Path(__file__).parent / "pytest_probe.py").read_text(encoding="utf-8")
+
+
+def _run_pinned(
+    sandbox: Sandbox,
+    command: str,
+    timeout_s: float,
+    label: str,
+    pin: Pin,
+    named_plugins: tuple[str, ...] | None,
+) -> TestRun:
+    run_dir = f"{REPORT_DIR}/{uuid.uuid4().hex}"
+    probe = f"{run_dir}/probe/{harness.PROBE_MODULE}.py"
+    setup = _exec(
+        sandbox,
+        f"mkdir -p {run_dir}/probe && printf %s {shlex.quote(_PROBE_SOURCE)} > {probe}",
+        60.0,
+    )
+    if setup is None or setup.exit_code != 0:
+        return TestRun(label=label, command=command, result=None)
+    pinned = harness.pinned_command(
+        pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
+    )
+    result = _exec(sandbox, _UNPIN_GIT + pinned, timeout_s)
+    if result is None or result.timed_out:
+        return TestRun(label=label, command=command, result=result)
+    record: HarnessRecord | str
+    raw = _exec(sandbox, f"cat {run_dir}/harness.json", 60.0, 1 << 20)
+    if raw is None or raw.exit_code != 0 or raw.stdout_dropped:
+        record = "pytest ended before the harness was recorded"
+    else:
+        record = harness.parse_record(raw.stdout)
+    run = _read_report(sandbox, command, label, result, f"{run_dir}/junit.xml")
+    if isinstance(record, str):
+        return run.model_copy(update={"harness_error": record})
+    return run.model_copy(update={"harness": record})
+
+
+def _read_report(
+    sandbox: Sandbox, command: str, label: str, result: ExecResult, report: str
+) -> TestRun:
     xml = _exec(sandbox, f"cat {report} && rm -f {report}", 60.0, MAX_REPORT_BYTES)
     if xml is None or xml.exit_code != 0 or xml.stdout_dropped:
         why = "pytest wrote no JUnit report (was junitxml disabled?)"

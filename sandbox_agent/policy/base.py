@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from pydantic import Field
+
 from sandbox_agent.types import Frozen, ToolCall
 
 DecisionKind = Literal["allow", "deny", "ask"]
@@ -17,6 +19,10 @@ class Decision(Frozen):
     """The rule that decided, as ``origin: rule text`` (``None`` when no rule matched)."""
     reason: str
     """One sentence the model can act on."""
+    rendered: str | None = Field(default=None, exclude=True)
+    """For an allowed shell command whose every word the engine knows exactly: the command
+    with each word re-quoted as the engine read it (``policy.render``), for the sandbox to run
+    instead of the model's text. Not part of the serialised decision (``--json`` contracts)."""
 
 
 class PolicyEngine(Protocol):

@@ -12,10 +12,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sandbox_agent.policy.analysis import Effects
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.policy.commands import CommandFacts, collect_facts
+from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.pathcheck import STATIC, PathChecker
 from sandbox_agent.policy.pathcheck import deny as _deny
+from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
 from sandbox_agent.settings import Policy
 from sandbox_agent.types import ToolCall
@@ -135,7 +137,13 @@ class RuleEngine:
         """Decide on a shell command string (what ``policy check`` prints)."""
         if not command.strip():
             return _deny("the command is empty; give a command to run", STATIC)
-        facts = collect_facts(command, self.workspace)
+        decision = self.judge(command_effects(command, self.workspace))
+        if decision.decision == "deny":
+            return decision
+        return decision.model_copy(update={"rendered": render(command)[0]})
+
+    def judge(self, facts: Effects) -> Decision:
+        """Stage 3: decide on what a command would do (its ``Effects``) under the policy."""
         return (
             self._deny_rule_hit(facts)
             or self._program_check(facts, unknown_only=True)
@@ -146,16 +154,16 @@ class RuleEngine:
             or self._ask_or_allow(facts)
         )
 
-    def _problem(self, facts: CommandFacts) -> Decision | None:
+    def _problem(self, facts: Effects) -> Decision | None:
         if facts.problems:
             first = facts.problems[0]
             return _deny(first[0].upper() + first[1:] + ".", STATIC)
-        if not facts.invocations and not facts.env:
+        if not facts.runs and not facts.env:
             return _deny("the command runs nothing; give a command to run", STATIC)
         return None
 
-    def _deny_rule_hit(self, facts: CommandFacts) -> Decision | None:
-        for argv in facts.invocations:
+    def _deny_rule_hit(self, facts: Effects) -> Decision | None:
+        for argv in facts.runs:
             for rule, origin in self._deny_rules:
                 if rule.matches_normalised(argv):
                     return _deny(
@@ -165,7 +173,7 @@ class RuleEngine:
                     )
         return None
 
-    def _env_check(self, facts: CommandFacts) -> Decision | None:
+    def _env_check(self, facts: Effects) -> Decision | None:
         for name in facts.env:
             if name not in self._allow_env:
                 allowed = ", ".join(sorted(self._allow_env)) or "none"
@@ -176,9 +184,9 @@ class RuleEngine:
                 )
         return None
 
-    def _program_check(self, facts: CommandFacts, *, unknown_only: bool) -> Decision | None:
+    def _program_check(self, facts: Effects, *, unknown_only: bool) -> Decision | None:
         """Deny the first program no ask/allow rule admits (``unknown_only``: no rule names it)."""
-        for argv in facts.invocations:
+        for argv in facts.runs:
             if self._first(self._admitting_ask_rules, argv, normalised=True):
                 continue
             if self._first(self._allow_rules, argv, normalised=False):
@@ -206,8 +214,8 @@ class RuleEngine:
                 return f"{origin}: {rule.text}"
         return None
 
-    def _ask_or_allow(self, facts: CommandFacts) -> Decision:
-        for argv in facts.invocations:
+    def _ask_or_allow(self, facts: Effects) -> Decision:
+        for argv in facts.runs:
             rule = self._first(self._ask_rules, argv, normalised=True)
             if rule:
                 return Decision(
@@ -215,9 +223,7 @@ class RuleEngine:
                     rule=rule,
                     reason=f"`{_show(argv)}` needs the user's approval",
                 )
-        rules = [
-            self._first(self._allow_rules, argv, normalised=False) for argv in facts.invocations
-        ]
+        rules = [self._first(self._allow_rules, argv, normalised=False) for argv in facts.runs]
         unique = list(dict.fromkeys(r for r in rules if r))
         return Decision(
             decision="allow",

@@ -1,116 +1,33 @@
-"""Reading a program's options against what the engine knows of it (``ProgramSpec``).
+"""Reading a program's options against its option table (``ProgramSpec``); part of stage 2.
 
-``OptionReader`` turns the arguments of one known program into facts: the values of options
+``OptionReader`` turns the arguments of one program into ``Steps``: the values of options
 that write, read, run a program or a shell string, the program's own script (sed, awk), and
-its positional arguments as files read or written. git's global options and ``find``'s
-expression have their own readers. Running another program (``shell``, ``program``,
-``argv`` effects) goes back to the command walker through ``analysis`` and ``argv``.
+its positional arguments as files read or written. A program or shell string an option runs
+is recorded as a ``Run`` or ``Shell`` item, which the effects stage expands; nothing here
+calls back into it.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
-from sandbox_agent.policy.analysis import CommandFacts, ShellAnalysis
-from sandbox_agent.policy.git import GIT_GLOBAL, GIT_SUBCOMMANDS
+from sandbox_agent.policy.analysis import Run, Shell, Steps
 from sandbox_agent.policy.paths import looks_like_path
-from sandbox_agent.policy.programs import PROGRAMS, Opt, ProgramSpec, find_option
 from sandbox_agent.policy.scripts import check_awk, check_sed
-from sandbox_agent.policy.shell import parse_depth_analyze
+from sandbox_agent.policy.spec import Opt, ProgramSpec, find_option
 
-__all__ = ["OptionReader"]
+__all__ = ["OptionReader", "at"]
 
 
-class OptionReader(ABC):
-    """Adds what a program's options and operands do to ``facts``."""
+class OptionReader:
+    """Adds what a program's options and operands do to ``out``, in order."""
 
-    def __init__(self, facts: CommandFacts, workspace: str) -> None:
-        """Collect into ``facts``; ``workspace`` is the repo root in the sandbox."""
-        self.f = facts
-        self.workspace = workspace
+    def __init__(self, out: Steps) -> None:
+        """Record into ``out``."""
+        self.out = out
 
-    @abstractmethod
-    def analysis(self, result: ShellAnalysis, depth: int) -> None:
-        """Add the facts of a nested shell string's analysis."""
-
-    @abstractmethod
-    def argv(self, argv: list[str], depth: int, dynamic_tail: bool = False) -> None:
-        """Add the facts of one argv that would run."""
-
-    def _git(self, args: list[str], depth: int) -> None:
-        i = 0
-        while i < len(args) and args[i].startswith("-"):
-            token = args[i]
-            hit = find_option(GIT_GLOBAL, token)
-            if hit is None:
-                self.f.problems.append(f"the git option `{token}` is not known to be safe")
-                self.f.invocations.append(("git", *args))
-                return
-            name, opt = hit
-            value: str | None = None
-            if opt.value:
-                value = token.partition("=")[2] if "=" in token else _at(args, i + 1)
-                i += 0 if "=" in token else 1
-            self._effect("git", name, opt, value, depth)
-            i += 1
-        rest = args[i:]
-        self.f.invocations.append(("git", *rest))
-        if rest:
-            spec = GIT_SUBCOMMANDS.get(rest[0], ProgramSpec())
-            self._options("git " + rest[0], spec, rest[1:], depth)
-
-    def _find(self, args: list[str], depth: int) -> None:
-        self.f.invocations.append(("find", *args))
-        spec = PROGRAMS["find"]
-        i = 0
-        while i < len(args) and args[i] in ("-H", "-L", "-P"):
-            i += 1
-        roots = 0
-        while i < len(args) and not args[i].startswith(("-", "(", "!", ")", ",")):
-            self.f.reads.append(args[i])
-            roots += 1
-            i += 1
-        while i < len(args):
-            token = args[i]
-            hit = spec.options.get(token)
-            if hit is not None and hit.effect == "argv":
-                end = _exec_end(args, i + 1)
-                if end is None:
-                    self.f.problems.append(f"`find {token}` is not terminated by `;` or `{{}} +`")
-                    return
-                self._exec(token, args[i + 1 : end], depth)
-                i = end + 1
-                continue
-            if hit is not None:
-                value = _at(args, i + 1) if hit.value else None
-                self._effect("find", token, hit, value, depth)
-                i += 2 if hit.value else 1
-                continue
-            if looks_like_path(token) and not token.startswith("-"):
-                self.f.reads.append(token)
-            i += 1
-
-    def _exec(self, action: str, argv: list[str], depth: int) -> None:
-        """``find -exec``/``-ok`` run ``argv``; ``-execdir``/``-okdir`` in each match's directory.
-
-        Relative paths of ``-execdir`` commands are relative to directories the policy cannot
-        list, so any file they write (or a relative program) is refused.
-        """
-        written = len(self.f.writes) + len(self.f.trees)
-        self.argv(argv, depth)
-        if not action.endswith("dir"):
-            return
-        if len(self.f.writes) + len(self.f.trees) > written:
-            self.f.problems.append(
-                f"`find {action}` runs its command in each matched file's directory, so the "
-                "files it writes cannot be checked; use `-exec` with paths from the repo root"
-            )
-        elif "/" in argv[0] and not argv[0].startswith("/"):
-            self.f.problems.append(
-                f"`find {action}` would run `{argv[0]}` relative to each matched file's directory"
-            )
-
-    def _options(self, prog: str, spec: ProgramSpec, args: list[str], depth: int) -> None:
+    def read(self, prog: str, spec: ProgramSpec, args: list[str]) -> None:
+        """What ``prog`` (shown in reasons, ``git diff``) does with ``args`` under ``spec``."""
+        if spec.network:
+            self.out.fact("network", prog)
         positionals: list[str] = []
         patterns_given = False
         rewrites: set[str] = set()
@@ -130,14 +47,15 @@ class OptionReader(ABC):
                 patterns_given = patterns_given or opt.effect in ("script", "script_file")
                 rewrites.update([opt.effect] if opt.effect in ("in_place", "fix") else [])
                 if opt.optional and value is not None and opt.reason:
-                    self.f.problems.append(f"`{prog} {name}` with `{value}` {opt.reason}")
+                    self.out.problem(f"`{prog} {name}` with `{value}` {opt.reason}")
                 elif opt.effect == "script" and spec.script and value is not None:
                     self._script(spec.script, value)
                 else:
-                    self._effect(prog, name, opt, value, depth)
+                    self.effect(prog, name, opt, value)
             i += consumed
         if "fix" in rewrites:
-            self.f.trees.extend(positionals or ["."])
+            for path in positionals or ["."]:
+                self.out.fact("trees", path)
             positionals = []
         self._positionals(spec, positionals, patterns_given, "in_place" in rewrites)
 
@@ -154,7 +72,7 @@ class OptionReader(ABC):
             short = spec.options.get(name)
             if short is None:
                 if spec.strict:
-                    self._unknown(prog, spec, name)
+                    self.unknown(prog, spec, name)
                     return 1, effects
                 continue
             if not short.value:
@@ -165,22 +83,22 @@ class OptionReader(ABC):
             attached = token[j + 1 :]
             if attached:
                 return 1, [*effects, (name, short, attached)]
-            return 2, [*effects, (name, short, _at(args, i + 1))]
+            return 2, [*effects, (name, short, at(args, i + 1))]
         if effects:
             return 1, effects
         cut = min((token.find(c) for c in "/~" if c in token), default=-1)
         if cut > 0:
-            self._path_arg(token[cut:])
+            self.path_arg(token[cut:])
         return 1, []
 
     def _long_option(
         self, prog: str, spec: ProgramSpec, args: list[str], i: int
     ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
         token = args[i]
-        hit = find_option(spec.options, token)
+        hit = find_option(spec.options, token, prefixes=spec.abbreviations)
         if hit is None:
-            self._unknown(prog, spec, token.partition("=")[0])
-            self._path_arg(token.partition("=")[2])
+            self.unknown(prog, spec, token.partition("=")[0])
+            self.path_arg(token.partition("=")[2])
             return 1, []
         name, opt = hit
         if not opt.value:
@@ -188,12 +106,12 @@ class OptionReader(ABC):
             return 1, [(name, opt, token.partition("=")[2] if given else None)]
         if "=" in token:
             return 1, [(name, opt, token.partition("=")[2])]
-        return 2, [(name, opt, _at(args, i + 1))]
+        return 2, [(name, opt, at(args, i + 1))]
 
-    def _unknown(self, prog: str, spec: ProgramSpec, name: str) -> None:
+    def unknown(self, prog: str, spec: ProgramSpec, name: str) -> None:
         """An option a strict spec does not list: refused, since its value is unknown."""
         if spec.strict:
-            self.f.problems.append(
+            self.out.problem(
                 f"`{prog} {name}` is not an option the policy knows, so it cannot tell what "
                 "the option does or which word is its value; leave it out"
             )
@@ -214,70 +132,71 @@ class OptionReader(ABC):
             writes = positionals[-1:]
         elif spec.writes == "second" and len(positionals) > 1:
             writes = positionals[1:2]
-        self.f.writes.extend(writes)
+        for path in writes:
+            self.out.fact("writes", path)
         for arg in positionals:
             if arg not in writes:
-                self._path_arg(arg)
+                self.path_arg(arg)
 
-    def _effect(self, prog: str, name: str, opt: Opt, value: str | None, depth: int) -> None:
+    def effect(self, prog: str, name: str, opt: Opt, value: str | None) -> None:
+        """What the option ``name`` of ``prog`` does with ``value``."""
         if opt.effect == "deny":
-            self.f.problems.append(f"`{prog} {name}` {opt.reason or 'is not allowed'}")
+            self.out.problem(f"`{prog} {name}` {opt.reason or 'is not allowed'}")
         elif opt.value and value is None:
-            self.f.problems.append(f"`{prog} {name}` is missing its value")
+            self.out.problem(f"`{prog} {name}` is missing its value")
         elif opt.effect == "shell":
-            self.analysis(parse_depth_analyze(value or "", depth + 1), depth + 1)
+            self.out.then(Shell(value or ""))
         elif opt.effect == "program":
-            self.argv([value or ""], depth)
+            self.out.then(Run((value or "",)))
+        elif opt.effect == "format" and "%G" in (value or ""):
+            self.out.problem(
+                f"`{prog} {name}` with a `%G` placeholder runs gpg to verify signatures"
+            )
         elif opt.effect == "ini":
             self._ini(prog, name, value or "")
         elif opt.effect == "write" and (opt.value or value is not None):
-            self.f.writes.append(value or "")
+            self.out.fact("writes", value or "")
         elif opt.effect == "write_tree":
-            self.f.trees.append(value or "")
+            self.out.fact("trees", value or "")
         elif opt.effect in ("read", "script_file"):
-            self.f.reads.append(value or "")
+            self.out.fact("reads", value or "")
 
     def _ini(self, prog: str, name: str, setting: str) -> None:
         """``pytest -o KEY=VALUE``: settings that write files, or add options, are seen."""
         key, _, value = setting.partition("=")
         key = key.strip()
         if key == "cache_dir":
-            self.f.trees.append(value)
+            self.out.fact("trees", value)
         elif key in ("log_file", "junit_xml", "debug_file"):
-            self.f.writes.append(value)
+            self.out.fact("writes", value)
         elif key == "addopts" and value.strip():
-            self.f.problems.append(
+            self.out.problem(
                 f"`{prog} {name} addopts=...` adds options the policy cannot check; pass them "
                 "directly"
             )
         else:
-            self._path_arg(value)
+            self.path_arg(value)
 
     def _script(self, language: str, script: str) -> None:
         if language == "sed":
             problem, reads = check_sed(script)
-            self.f.reads.extend(reads)
+            for path in reads:
+                self.out.fact("reads", path)
         else:
             problem = check_awk(script)
         if problem:
-            self.f.problems.append(problem)
+            self.out.problem(problem)
 
-    def _path_arg(self, arg: str) -> None:
+    def path_arg(self, arg: str) -> None:
+        """An argument that may name a file read (or ``KEY=PATH``)."""
         if looks_like_path(arg):
-            self.f.reads.append(arg)
+            self.out.fact("reads", arg)
         elif "=" in arg:
             value = arg.partition("=")[2]
             if looks_like_path(value):
-                self.f.reads.append(value)
+                self.out.fact("reads", value)
 
 
-def _exec_end(args: list[str], start: int) -> int | None:
-    """Where ``find -exec``'s command ends: at ``;``, or at a ``+`` right after ``{}``."""
-    for j in range(start + 1, len(args)):
-        if args[j] == ";" or (args[j] == "+" and args[j - 1] == "{}"):
-            return j
-    return None
-
-
-def _at(args: list[str], i: int) -> str | None:
+def at(args: list[str], i: int) -> str | None:
+    """``args[i]``, or ``None`` past the end."""
     return args[i] if i < len(args) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox_agent.policy.analysis import CommandFacts
+from sandbox_agent.policy.analysis import Effects
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.paths import (
     expand_braces,
@@ -80,11 +80,11 @@ class PathChecker:
                 return pattern
         return None
 
-    def check(self, facts: CommandFacts) -> Decision | None:
+    def check(self, facts: Effects) -> Decision | None:
         """The first path of a command that is outside, protected or not writable."""
         return self._path_check(facts) or self._symlink_check(facts)
 
-    def _cwds(self, facts: CommandFacts) -> list[str]:
+    def _cwds(self, facts: Effects) -> list[str]:
         cwds = [self.workspace]
         targets = [word for raw in facts.cds for word in expand_braces(raw)]
         for target in targets:
@@ -96,7 +96,7 @@ class PathChecker:
                 break
         return cwds[:_MAX_CWDS]
 
-    def _path_check(self, facts: CommandFacts) -> Decision | None:
+    def _path_check(self, facts: Effects) -> Decision | None:
         cwds = self._cwds(facts)
         for raw in facts.reads:
             for word in expand_braces(raw):
@@ -127,11 +127,11 @@ class PathChecker:
                 return denied
         return None
 
-    def _symlink_check(self, facts: CommandFacts) -> Decision | None:
+    def _symlink_check(self, facts: Effects) -> Decision | None:
         """With the host copy at hand, refuse any argument that is a symlink leading outside."""
         if self.host_workspace is None:
             return None
-        words = {a for argv in facts.invocations for a in argv[1:] if not a.startswith("-")}
+        words = {a for argv in facts.runs for a in argv[1:] if not a.startswith("-")}
         words.update(facts.reads, facts.writes, facts.trees)
         for word in sorted(words):
             for cwd in self._cwds(facts):

@@ -6,6 +6,9 @@ coding-agent allowlists (``find -exec``, ``git -c core.pager``, ``rg --pre``, ``
 and ``xargs`` wrapping, ``bash -c`` nesting, ``/proc/self/root`` paths, brace and glob command
 names). A program that is not described here is still checked (allow rules, path arguments);
 this table only adds what an argv prefix cannot see.
+
+``PROGRAMS`` holds the option tables by name; ``SPECS`` is what the effects stage looks a
+program up in: every kind of spec (``spec.Spec``), the option tables among them.
 """
 
 from __future__ import annotations
@@ -13,10 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from sandbox_agent.policy.git import GIT
+from sandbox_agent.policy.searchers import FIND, SEARCHERS
 from sandbox_agent.policy.spec import (
+    ChdirSpec,
     Effect,
     Opt,
     ProgramSpec,
+    Refused,
+    ShellSpec,
+    Spec,
     WrapperSpec,
     find_option,
     names,
@@ -30,6 +39,7 @@ __all__ = [
     "PROGRAMS",
     "PYTHONS",
     "SHELLS",
+    "SPECS",
     "WRAPPERS",
     "Effect",
     "Opt",
@@ -39,20 +49,8 @@ __all__ = [
     "opts",
 ]
 
-_GREP_VALUES = names(
-    "-m --max-count -A --after-context -B --before-context -C --context --include "
-    "--exclude --exclude-dir --label -d -D --binary-files --devices "
-    "--directories --exclude-from"
-)
-_RG_VALUES = names(
-    "-m --max-count -A --after-context -B --before-context -C --context -g --glob "
-    "--iglob --pre-glob -t --type -T --type-not -M --max-columns --max-depth -d -j "
-    "--threads --type-add -r --replace --sort --sortr -E --encoding --color --colors "
-    "--max-filesize"
-)
-
-
 _FILE_LIST = "reads a list of files the policy cannot check; name the files instead"
+_ARITHMETIC = "arithmetic comparisons in `[[ ]]` evaluate their operands as code; use `[ ]`"
 
 WRAPPERS: Mapping[str, WrapperSpec] = MappingProxyType(
     {
@@ -108,10 +106,6 @@ SHELLS = frozenset({"bash", "sh", "dash", "ash", "ksh", "mksh", "rbash"})
 FOREIGN_SHELLS = frozenset({"zsh", "fish", "csh", "tcsh", "busybox", "pwsh", "nu", "xonsh"})
 """Shells whose language is not bash: never analysable."""
 
-_FIND_PATTERNS = names(
-    "-name -iname -path -ipath -regex -iregex -wholename -iwholename -lname -ilname -printf"
-)
-
 _RUFF = ProgramSpec(
     {
         **opts("fix", "--fix", "--fix-only", "--add-noqa", "--unsafe-fixes", value=False),
@@ -142,43 +136,13 @@ _PIP = ProgramSpec(
         **opts("read", "-r", "--requirement", "-c", "--constraint"),
     }
 )
+_PIP_NET = ProgramSpec(_PIP.options, network=True)
+_NETWORK = ProgramSpec(network=True)
 
 PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
     {
         **WRITERS,
-        "find": ProgramSpec(
-            {
-                **opts("argv", "-exec", "-execdir", "-ok", "-okdir"),
-                **opts("write", "-fprint", "-fprint0", "-fls"),
-                **opts("deny", "-fprintf", reason="writes a file"),
-                **opts("deny", "-files0-from", reason=_FILE_LIST),
-                **opts("deny", "-delete", value=False, reason="deletes files not named in advance"),
-                **opts("pattern", *_FIND_PATTERNS),
-            },
-            single_dash_long=True,
-        ),
-        **{
-            name: ProgramSpec(
-                {
-                    **opts("script", "-e", "--regexp"),
-                    **opts("script_file", "-f", "--file"),
-                    **opts("pattern", *_GREP_VALUES),
-                    **opts("none", "--color", "--colour", value=False, optional=True),
-                },
-                pattern_first=True,
-            )
-            for name in ("grep", "egrep", "fgrep")
-        },
-        "rg": ProgramSpec(
-            {
-                **opts("program", "--pre", "--hostname-bin"),
-                **opts("script", "-e", "--regexp"),
-                **opts("script_file", "-f", "--file"),
-                **opts("pattern", *_RG_VALUES),
-                **opts("deny", "--search-zip", "-z", value=False, reason="runs decompressors"),
-            },
-            pattern_first=True,
-        ),
+        **SEARCHERS,
         "tar": ProgramSpec(
             {
                 **opts("shell", "--to-command", "-I", "--use-compress-program"),
@@ -189,14 +153,22 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
         "zip": ProgramSpec(
             {**opts("shell", "-TT", "--unzip-command"), **opts("write", "-O", "--output-file")}
         ),
-        "rsync": ProgramSpec(opts("shell", "-e", "--rsh", "--rsync-path")),
-        "scp": ProgramSpec(opts("program", "-S")),
-        "ssh": ProgramSpec(opts("deny", "-o", reason="options like ProxyCommand run programs")),
+        "rsync": ProgramSpec(opts("shell", "-e", "--rsh", "--rsync-path"), network=True),
+        "scp": ProgramSpec(opts("program", "-S"), network=True),
+        "ssh": ProgramSpec(
+            opts("deny", "-o", reason="options like ProxyCommand run programs"), network=True
+        ),
         "cut": ProgramSpec(
             opts("pattern", "-b", "--bytes", "-c", "--characters", "-f", "--fields")
             | opts("pattern", "-d", "--delimiter", "--output-delimiter")
         ),
         "tr": ProgramSpec(no_paths=True),
+        "[[": ProgramSpec(
+            refuse_words=dict.fromkeys(names("-eq -ne -lt -le -gt -ge"), _ARITHMETIC)
+        ),
+        **dict.fromkeys(PYTHONS, ProgramSpec(module_option="-m")),
+        **dict.fromkeys(("curl", "wget", "nc", "ncat", "telnet", "ftp"), _NETWORK),
+        **{f"pip {sub}": _PIP_NET for sub in ("install", "download")},
         "wc": ProgramSpec(opts("deny", "--files0-from", reason=_FILE_LIST)),
         "du": ProgramSpec(opts("deny", "--files0-from", reason=_FILE_LIST)),
         **{
@@ -262,6 +234,39 @@ PROGRAMS: Mapping[str, ProgramSpec] = MappingProxyType(
     }
 )
 """Option knowledge by program basename."""
+
+_NEVER = {
+    "eval": "`eval` runs a string the policy cannot see; run the command directly",
+    "source": "`source` runs a script the policy cannot see; run its commands directly",
+    ".": "`.` (source) runs a script the policy cannot see; run its commands directly",
+    "trap": "`trap` runs a command string later; run the command directly",
+    "alias": "aliases change what a command name runs; call the program directly",
+    "hash": "`hash` changes which file a command name runs",
+    "enable": "`enable` loads or disables shell builtins",
+    "fc": "`fc` re-runs history through an editor",
+    "bind": "`bind` can run commands on key presses",
+    "complete": "`complete -C` runs commands",
+    "coproc": "`coproc` is not supported here; run the command directly",
+    "let": "arithmetic evaluation is not allowed; write the values out",
+}
+
+SPECS: Mapping[str, Spec] = MappingProxyType(
+    {
+        **PROGRAMS,
+        **WRAPPERS,
+        **{name: Refused(reason) for name, reason in _NEVER.items()},
+        **dict.fromkeys(
+            SHELLS, ShellSpec(frozenset({"--rcfile", "--init-file", "-o", "-O", "+O", "+o"}))
+        ),
+        **dict.fromkeys(
+            FOREIGN_SHELLS, Refused("`{prog}` commands cannot be analysed; use bash syntax", True)
+        ),
+        **dict.fromkeys(("cd", "pushd"), ChdirSpec()),
+        "git": GIT,
+        "find": FIND,
+    }
+)
+"""Every program the effects stage knows, by name; any other is ``ProgramSpec()``."""
 
 ALIASES: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {

@@ -16,13 +16,21 @@ from __future__ import annotations
 from functools import lru_cache
 
 import tree_sitter_bash
-from tree_sitter import Language, Parser
+from tree_sitter import Language, Parser, Tree
 
 from sandbox_agent.policy.analysis import Redirect, ShellAnalysis, SimpleCommand, Word
 from sandbox_agent.policy.walker import Walker
 from sandbox_agent.policy.words import SOURCE
 
-__all__ = ["Redirect", "ShellAnalysis", "SimpleCommand", "Word", "analyze", "parse_depth_analyze"]
+__all__ = [
+    "Redirect",
+    "ShellAnalysis",
+    "SimpleCommand",
+    "Word",
+    "analyze",
+    "parse_depth_analyze",
+    "parse_tree",
+]
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
 _MAX_DEPTH = 8
@@ -61,6 +69,14 @@ def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
     finally:
         SOURCE.reset(token)
     return result
+
+
+def parse_tree(command: str) -> Tree | None:
+    """The tree-sitter tree of a command (of its ASCII stand-in), ``None`` if it is not text."""
+    if _lexical_problem(command):
+        return None
+    source = command.encode("utf-8")
+    return _PARSER.parse(bytes(b if b < 0x80 else 0x78 for b in source))
 
 
 def _lexical_problem(command: str) -> str | None:

@@ -1,5 +1,12 @@
 """The shape of the engine's program knowledge: options, their effects, and how they resolve.
 
+Every program the engine knows has one spec, of one of a few kinds (``Spec``): options and
+operands (``ProgramSpec``), a wrapper of another command (``WrapperSpec``), a bash-language
+shell (``ShellSpec``), never judged (``Refused``), ``cd`` (``ChdirSpec``), subcommands behind
+options of their own (``SuiteSpec``: git), starting points and an expression (``ExpressionSpec``:
+find). The effects stage (``readers.py``) has one reader per kind, so a new program is a new
+spec.
+
 An ``Opt`` says what an option's value means (a file written, a program run, a pattern, ...)
 and whether it takes one. A ``ProgramSpec`` collects a program's options; a *strict* spec
 lists every option the program accepts, so any other option is refused by name instead of
@@ -16,9 +23,15 @@ from typing import Literal
 
 __all__ = [
     "AMBIGUOUS",
+    "ChdirSpec",
     "Effect",
+    "ExpressionSpec",
     "Opt",
     "ProgramSpec",
+    "Refused",
+    "ShellSpec",
+    "Spec",
+    "SuiteSpec",
     "WrapperSpec",
     "find_option",
     "names",
@@ -40,6 +53,7 @@ Effect = Literal[
     "in_place",
     "fix",
     "ini",
+    "format",
     "none",
 ]
 """What an option's value means: a shell string run by ``sh -c``; a program run; an argv (``find
@@ -48,7 +62,8 @@ Effect = Literal[
 program's own pattern or script (``grep -e``, ``sed -e``: then every positional is a file); a
 file holding that pattern (``grep -f``: read, and every positional is a file); every operand
 is rewritten in place (``sed -i``); every operand is a directory tree rewritten, the current
-one without operands (``ruff check --fix``); a ``KEY=VALUE`` setting (``pytest -o``); no
+one without operands (``ruff check --fix``); a ``KEY=VALUE`` setting (``pytest -o``); a git
+pretty format (``%G`` placeholders run gpg); no
 effect (an option listed so that it is not taken for an abbreviation of another)."""
 
 
@@ -87,6 +102,16 @@ class ProgramSpec:
     """The pattern is a program in this language and is analysed too."""
     strict: bool = False
     """``options`` lists every option the program accepts: any other is refused by name."""
+    abbreviations: bool = True
+    """Long options may be abbreviated to a unique prefix (getopt, git's parse-options); when
+    not (git's revision and diff options), only exact names are options."""
+    refuse_words: Mapping[str, str] = field(default_factory=dict)
+    """Arguments refused wherever they appear, with the reason (``[[ a -eq b ]]``)."""
+    module_option: str = ""
+    """The option whose value names a program run with the rest (``python -m pytest``): the
+    rest is read with that program's spec."""
+    network: bool = False
+    """The program reaches the network (``git fetch``, ``curl``)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +131,66 @@ class WrapperSpec:
     """Options that cannot be analysed, with the reason."""
 
 
+@dataclass(frozen=True)
+class ShellSpec:
+    """A shell whose language is bash: a ``-c`` string is parsed again; a script is a path."""
+
+    refused: frozenset[str] = frozenset()
+    """Options that change how the shell runs its code (``--rcfile``, ``-o``)."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A program or builtin that is never judged statically (``eval``, ``zsh``)."""
+
+    reason: str
+    """Why; ``{prog}`` is replaced by the program's name."""
+    runs: bool = False
+    """Whether the argv is still listed as run (so that deny rules can name it)."""
+
+
+@dataclass(frozen=True)
+class ChdirSpec:
+    """A builtin that changes the working directory (``cd``, ``pushd``): its first operand."""
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A program of subcommands with options of its own before the subcommand (git).
+
+    Its options before the subcommand wrap the subcommand as ``env`` wraps a command: their
+    values are checked, and the subcommand runs on its own (in the directory of ``chdir``).
+    """
+
+    options: Mapping[str, Opt]
+    subcommands: Mapping[str, ProgramSpec]
+    """By name; a two-word name (``stash list``) is preferred over its first word."""
+    chdir: frozenset[str] = frozenset()
+    """Options whose values are the directory the subcommand runs in (``git -C``)."""
+
+
+@dataclass(frozen=True)
+class ExpressionSpec:
+    """A program whose arguments are starting points, then an expression of whole words (find)."""
+
+    options: ProgramSpec
+    """The expression's tests, actions and options (``single_dash_long``)."""
+    operators: frozenset[str]
+    """Words of the expression that are operators (``(``, ``!``, ``-o``)."""
+    leading: frozenset[str] = frozenset()
+    """Options before the starting points (``-H``, ``-L``, ``-P``)."""
+    leading_valued: frozenset[str] = frozenset()
+    """Leading options whose value is the next word (``-D DEBUGOPTS``)."""
+    leading_attached: tuple[str, ...] = ()
+    """Leading options with a value attached (``-O3``, ``-Dtree``)."""
+    expression_start: str = "-(!),"
+    """The characters a word of the expression starts with (a starting point does not)."""
+
+
+Spec = ProgramSpec | WrapperSpec | ShellSpec | Refused | ChdirSpec | SuiteSpec | ExpressionSpec
+"""Every kind of program knowledge; the effects stage has one reader per kind."""
+
+
 def opts(
     effect: Effect, *names: str, value: bool = True, reason: str = "", optional: bool = False
 ) -> dict[str, Opt]:
@@ -117,7 +202,9 @@ AMBIGUOUS = Opt("deny", value=False, reason="is an ambiguous abbreviation; write
 """What an abbreviation that matches several different options resolves to."""
 
 
-def find_option(options: Mapping[str, Opt], token: str) -> tuple[str, Opt] | None:
+def find_option(
+    options: Mapping[str, Opt], token: str, *, prefixes: bool = True
+) -> tuple[str, Opt] | None:
     """The known option a token names: exact name, else (``--long``) a unique prefix.
 
     A prefix of several options resolves to ``AMBIGUOUS`` (getopt refuses it unless they are
@@ -128,7 +215,7 @@ def find_option(options: Mapping[str, Opt], token: str) -> tuple[str, Opt] | Non
     hit = options.get(name)
     if hit is not None:
         return name, hit
-    if not name.startswith("--") or len(name) < 3:
+    if not prefixes or not name.startswith("--") or len(name) < 3:
         return None
     matches = [(known, opt) for known, opt in options.items() if known.startswith(name)]
     if not matches:

@@ -20,8 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from sandbox_agent.policy.commands import collect_facts
 from sandbox_agent.policy.config import UNTRUSTED
+from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.files import PolicyFile, preset_dir, preset_names, read_policy_file
 from sandbox_agent.policy.programs import FOREIGN_SHELLS, PYTHONS, SHELLS, WRAPPERS
@@ -204,7 +204,7 @@ class _Collect:
 
     def denied(self, call: RecordedCall, command: str) -> None:
         policy = self.candidate.policy(call.repo)
-        missing = [a for a in collect_facts(command).invocations if not _admitted(policy, a)]
+        missing = [a for a in command_effects(command).runs if not _admitted(policy, a)]
         if not missing:
             why = f"denied by {call.rule or 'the policy'}: no allow rule changes that"
             self.refused[(call.target, why)] += 1

@@ -347,16 +347,25 @@ def _spans_lines(node: Node) -> bool:
 
 
 def _touching(node: Node) -> str | None:
-    r"""Two argument nodes with nothing between them, as text; ``None`` if there are none.
+    r"""Two argument nodes bash reads as one word, as text; ``None`` if there are none.
 
-    bash reads one word there where tree-sitter read two: ``"test"\s/x`` is ``tests/x`` to
-    bash, and tree-sitter-bash splits it at the backslash.
+    tree-sitter-bash splits some words bash reads as one: ``"test"\s/x`` (at the backslash,
+    bash: ``tests/x``) and ``'a'\ b`` (leaving the escaped blank out of both, bash: ``a b``).
+    So between two words there must be blanks and nothing else; next to a redirection,
+    nothing else.
     """
-    words = [c for c in node.children if c.type not in _REDIRECTS]
-    for before, after in pairwise(words):
-        if before.end_byte == after.start_byte:
-            return SOURCE.get()[before.start_byte : after.end_byte].decode("utf-8", "replace")
+    source = SOURCE.get()
+    for before, after in pairwise(node.children):
+        gap = source[before.end_byte : after.start_byte]
+        redirect = before.type in _REDIRECTS or after.type in _REDIRECTS
+        if not _blank(gap) or not (gap or redirect):
+            return source[before.start_byte : after.end_byte].decode("utf-8", "replace")
     return None
+
+
+def _blank(gap: bytes) -> bool:
+    """Whether ``gap`` is only blanks and line continuations (an escaped blank is text)."""
+    return not gap.replace(b"\\\n", b"").strip(b" \t\n")
 
 
 def _substitutes(body: str) -> bool:

@@ -143,25 +143,38 @@ def _numeric_parameter(node: Node) -> bool:
 
 
 def _double_quoted(node: Node) -> str | None:
+    """The value of a ``"..."`` string, read from the source between its quotes.
+
+    tree-sitter leaves some characters outside every ``string_content`` node (a newline right
+    after the opening quote), so the text between the parts is read, not only the parts.
+    """
+    source = SOURCE.get()
     out: list[str] = []
+    start = node.start_byte + 1
     for child in node.children:
-        if not child.is_named:
+        if not child.is_named or child.type == "string_content":
             continue
-        if _numeric_parameter(child):
-            out.append("0")
-            continue
-        if child.type != "string_content":
+        if not _numeric_parameter(child):
             return None
-        raw = node_text(child)
-        i = 0
-        while i < len(raw):
-            if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
-                if raw[i + 1] != "\n":
-                    out.append(raw[i + 1])
-                i += 2
-                continue
-            out.append(raw[i])
-            i += 1
+        out.append(_unescape_double(source[start : child.start_byte].decode("utf-8", "replace")))
+        out.append("0")
+        start = child.end_byte
+    out.append(_unescape_double(source[start : node.end_byte - 1].decode("utf-8", "replace")))
+    return "".join(out)
+
+
+def _unescape_double(raw: str) -> str:
+    """Backslash removal in double quotes: before `$`, a backtick, `"`, a backslash, a newline."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+            if raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 2
+            continue
+        out.append(raw[i])
+        i += 1
     return "".join(out)
 
 

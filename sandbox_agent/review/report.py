@@ -31,7 +31,7 @@ from sandbox_agent.review.calls import CallHistory, call_histories
 from sandbox_agent.review.chart import usage_chart
 from sandbox_agent.review.html import badge, esc, page
 from sandbox_agent.run.artifacts import RunDir, RunRecord
-from sandbox_agent.types import GateOutcome
+from sandbox_agent.types import GateEvidence, GateOutcome
 
 __all__ = ["REPORT_FILE", "render_report", "write_report"]
 
@@ -143,9 +143,31 @@ def gate_section(record: RunRecord, events: tuple[TraceEvent, ...]) -> str:
         parts.append(
             f'<div class="verdict"><h3>{esc(title)} {badge(word)}</h3>'
             f"<table><tr><th>check</th><th>result</th><th>detail</th></tr>{checks}</table>"
+            f"{_evidence(outcome.evidence)}"
             f"{_text_details('what the model was told', feedback)}</div>"
         )
     return "\n".join(parts)
+
+
+def _evidence(evidence: GateEvidence | None) -> str:
+    """What the verdict rests on: fail-to-pass ids, pass-to-pass count, harness, strength."""
+    if evidence is None:
+        return ""
+    fixed = "".join(f"<li><code>{esc(t)}</code></li>" for t in evidence.fail_to_pass)
+    failing = "".join(f"<li><code>{esc(t)}</code></li>" for t in evidence.still_failing)
+    harness = evidence.harness or f"not pinned ({evidence.harness_note or 'no record'})"
+    where = (
+        "a clean copy of the baseline with the patch"
+        if evidence.judged_in == "clean_copy"
+        else "the workspace, before any change"
+    )
+    return (
+        f'<p class="evidence">evidence: strength <b>{esc(evidence.strength)}</b>, '
+        f"{evidence.pass_to_pass} pass-to-pass, harness <code>{esc(harness)}</code>, "
+        f"judged in {esc(where)}</p>"
+        + (f"<p>fail-to-pass:</p><ul>{fixed}</ul>" if fixed else "")
+        + (f"<p>failing:</p><ul>{failing}</ul>" if failing else "")
+    )
 
 
 def _text_details(label: str, text: TextRecord | None) -> str:

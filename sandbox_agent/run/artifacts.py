@@ -8,6 +8,7 @@ cost_usd}, run_dir, patch_path, trace_path``; ``--json`` prints exactly this obj
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -15,9 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.baseline import BaselineDiagnosis
+from sandbox_agent.sandbox.base import Omitted
 from sandbox_agent.types import Frozen, GateOutcome, Usage
 
 RESULT_FILE = "result.json"
@@ -82,6 +85,9 @@ class RunRecord(Frozen):
     when the patch was taken; ``apply`` refuses a patch that touches any other."""
     files_changed: int | None = 0
     """Files the patch changes; ``None`` when the final patch could not be computed."""
+    omitted: tuple[Omitted, ...] = ()
+    """What the workspace held that the patch leaves out, with why (a nested repository's
+    ``.git``, an unreadable file, a file past the diff's bounds)."""
     version: str = ""
     request: RunRequest = Field(default_factory=RunRequest)
     revised_by: tuple[str, ...] = ()
@@ -138,7 +144,7 @@ class RunDir:
     def write_record(self, record: RunRecord) -> None:
         """Replace ``result.json`` atomically (a reader never sees half a file)."""
         tmp = self.result_path.with_suffix(".json.tmp")
-        tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(_record_json(record) + "\n", encoding="utf-8")
         tmp.replace(self.result_path)
 
     def write_patch(self, diff: bytes | str) -> None:
@@ -165,7 +171,15 @@ class RunDir:
 
     def read_record(self) -> RunRecord:
         try:
-            return RunRecord.model_validate_json(self.result_path.read_text(encoding="utf-8"))
+            text = self.result_path.read_text(encoding="utf-8")
+            try:
+                return RunRecord.model_validate_json(text)
+            except ValidationError:
+                # A path that is not UTF-8 is written as a lone-surrogate escape ("\udce9"),
+                # valid JSON that pydantic's own parser refuses and the json module reads.
+                return RunRecord.model_validate(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{self.result_path}: not a valid run record ({e})") from e
         except FileNotFoundError as e:
             raise UserError(f"{self.path}: not a run directory (no {RESULT_FILE})") from e
         except ValidationError as e:
@@ -173,6 +187,14 @@ class RunDir:
                 f"{self.result_path}: not a valid run record ({e.error_count()} "
                 "problems); was it written by another version?"
             ) from e
+
+
+def _record_json(record: RunRecord) -> str:
+    """``result.json``'s text; a file name that is not UTF-8 is kept exactly, escaped."""
+    try:
+        return record.model_dump_json(indent=2)
+    except PydanticSerializationError:  # a lone surrogate: a path's byte that is not UTF-8
+        return json.dumps(record.model_dump(mode="json"), indent=2, ensure_ascii=True)
 
 
 def list_runs(runs_dir: Path) -> list[RunRecord]:

@@ -9,7 +9,8 @@ return values of the gate and the loop; the trace records, it is not read back.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from sandbox_agent import __version__
 from sandbox_agent.agent.budget import Budget, Limits, RunBudget
@@ -28,11 +29,12 @@ from sandbox_agent.gate.baseline import (
     local_modules,
 )
 from sandbox_agent.gate.completion import CompletionGate, Gate
+from sandbox_agent.gate.evidence import gather
 from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from sandbox_agent.run.prepare import Prepared
-from sandbox_agent.sandbox.base import Sandbox
+from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
     ExitReason,
@@ -100,6 +102,7 @@ class Run:
             sandbox,
             self.settings.gate,
             is_protected=self.engine.is_protected,
+            judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
         )
@@ -145,11 +148,26 @@ class Run:
                 raise
             return self._finish(result)
 
+    @contextmanager
+    def _judge_copy(self, patch: str) -> Iterator[Sandbox]:
+        """The sandbox a finish is judged in: the baseline plus ``patch``, nothing else."""
+        copy = self.sandbox.clean_copy(patch)
+        try:
+            _restore_generated(copy)
+            yield copy
+        finally:
+            copy.close()
+
     def _before_loop(self) -> list[ModelFeedback]:
-        self._restore_generated()
+        _restore_generated(self.sandbox)
         run = self.gate.run_baseline()
         check = run.check()
-        self.baseline = GateOutcome(phase="baseline", passed=run.passed, checks=(check,))
+        self.baseline = GateOutcome(
+            phase="baseline",
+            passed=run.passed,
+            checks=(check,),
+            evidence=gather(None, run, harness_note=self.gate.pin_note, judged_in="workspace"),
+        )
         note = baseline_note(run)
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
         self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
@@ -172,22 +190,6 @@ class Run:
                 ),
             )
         ]
-
-    def _restore_generated(self) -> None:
-        """Put back what setup generated in the repo, all of it ignored (never in the diff).
-
-        A version file (setuptools-scm, hatch-vcs), an editable install's metadata.
-        """
-        result = self.sandbox.exec(
-            f"if [ -f {GENERATED_TAR} ]; then tar -xf {GENERATED_TAR} -C /workspace "
-            "--no-same-owner --no-same-permissions --skip-old-files; fi",
-            timeout_s=120,
-        )
-        if result.exit_code != 0:
-            raise SandboxError(
-                f"could not restore the files the environment generated: {result.stderr}",
-                op="setup",
-            )
 
     def _judge_baseline(self, diagnosis: BaselineDiagnosis) -> None:
         """Stop before any model call when the tests cannot run; say when they already pass."""
@@ -236,28 +238,36 @@ class Run:
         }
 
     def _save_patch(self) -> None:
-        """Save the patch so far (after each verdict); the final save reports failures."""
-        try:
-            self._write_patch()
-        except (SandboxError, KeyboardInterrupt):
-            return
+        """Save the patch the gate just judged (after each verdict), exactly that one."""
+        if self.gate.judged is not None:
+            self._record_patch(self.gate.judged)
 
     def _write_patch(self) -> None:
-        patch = self.sandbox.diff()
-        paths = self.sandbox.changed_paths()
-        self.run_dir.write_patch(patch)
+        self._record_patch(self.sandbox.patch())
+
+    def _record_patch(self, patch: Patch) -> None:
+        self.run_dir.write_patch(patch.text)
         self.record = self.record.model_copy(
-            update={"files_changed": len(paths), "changed_paths": paths}
+            update={
+                "files_changed": len(patch.paths),
+                "changed_paths": patch.paths,
+                "omitted": patch.omitted,
+            }
         )
         self.run_dir.write_record(self.record)
 
     def _final_patch(self, result: RunResult) -> RunResult:
         """Take the final patch, with nothing the model left running; no success without it.
 
-        A patch that cannot be computed (a file over the size bound, too many files, git out of
-        memory) ends a finished run as ``sandbox_error`` with the reason; the patch saved after
-        the last verdict, the trace and the gate history are kept.
+        An accepted finish saves exactly the patch the gate judged. Otherwise the patch is taken
+        now; files it cannot hold are left out and listed (``omitted``). Only a failure of the
+        sandbox itself (git killed, the container gone) leaves no patch: a finished run then
+        ends as ``sandbox_error`` with the reason; the patch saved after the last verdict, the
+        trace and the gate history are kept.
         """
+        if result.gate_passed and self.gate.judged is not None:
+            self._record_patch(self.gate.judged)  # the patch accepted is the patch saved
+            return result
         try:
             self.sandbox.reset_processes()
             self._write_patch()
@@ -265,7 +275,7 @@ class Run:
             return result
         except SandboxError as e:
             self.record = self.record.model_copy(
-                update={"files_changed": None, "changed_paths": None}
+                update={"files_changed": None, "changed_paths": None, "omitted": ()}
             )
             why = f"cannot compute the patch: {e}"
             if result.exit_reason is not ExitReason.FINISHED:
@@ -303,6 +313,23 @@ class Run:
         )
         self.run_dir.write_record(self.record)
         return self.record
+
+
+def _restore_generated(sandbox: Sandbox) -> None:
+    """Put back what setup generated in the repo, all of it ignored (never in the diff).
+
+    A version file (setuptools-scm, hatch-vcs), an editable install's metadata.
+    """
+    result = sandbox.exec(
+        f"if [ -f {GENERATED_TAR} ]; then tar -xf {GENERATED_TAR} -C /workspace "
+        "--no-same-owner --no-same-permissions --skip-old-files; fi",
+        timeout_s=120,
+    )
+    if result.exit_code != 0:
+        raise SandboxError(
+            f"could not restore the files the environment generated: {result.stderr}",
+            op="setup",
+        )
 
 
 def _request(p: Prepared) -> RunRequest:

@@ -28,6 +28,7 @@ from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
+from sandbox_agent.sandbox.runtime import check_runtime
 
 __all__ = ["FixOptions", "environment", "notices", "run_fix", "sandbox_config"]
 
@@ -79,12 +80,16 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
-    """The container for this run: the environment's image and the tree's ``[sandbox]``."""
+    """The container for this run: the image, ``[sandbox]``, and the protected paths.
+
+    The protected paths (``[paths] protect``) are read-only mounts in every container it makes.
+    """
     base = prepared.plan.base
     return DockerSandboxConfig(
         image=env.tag,
         extra_env=dict(env.container_env),
         limits=prepared.settings.sandbox,
+        protect=prepared.settings.paths.protect,
         from_sandbox_image=base.kind == "image" and base.image == DEFAULT_IMAGE,
     )
 
@@ -151,6 +156,8 @@ def run_fix(
         for notice in notices(prepared):
             if warn is not None:
                 warn(notice)
+        limits = prepared.settings.sandbox
+        check_runtime(limits.runtime, network=limits.network)  # before a build, not after
         run_id = new_run_id()
         build_log = prepared.runs_dir.parent / "env-builds" / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)

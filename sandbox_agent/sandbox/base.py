@@ -7,7 +7,7 @@ the container). A path that resolves outside it raises ``ToolError("path_escape"
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import Field
 
@@ -29,6 +29,53 @@ class ExecResult(Frozen):
     stdout_dropped: int = Field(default=0, ge=0)
     """Bytes of stdout cut from the middle to keep memory bounded."""
     stderr_dropped: int = Field(default=0, ge=0)
+
+
+OmittedReason = Literal[
+    "nested_repository",
+    "unreadable",
+    "special_file",
+    "too_large",
+    "too_many_files",
+    "over_total_limit",
+    "index_error",
+]
+"""Why something in the workspace is not in the patch.
+
+- ``nested_repository``: a ``.git`` below the root (the files beside it ARE in the patch, as
+  ordinary files; the repository itself is not).
+- ``unreadable``: a file the sandbox cannot open, or a directory it cannot list (a tracked
+  file there is left as at the baseline).
+- ``special_file``: a FIFO, socket or device where the baseline had a file.
+- ``too_large``: a new or changed file over ``max_file_bytes``.
+- ``too_many_files``: new files past ``max_new_files``, whole top-level directories, the
+  fullest first (one entry ``dir/`` when the baseline has no file there, else one per file).
+- ``over_total_limit``: left out, largest first, to keep the patch within ``max_bytes``.
+- ``index_error``: git could not stage something else (the detail is git's message).
+"""
+
+
+class Omitted(Frozen):
+    """One thing the patch leaves out, and why."""
+
+    path: str
+    """Relative to the workspace root, exactly (a directory ends with ``/``); empty for
+    ``index_error``, which is about no one path."""
+    reason: OmittedReason
+    detail: str
+    """Human-readable: the size, the limit, or git's message."""
+
+
+class Patch(Frozen):
+    """The workspace against its baseline: text and paths from one staged state."""
+
+    text: str = ""
+    """``git diff --binary``, decoded from bytes with ``surrogateescape`` (re-encode it the
+    same way to get git's bytes back)."""
+    paths: tuple[str, ...] = ()
+    """Every path the patch touches (both names of a rename), exactly, in git's order."""
+    omitted: tuple[Omitted, ...] = ()
+    """What the workspace holds that the patch does not, with why."""
 
 
 class Sandbox(Protocol):
@@ -74,21 +121,41 @@ class Sandbox(Protocol):
         """
         ...
 
-    def diff(self) -> str:
-        """``git diff --binary`` of the workspace against its baseline commit.
+    def patch(self) -> Patch:
+        """The workspace against its baseline: text, paths and omissions from one staged state.
+
+        Always computed: what cannot be represented is left out and listed in ``omitted``.
 
         Raises:
-            SandboxError: the patch cannot be computed; never an empty diff instead. The
-                message names the reason: ``file_too_large``, ``too_many_files``,
-                ``diff_too_large`` (the bounds), or git failing or being killed.
+            SandboxError: only when the sandbox itself failed (git killed, the container
+                gone and not revivable).
         """
         ...
 
+    def diff(self) -> str:
+        """``patch().text`` (``git diff --binary`` against the baseline)."""
+        ...
+
     def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename), relative to the workspace.
+        """``patch().paths``: every path the patch touches, both names of a rename."""
+        ...
+
+    def baseline_file(self, path: str) -> bytes | None:
+        """A file's content at the baseline, read from the sandbox's own record of it.
+
+        Never from the workspace (the model may have changed its ``.git``). ``None``: the
+        baseline has no regular file there (or ``path`` is not a workspace path).
+        """
+        ...
+
+    def clean_copy(self, patch: str) -> Sandbox:
+        """A new sandbox over a fresh copy of this one's baseline with ``patch`` applied.
+
+        Same image and limits, no network; nothing of this sandbox's workspace but the patch.
+        The caller closes it.
 
         Raises:
-            SandboxError: as for :meth:`diff`.
+            SandboxError: the patch does not apply, or the new sandbox did not start.
         """
         ...
 

@@ -29,8 +29,10 @@ from sandbox_agent.sandbox.executor import (
     interpreter_for,
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
-from sandbox_agent.sandbox.workspace import SHADOW_DIR, Owner, remove_workspace
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.sandbox.protect import guard_dirs
+from sandbox_agent.sandbox.runtime import host_pids_limit
+from sandbox_agent.sandbox.workspace import MODEL_GIT_DIR, SHADOW_DIR, Owner, remove_workspace
+from sandbox_agent.settings import STRONGER_RUNTIME, SandboxSection
 from sandbox_agent.types import Frozen
 
 CONTAINER_HOME = "/home/agent"
@@ -44,7 +46,8 @@ CONTAINER_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
 }
-"""The container's whole environment: nothing comes from the host (no API key inside)."""
+"""The container's whole environment: nothing comes from the host (no API key inside);
+``gitops.MODEL_GIT_ENV`` is added last, so nothing replaces git's pinning."""
 
 _REAPER = (
     "import os, signal\n"
@@ -84,15 +87,24 @@ class DockerSandboxConfig(Frozen):
     from_sandbox_image: bool | None = None
     """Whether ``image`` is the sandbox image or built on it (so it has the execute-only
     interpreter the executor runs from); ``None``: only when it is the sandbox image itself."""
+    protect: tuple[str, ...] = ()
+    """Globs (the merged ``[paths] protect``) whose paths at the baseline are read-only mounts
+    in the container; ``.git`` always is (see ``sandbox.protect``)."""
 
 
 def container_env(config: DockerSandboxConfig) -> dict[str, str]:
     """The whole environment of a container and of every command in it."""
-    return {**CONTAINER_ENV, **config.extra_env}
+    return {**CONTAINER_ENV, **config.extra_env, **gitops.MODEL_GIT_ENV}
 
 
 def executor_python(config: DockerSandboxConfig) -> str:
-    """The interpreter of the sandbox's own processes (executor, PID 1, the diff scan)."""
+    """The interpreter of the sandbox's own processes (executor, PID 1, the diff scan).
+
+    gVisor refuses to execute a file it may not read, so under ``runsc`` it is the readable
+    ``python3``, whose executor makes itself non-dumpable as it starts (as in other images).
+    """
+    if config.limits.runtime == STRONGER_RUNTIME:
+        return "python3"
     if config.from_sandbox_image:
         return EXEC_ONLY_PYTHON
     return interpreter_for(config.image)
@@ -118,8 +130,33 @@ def auto_workspace_root(config: DockerSandboxConfig) -> Path | None:
     return shm if shutil.disk_usage(shm).free >= _IN_MEMORY_MIN_FREE else None
 
 
+def workspace_mounts(root: Path, read_only: tuple[str, ...]) -> list[Mount]:
+    """``/workspace`` (writable), the git scratch and the shadow, and the protected paths.
+
+    ``read_only`` (relative to the copy, from ``protect.mountable``) are read-only binds over
+    the writable workspace; their parent directories are writable binds of themselves, so a
+    rename cannot move a protected path away (see ``protect.guard_dirs``). Docker mounts the
+    shallower destinations first.
+    """
+    repo = root / "repo"
+    mounts = [
+        Mount("/workspace", str(repo), type="bind", read_only=False),
+        Mount(gitops.SHADOW_MOUNT, str(root / SHADOW_DIR), type="bind", read_only=True),
+        Mount(gitops.MODEL_GIT_MOUNT, str(root / MODEL_GIT_DIR), type="bind", read_only=False),
+    ]
+    for rel in guard_dirs(read_only):
+        mounts.append(Mount(f"/workspace/{rel}", str(repo / rel), type="bind", read_only=False))
+    for rel in read_only:
+        mounts.append(Mount(f"/workspace/{rel}", str(repo / rel), type="bind", read_only=True))
+    return mounts
+
+
 def container_kwargs(
-    config: DockerSandboxConfig, run_id: str, root: Path, user: str
+    config: DockerSandboxConfig,
+    run_id: str,
+    root: Path,
+    user: str,
+    read_only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Keyword arguments of ``containers.create``: every hardening flag in one place."""
     tmpfs_opts = f"rw,exec,nosuid,nodev,size={config.tmp_size}"
@@ -146,16 +183,14 @@ def container_kwargs(
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "privileged": False,
-        "pids_limit": config.limits.pids,
+        "pids_limit": host_pids_limit(config.limits),
         "mem_limit": config.limits.memory,
         "memswap_limit": config.limits.memory,
         "nano_cpus": int(config.limits.cpus * 1e9),
         "ipc_mode": "private",
+        "runtime": config.limits.runtime,  # None: the engine's default (runc)
         "hostname": "sandbox",
-        "mounts": [
-            Mount("/workspace", str(root / "repo"), type="bind", read_only=False),
-            Mount(gitops.SHADOW_MOUNT, str(root / SHADOW_DIR), type="bind", read_only=True),
-        ],
+        "mounts": workspace_mounts(root, read_only),
         "detach": True,
     }
 

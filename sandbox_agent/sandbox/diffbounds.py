@@ -1,7 +1,7 @@
-"""Bounds on the final diff, so a workspace git cannot diff is a named error, not "no changes".
+"""The in-container patch (``diffscan.py``): its request, its bounds, and reading its answer.
 
-They are checked inside the container before git stages anything (``diffscan.py``, run by the
-executor), and the executor caps what git prints; this module builds those requests.
+Bounds keep git's memory and the patch's size in check; past one, files are left out of the
+patch (largest first) and listed with why, instead of the whole patch failing.
 """
 
 from __future__ import annotations
@@ -15,18 +15,15 @@ from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import gitops
+from sandbox_agent.sandbox.base import Omitted, Patch
 from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT
 from sandbox_agent.types import Frozen
 
 SCAN_SOURCE = (Path(__file__).parent / "diffscan.py").read_text(encoding="utf-8")
-SCAN_REFUSED = 3
-"""``diffscan.py``'s exit status when a bound is exceeded (the reason is on its stdout)."""
-
-_NO_INDEX = "/nonexistent/sandbox-agent-index"
 
 
 class DiffBounds(Frozen):
-    """Largest patch the sandbox computes; past a bound the diff fails with the reason."""
+    """Largest patch the sandbox computes; past a bound, files are left out and listed."""
 
     max_file_bytes: int = Field(default=32 << 20, gt=0)
     """Largest new or changed file (per file)."""
@@ -36,34 +33,32 @@ class DiffBounds(Frozen):
     """Largest patch text, and the most bytes of new and changed files together."""
 
 
-def scan_argv(bounds: DiffBounds, baseline: str, python: str) -> list[str]:
-    """The argv of the in-container scan (run with ``gitops.GIT_ENV``)."""
-    return [python, "-c", SCAN_SOURCE, json.dumps(_scan_spec(bounds, baseline))]
+def patch_argv(bounds: DiffBounds, baseline: str, python: str) -> list[str]:
+    """The argv of the in-container patch (run with ``gitops.GIT_ENV``).
 
-
-def _scan_spec(bounds: DiffBounds, baseline: str) -> dict[str, Any]:
-    """What ``diffscan.py`` checks.
-
-    ``listed_argv`` uses an empty index, so it lists every file git would stage that is not
-    ignored; ``tracked_argv`` lists the baseline's blobs with their sizes and ids.
+    Raises:
+        ValueError: ``baseline`` is not a commit sha.
     """
-    gitops.diff_argv(baseline)  # refuses a baseline that is not a sha
-    git = ["git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=true"]
-    return {
-        "tracked_argv": [*git, "ls-tree", "-r", "-l", "-z", "--full-tree", baseline],
-        "listed_argv": [
-            "env",
-            f"GIT_INDEX_FILE={_NO_INDEX}",
-            *git,
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude-standard",
-        ],
+    spec = {
+        "baseline": gitops.checked_sha(baseline),
+        "git": gitops.GIT_ARGV,
+        "diff": gitops.DIFF_ARGS,
         "max_file_bytes": bounds.max_file_bytes,
         "max_new_files": bounds.max_new_files,
-        "max_total_bytes": bounds.max_bytes,
+        "max_bytes": bounds.max_bytes,
     }
+    return [python, "-c", SCAN_SOURCE, json.dumps(spec)]
+
+
+def read_patch(stdout: bytes) -> Patch:
+    """The script's answer: a JSON header line, then the patch's bytes."""
+    header, _, text = stdout.partition(b"\n")
+    data = json.loads(header)
+    return Patch(
+        text=text.decode("utf-8", "surrogateescape"),
+        paths=tuple(data["paths"]),
+        omitted=tuple(Omitted(path=p, reason=r, detail=d) for p, r, d in data["omitted"]),
+    )
 
 
 def run_request(
@@ -78,19 +73,18 @@ def run_request(
     }
     if bounds is None:
         return payload, DEFAULT_LINE_LIMIT
-    payload["max_stdout"] = bounds.max_bytes
-    return payload, bounds.max_bytes * 4 // 3 + (1 << 20)  # base64 of the patch, and JSON
+    stdout = 2 * bounds.max_bytes + (4 << 20)  # the patch, and the paths and omissions
+    payload["max_stdout"] = stdout
+    return payload, stdout * 4 // 3 + (1 << 20)  # base64 of it, and JSON
 
 
-def run_output(answer: dict[str, Any], argv: list[str], what: str, *, scan: bool) -> bytes:
+def run_output(answer: dict[str, Any], argv: list[str], what: str) -> bytes:
     """The stdout of a successful ``run``.
 
     Raises:
-        SandboxError: the scan refused (its reason), or the command failed or was killed.
+        SandboxError: the command failed or was killed.
     """
     code, stdout = answer["exit_code"], base64.b64decode(answer["stdout"])
-    if scan and code == SCAN_REFUSED:
-        raise SandboxError(f"{what}: {stdout.decode('utf-8', 'replace').strip()}", op="git")
     if code != 0:
         why = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
         hint = " (out of memory in the container?)" if code == -9 else ""

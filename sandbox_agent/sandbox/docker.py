@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import signal
+import tempfile
 import threading
 import time
 import weakref
@@ -27,9 +28,10 @@ from sandbox_agent.errors import (
     RunInterrupted,
     SandboxError,
     ToolError,
+    UserError,
 )
-from sandbox_agent.sandbox import engine, gitops
-from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
+from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Patch
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
     DockerSandboxConfig,
@@ -42,19 +44,32 @@ from sandbox_agent.sandbox.container import (
     start_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.diffbounds import DiffBounds, run_output, run_request, scan_argv
+from sandbox_agent.sandbox.diffbounds import (
+    DiffBounds,
+    patch_argv,
+    read_patch,
+    run_output,
+    run_request,
+)
 from sandbox_agent.sandbox.executor import (
     DEFAULT_LINE_LIMIT,
     ExecutorChannel,
     decode_stream,
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
+from sandbox_agent.sandbox.protect import mountable, read_only_paths
+from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.workspace import (
+    MODEL_GIT_DIR,
     SHADOW_DIR,
     Workspace,
     apply_to_copy,
+    baseline_blob,
     check_repo,
+    export_baseline,
+    list_files,
     new_workspace_dir,
+    prepare_model_git,
     remove_workspace,
     snapshot_into,
 )
@@ -91,6 +106,8 @@ class DockerSandbox:
         user: str,
         config: DockerSandboxConfig,
         channel: ExecutorChannel | None = None,
+        run_id: str = "sandbox",
+        workspace_root: Path | None = None,
     ) -> None:
         self._client = client
         self.container_id = container_id
@@ -99,6 +116,8 @@ class DockerSandbox:
         self.config = config
         self.baseline = workspace.baseline
         """Sha of the commit ``diff()`` compares against."""
+        self.run_id = run_id
+        self._workspace_root = workspace_root
         self._lock = threading.RLock()
         self._closed = False
         self._channel = channel or self._open_channel()
@@ -127,8 +146,10 @@ class DockerSandbox:
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
-        The container starts on another thread while the repo is copied. ``initial_patch`` (an
-        earlier run's, for ``revise``) is applied to the copy after its baseline.
+        The container starts on another thread once the files are copied, while the baseline
+        commit is written. ``.git`` and the baseline's paths that ``config.protect`` matches are
+        read-only mounts in it (``sandbox.protect``). ``initial_patch`` (an earlier run's, for
+        ``revise``) is applied to the copy after its baseline, before the container starts.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -136,30 +157,50 @@ class DockerSandbox:
             SandboxError: any other engine or snapshot failure (nothing is left behind).
         """
         client = engine.connect()
+        require_runtime(client, config.limits.runtime, network=config.limits.network)
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
         user, owner = user_and_owner(config)
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
+        read_only: list[str] = []
         starter = threading.Thread(
-            target=start_container,
-            args=(client, container_kwargs(config, run_id, root, user), started),
+            target=lambda: start_container(
+                client, container_kwargs(config, run_id, root, user, tuple(read_only)), started
+            ),
             daemon=True,
         )
-        try:
-            (root / "repo").mkdir()
-            (root / SHADOW_DIR).mkdir()  # mount sources must exist before the container starts
+
+        def launch(names: list[str]) -> None:
+            """Start the container once the files it mounts read-only are in place."""
+            wanted = read_only_paths(names, config.protect)
+            read_only.extend(mountable(root / "repo", wanted))
             starter.start()
+
+        try:
+            for sub in ("repo", SHADOW_DIR, MODEL_GIT_DIR):
+                (root / sub).mkdir()  # mount sources must exist before the container starts
             try:
-                ws = snapshot_into(source, root, owner)
+                # An earlier run's patch rewrites files: the mounts must see the final ones.
+                ws = snapshot_into(source, root, owner, None if initial_patch else launch)
                 if initial_patch:
                     apply_to_copy(ws, initial_patch, owner)
+                    launch(list_files(ws.repo))
+                prepare_model_git(ws, owner)
             finally:
-                starter.join()
+                if starter.ident is not None:
+                    starter.join()
             if "error" in started:
                 raise started["error"]
             return cls(
-                client, started["id"], ws, user=user, config=config, channel=started["channel"]
+                client,
+                started["id"],
+                ws,
+                user=user,
+                config=config,
+                channel=started["channel"],
+                run_id=run_id,
+                workspace_root=workspace_root,
             )
         except BaseException:
             cleanup_failed_start(client, starter, started, root)
@@ -292,57 +333,75 @@ class DockerSandbox:
     def _running(self) -> bool:
         return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
 
-    def _git(self, argv: list[str], what: str, *, bounded: bool = False) -> bytes:
+    def _run_git(self, argv: list[str], what: str, bounds: DiffBounds | None) -> bytes:
         """Run git in the container; a dead container is restarted once (work is kept).
 
-        ``bounded``: first refuse, with the reason, a workspace too large to diff, and cap
-        the output (see ``diffbounds``), instead of letting git run out of memory.
-
         Raises:
-            SandboxError: git failed, was killed, or a bound was hit; the message says which.
+            SandboxError: git failed or was killed, or the container cannot be revived.
         """
-        if not bounded:
-            return self._run_git(argv, what, None)
-        bounds = self.config.diff_bounds
-        scan = scan_argv(bounds, self.baseline, executor_python(self.config))
-        self._run_git(scan, what, None, scan=True)
-        return self._run_git(argv, what, bounds)
-
-    def _run_git(
-        self, argv: list[str], what: str, bounds: DiffBounds | None, *, scan: bool = False
-    ) -> bytes:
         payload, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
         try:
             try:
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
             except SandboxError:
                 if self._closed or self._running():
-                    raise  # a bound, a timeout or an engine error: restarting will not help
+                    raise  # a timeout or an engine error: restarting will not help
                 self._revive()
                 answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
             raise SandboxError(f"{what}: {e.message} ({e.kind})", op="git") from e
-        return run_output(answer, argv, what, scan=scan)
+        return run_output(answer, argv, what)
+
+    def patch(self) -> Patch:
+        """The workspace against the baseline, computed in one go inside the container.
+
+        What git cannot take (a nested ``.git``, an unreadable file, a file past the bounds)
+        is left out and listed in ``omitted``; see ``diffscan.py``.
+
+        Raises:
+            SandboxError: the sandbox itself failed (git killed, the container gone for good).
+        """
+        bounds = self.config.diff_bounds
+        argv = patch_argv(bounds, self.baseline, executor_python(self.config))
+        return read_patch(self._run_git(argv, "cannot compute the patch", bounds))
 
     def diff(self) -> str:
-        """``git diff --binary`` against the baseline, computed by git inside the container.
-
-        Raises:
-            SandboxError: the patch cannot be computed; the message names why (a file over
-                the size limit, too many new files, a patch over the limit, git killed).
-        """
-        out = self._git(gitops.diff_argv(self.baseline), "cannot compute the patch", bounded=True)
-        return out.decode("utf-8", "replace")
+        """``patch().text``."""
+        return self.patch().text
 
     def changed_paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename).
+        """``patch().paths``."""
+        return self.patch().paths
+
+    def baseline_file(self, path: str) -> bytes | None:
+        """A file's bytes at the baseline, read on the host from the read-only shadow repo."""
+        return baseline_blob(self._ws, path)
+
+    def clean_copy(self, patch: str) -> DockerSandbox:
+        """A new sandbox: the baseline (from the shadow repo) with ``patch``, no network.
 
         Raises:
-            SandboxError: as for :meth:`diff`.
+            SandboxError: the patch does not apply, or the sandbox did not start.
         """
-        argv = gitops.name_status_argv(self.baseline)
-        out = self._git(argv, "cannot list the changed files", bounded=True)
-        return gitops.parse_name_status(out.decode("utf-8", "surrogateescape"))
+        limits = self.config.limits.model_copy(update={"network": False})
+        config = self.config.model_copy(update={"limits": limits})
+        source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
+        try:
+            export_baseline(self._ws, source / "tree")
+            return DockerSandbox.create(
+                source / "tree",
+                config,
+                run_id=f"{self.run_id}-gate",
+                workspace_root=self._workspace_root,
+                progress=lambda line: None,
+                initial_patch=patch.encode("utf-8", "surrogateescape"),
+            )
+        except UserError as e:
+            raise SandboxError(
+                f"the patch does not apply to a clean copy of the baseline: {e}", op="gate"
+            ) from e
+        finally:
+            remove_workspace(source)
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.

@@ -6,6 +6,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -14,6 +15,7 @@ from sandbox_agent.errors import EngineUnavailableError, SandboxError
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.container import DockerSandboxConfig, auto_workspace_root
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, image_exists
+from sandbox_agent.sandbox.runtime import RUNSC, register_hint, registered_runtimes
 from sandbox_agent.types import Frozen
 
 MIN_FREE_BYTES = 2 << 30
@@ -29,6 +31,8 @@ class Check(Frozen):
     """What was found."""
     fix: str = ""
     """What to do when not ok."""
+    optional: bool = False
+    """Something the machine can do without (a stronger runtime): not ok is not a failure."""
 
 
 def _disk_check(name: str, path: Path) -> Check:
@@ -64,12 +68,34 @@ def _engine_checks(client: docker.DockerClient, image: str) -> list[Check]:
     return checks
 
 
-def _smoke_check(client: docker.DockerClient, image: str) -> Check:
-    """Start a hardened container from ``image`` and run python3 in it."""
+def runsc_check(runtimes: dict[str, dict[str, Any]]) -> Check:
+    """Whether gVisor's ``runsc`` is registered with the engine (``docker info``'s runtimes)."""
+    entry = runtimes.get(RUNSC)
+    if entry is None:
+        return Check(
+            name=RUNSC,
+            ok=False,
+            optional=True,
+            detail="gVisor's runsc is not registered with Docker (optional: `fix --runtime "
+            "runsc` runs the sandbox on gVisor's user-space kernel)",
+            fix=register_hint(RUNSC),
+        )
+    args = " ".join(entry.get("runtimeArgs") or []) or "no runtimeArgs"
+    return Check(
+        name=RUNSC,
+        ok=True,
+        detail=f"gVisor's runsc is registered ({args}): `fix --runtime runsc` can use it",
+    )
+
+
+def _smoke_check(client: docker.DockerClient, image: str, runtime: str | None = None) -> Check:
+    """Start a hardened container from ``image`` (under ``runtime``) and run python3 in it."""
+    name = "container" if runtime is None else f"container ({runtime})"
     try:
         out = client.containers.run(
             image,
             ["python3", "-c", "print('ok')"],
+            runtime=runtime,
             remove=True,
             network_mode="none",
             read_only=True,
@@ -79,15 +105,16 @@ def _smoke_check(client: docker.DockerClient, image: str) -> Check:
             labels={engine.RUN_LABEL: "doctor"},
         )
     except docker.errors.DockerException as e:
+        flag = f" --runtime {runtime}" if runtime else ""
         return Check(
-            name="container",
+            name=name,
             ok=False,
             detail=f"a hardened container from {image} did not run: {e}",
-            fix="check `docker run --rm --read-only --cap-drop ALL IMAGE python3 -c pass`",
+            fix=f"check `docker run --rm{flag} --read-only --cap-drop ALL IMAGE python3 -c pass`",
         )
     ok = out.strip() == b"ok"
     detail = "a hardened container runs python3" if ok else f"unexpected output {out[:80]!r}"
-    return Check(name="container", ok=ok, detail=detail, fix="" if ok else "rebuild the image")
+    return Check(name=name, ok=ok, detail=detail, fix="" if ok else "rebuild the image")
 
 
 def run_checks(
@@ -118,8 +145,12 @@ def run_checks(
         return checks
     try:
         checks.extend(_engine_checks(client, image))
+        runsc = runsc_check(registered_runtimes(client))
+        checks.append(runsc)
         if any(c.name == "image" and c.ok for c in checks):
             checks.append(_smoke_check(client, image))
+            if runsc.ok:
+                checks.append(_smoke_check(client, image, RUNSC))
     except (docker.errors.DockerException, SandboxError) as e:
         checks.append(Check(name="engine", ok=False, detail=str(e), fix=engine.START_HINT))
     finally:

@@ -12,19 +12,23 @@ model cannot change it) says which process owns it, for ``gc``.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
 import socket
 import stat
 import subprocess
+import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.errors import RepoNotFoundError, SandboxError, UserError
 from sandbox_agent.sandbox.baseline import BaselineWriter, host_git, host_git_env
+from sandbox_agent.sandbox.gitops import NO_DRIVERS
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
 """Name prefix of every workspace directory; ``gc`` recognises leftovers by it."""
@@ -33,6 +37,8 @@ OWNER_FILE = "owner.json"
 """File beside ``repo/`` naming the owning host and process."""
 SHADOW_DIR = "baseline.git"
 """Bare repo beside ``repo/`` with the baseline's objects (mounted read-only)."""
+MODEL_GIT_DIR = "git"
+"""Beside ``repo/``: the model's git index and new objects (mounted writable; ``.git`` is not)."""
 
 Owner = tuple[int, int] | None
 """``(uid, gid)`` to give copied files to, or ``None`` to keep the current user's."""
@@ -259,13 +265,49 @@ def apply_to_copy(ws: Workspace, patch: bytes, owner: Owner = None) -> None:
         chown_tree(ws.repo, owner)
 
 
-def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
+def export_baseline(ws: Workspace, dest: Path) -> None:
+    """Write the baseline's files into the new directory ``dest`` (for a clean copy).
+
+    Read from the shadow repo (ours; the container has it read-only), never from the copy.
+
+    Raises:
+        SandboxError: git failed.
+    """
+    shadow = str(ws.shadow)
+    data = host_git(ws.shadow, "--git-dir", shadow, "archive", "--format=tar", ws.baseline)
+    dest.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="tar")  # our own archive of the baseline
+
+
+def baseline_blob(ws: Workspace, path: str) -> bytes | None:
+    """A file's bytes at the baseline, from the shadow repo; ``None`` when it has none."""
+    if not path or path.startswith("/") or ".." in path.split("/"):
+        return None
+    shadow = str(ws.shadow)
+    try:
+        kind = host_git(ws.shadow, "--git-dir", shadow, "cat-file", "-t", f"{ws.baseline}:{path}")
+        if kind.strip() != b"blob":
+            return None
+        return host_git(ws.shadow, "--git-dir", shadow, "cat-file", "blob", f"{ws.baseline}:{path}")
+    except SandboxError:
+        return None
+
+
+def snapshot_into(
+    repo: Path,
+    root: Path,
+    owner: Owner = None,
+    on_copied: Callable[[list[str]], None] | None = None,
+) -> Workspace:
     """Copy ``repo`` into ``root/repo`` and commit the baseline.
 
     Args:
         repo: The user's repository (only read), resolved.
         root: A directory from :func:`new_workspace_dir`.
         owner: Who should own the copy (the container's user when the host user is root).
+        on_copied: Called with the copied paths once every file is in place (``.git`` made,
+            the baseline commit not yet written): the container can start then.
 
     Returns:
         The workspace.
@@ -277,7 +319,10 @@ def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
     copy.mkdir(exist_ok=True)
     writer = BaselineWriter(copy)
     try:
-        copy_tree(repo, list_files(repo), copy, writer, owner)
+        names = list_files(repo)
+        copy_tree(repo, names, copy, writer, owner)
+        if on_copied is not None:
+            on_copied(names)
         baseline = writer.finish(root / SHADOW_DIR)
     except BaseException:
         writer.abort()
@@ -287,6 +332,26 @@ def snapshot_into(repo: Path, root: Path, owner: Owner = None) -> Workspace:
         chown_tree(copy / ".git", owner)
         chown_tree(root / SHADOW_DIR, owner)  # readable whatever the umask; mounted read-only
     return Workspace(root=root, repo=copy, baseline=baseline)
+
+
+def prepare_model_git(ws: Workspace, owner: Owner = None) -> None:
+    """Give the model's git its writable index and object directory, and switch drivers off.
+
+    Run on the host before any command runs in the container: the index starts as the
+    baseline's, and ``.git/info/attributes`` (read-only in the container) unsets the
+    attributes that would pick a diff, filter or merge driver (``gitops.NO_DRIVERS``).
+    """
+    scratch = ws.root / MODEL_GIT_DIR
+    (scratch / "objects").mkdir(parents=True, exist_ok=True)
+    index = ws.repo / ".git" / "index"
+    if index.is_file():  # none in a repo without files
+        shutil.copyfile(index, scratch / "index")
+    info = ws.repo / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text(NO_DRIVERS, encoding="utf-8")
+    if owner:
+        chown_tree(scratch, owner)
+        chown_tree(info, owner)
 
 
 def snapshot(

@@ -14,6 +14,8 @@ from sandbox_agent.agent.trace import Trace, read_trace
 from sandbox_agent.errors import BudgetExceeded
 from sandbox_agent.models.scripted import FunctionModel, ScriptedModel, parse_script
 from sandbox_agent.policy.base import Decision
+from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings import Policy
 from sandbox_agent.tools.runtime import ToolRuntime
 from sandbox_agent.types import (
     CallEstimate,
@@ -328,3 +330,28 @@ def test_loop_imports_neither_docker_nor_openai() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_sandbox_runs_the_engines_rendering_and_the_trace_keeps_both(
+    make_loop: MakeLoop,
+) -> None:
+    """What was checked is what runs: the real engine's rendering of the model's text."""
+    engine = RuleEngine(Policy.model_validate({"commands": {"allow": ["echo *", "cat *"]}}))
+    model = script(bash('echo "a  b"'), bash("cat <<EOF\nx\nEOF"), bash("echo a  b"), FINISH)
+    loop, sandbox, trace_path = make_loop(model, policy=engine, content="full")
+    loop.run(TASK)
+    assert sandbox.commands[0] == "echo 'a  b'"  # each word re-quoted as the engine read it
+    assert sandbox.commands[1] == "cat <<EOF\nx\nEOF"  # a heredoc is not rendered: as written
+    assert sandbox.commands[2] == "echo a  b"  # rendered the same: nothing to record
+    decisions = [
+        json.loads(line)
+        for line in trace_path.read_text().splitlines()
+        if '"policy_decision"' in line
+    ]
+    assert decisions[0]["ran"]["text"] == "echo 'a  b'"
+    assert decisions[1]["ran"] is None
+    assert decisions[2]["ran"] is None
+    calls = [
+        json.loads(line) for line in trace_path.read_text().splitlines() if '"tool_call"' in line
+    ]
+    assert calls[0]["call"]["arguments"] == {"command": 'echo "a  b"'}  # the model's own text

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def make_gate(sandbox: TempDirSandbox, tmp_path: Path, **config: object) -> Comp
         sandbox,
         GateSection.model_validate(settings),
         is_protected=protected,
+        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
         log_path=tmp_path / "gate.log",
     )
     gate.run_baseline()
@@ -82,7 +84,14 @@ def test_fix_is_accepted(sandbox: TempDirSandbox, tmp_path: Path) -> None:
     sandbox.write_file("mod.py", FIXED)
     verdict = gate.check(FINISH)
     assert verdict.passed, verdict.feedback
-    assert {c.name for c in verdict.checks} == {"diff", "protected_paths", "tests", "test_count"}
+    assert {c.name for c in verdict.checks} == {
+        "diff",
+        "protected_paths",
+        "harness_files",
+        "tests",
+        "test_count",
+        "harness",
+    }
     assert not (sandbox.root / ".pytest_cache").exists()
 
 
@@ -151,13 +160,18 @@ def test_last_attempt_says_none_remain(sandbox: TempDirSandbox, tmp_path: Path) 
 
 def test_disabling_the_junit_report_fails_closed(sandbox: TempDirSandbox, tmp_path: Path) -> None:
     gate = make_gate(sandbox, tmp_path)
+    allowed = make_gate(sandbox, tmp_path, allow_harness_changes=True)
     sandbox.write_file("mod.py", FIXED)
     sandbox.write_file("pytest.ini", "[pytest]\naddopts = -p no:junitxml\n")
     verdict = gate.check(FINISH)
-    assert failed(gate) == ["tests"]
+    assert failed(gate) == ["harness_files"]
+    assert "pytest.ini (test configuration)" in verdict.feedback
+    verdict = allowed.check(FINISH)
+    assert failed(allowed) == ["tests", "harness"]
     assert (
         "tests: FAILED (pytest wrote no JUnit report (was junitxml disabled?))" in verdict.feedback
     )
+    assert "ini addopts: [] -> ['-p', 'no:junitxml']" in verdict.feedback
 
 
 @pytest.mark.parametrize(

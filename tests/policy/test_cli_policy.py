@@ -65,7 +65,7 @@ def test_bad_policy_file_exits_2_with_one_line(repo: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
         f"error: {bad}:5: [sandbox].netwrok: unknown key; expected one of: network, cpus, "
-        "memory, pids, command_timeout_s, max_command_timeout_s"
+        "memory, pids, command_timeout_s, max_command_timeout_s, runtime"
     ]
 
 

@@ -19,8 +19,8 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from sandbox_agent.policy.commands import collect_facts
 from sandbox_agent.policy.config import load_policy
+from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.shell import analyze
 from sandbox_agent.sandbox import engine as docker_engine
@@ -240,7 +240,7 @@ def test_allowed_commands_run_only_programs_the_engine_saw(
         assert expected <= programs, f"the harness did not see {command!r} run {expected}"
     missed = []
     for command, programs in zip(allowed, ran[len(CONTROLS) :], strict=True):
-        seen = {argv[0] for argv in collect_facts(command).invocations}
+        seen = {argv[0] for argv in command_effects(command).runs}
         if not programs <= seen:
             missed.append((command, sorted(programs - seen)))
     assert not missed, missed
@@ -365,4 +365,21 @@ def test_words_read_as_bash_reads_them(container: Container) -> None:
         for w, line, fields in checked
         if line != ("".join(f"<{f}>" for f in fields) if fields else "<>")
     ]
+    assert not wrong, wrong[:10]
+
+
+def test_escaped_blanks_read_as_bash_reads_them(container: Container) -> None:
+    """Quoted parts joined by an escaped blank are one word to bash (``'a b'\\ c``)."""
+    rng = random.Random(13)
+    atoms = ["a", "'q r'", '"s"', "\\ ", "\\\t", "$'\\x20'", "x", "''", "\\\\"]
+    words = sorted({"".join(rng.choices(atoms, k=rng.randint(1, 6))) for _ in range(600)})
+    script = "".join(f"printf '<%s>' {w}; echo\n" for w in words)
+    lines = _text(container.exec_run(["bash", "-c", script]).output).split("\n")
+    checked = [
+        (w, line, fields)
+        for w, line in zip(words, lines, strict=False)
+        if (fields := engine_fields(w)) is not None
+    ]
+    assert len(checked) >= 150
+    wrong = [(w, line, f) for w, line, f in checked if line != "".join(f"<{x}>" for x in f)]
     assert not wrong, wrong[:10]

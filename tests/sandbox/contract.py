@@ -145,6 +145,17 @@ def check_binary_change_in_diff(sb: ContractSandbox, outside: Path) -> None:
     assert sb.changed_paths() == ("binary.bin",)
 
 
+def check_patch_is_text_and_paths_of_one_state(sb: ContractSandbox, outside: Path) -> None:
+    sb.write_file("hello.txt", "hello\nagain\n")
+    sb.exec("mv keep.txt kept.txt && printf 'caf\\351 au lait\\n' > latin1.txt", timeout_s=30)
+    patch = sb.patch()
+    assert set(patch.paths) == {"hello.txt", "keep.txt", "kept.txt", "latin1.txt"}
+    assert "rename from keep.txt\nrename to kept.txt" in patch.text
+    assert "+caf\udce9 au lait" in patch.text  # the byte 0xE9, kept (surrogateescape)
+    assert patch.omitted == ()
+    assert (sb.diff(), sb.changed_paths()) == (patch.text, patch.paths)
+
+
 CHECKS: list[Check] = [
     check_exec_output_and_exit_code,
     check_exec_runs_in_workspace,
@@ -156,6 +167,7 @@ CHECKS: list[Check] = [
     check_symlinked_dir_cannot_be_written_through,
     check_diff_is_exact,
     check_binary_change_in_diff,
+    check_patch_is_text_and_paths_of_one_state,
 ]
 
 KNOWN_FAILURES: dict[str, set[str]] = {

@@ -46,7 +46,9 @@ def test_hardening_read_back_from_inspect(
     mounts = attrs["Mounts"]
     assert sorted((m["Source"], m["Destination"], m["RW"]) for m in mounts) == [
         (str(sb.workspace_dir / "baseline.git"), "/sandbox-agent/baseline.git", False),
+        (str(sb.workspace_dir / "git"), "/sandbox-agent/git", True),
         (str(sb.workspace), "/workspace", True),
+        (str(sb.workspace / ".git"), "/workspace/.git", False),
     ]
     assert not any("docker.sock" in m["Source"] for m in mounts)
     env = "\n".join(attrs["Config"]["Env"])

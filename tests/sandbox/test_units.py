@@ -24,6 +24,7 @@ from sandbox_agent.errors import (
 )
 from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.base import HeadTailBuffer
+from sandbox_agent.sandbox.diffbounds import DiffBounds, patch_argv
 from sandbox_agent.sandbox.doctor import run_checks
 from sandbox_agent.sandbox.executor import (
     FrameReader,
@@ -113,13 +114,13 @@ def test_parse_name_status_keeps_both_names_of_a_rename() -> None:
     assert gitops.parse_name_status(out) == ("a.py", "old.py", "new.py", "gone.txt", "sp ace")
 
 
-def test_git_scripts_refuse_a_non_sha_baseline() -> None:
+def test_the_patch_script_refuses_a_non_sha_baseline() -> None:
     with pytest.raises(ValueError, match="not a commit sha"):
-        gitops.diff_argv("HEAD; rm -rf /")
-    argv = gitops.diff_argv("a" * 40)
-    assert argv[-1] == "a" * 40
-    assert "--no-ext-diff" in argv[2]
-    assert "core.hooksPath=/dev/null" in argv[2]
+        patch_argv(DiffBounds(), "HEAD; rm -rf /", "python3")
+    spec = json.loads(patch_argv(DiffBounds(), "a" * 40, "python3")[-1])
+    assert spec["baseline"] == "a" * 40
+    assert "--no-ext-diff" in spec["diff"]
+    assert "core.hooksPath=/dev/null" in spec["git"]
 
 
 def test_build_failure_names_the_failing_step() -> None:

@@ -83,7 +83,12 @@ def test_protected_test_changed_through_bash_is_rejected(
     )
     assert not record.gate_passed
     assert record.exit_reason == "max_steps_exceeded"
-    assert "protected_paths" in failed_checks(Path(record.run_dir))[0]
+    # tests/ is a read-only mount: the write fails, so the import (and every test) fails and
+    # the protected file is not in the patch at all
+    assert "tests" in failed_checks(Path(record.run_dir))[0]
+    assert "Read-only file system" in (Path(record.run_dir) / "trace.jsonl").read_text()
+    patch = Path(record.patch_path).read_text() if record.patch_path else ""
+    assert "a/tests/test_parser.py" not in patch
 
 
 def unprotected_tests_repo(tmp_path: Path) -> Path:
@@ -326,10 +331,14 @@ def test_wall_time_stop_leaves_result_and_patch(
     assert "+    for line in text.splitlines():" in Path(record.patch_path).read_text()
 
 
-def test_a_patch_that_cannot_be_computed_is_not_a_success(
+def test_what_the_gates_test_run_writes_never_reaches_the_patch(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    """The gate's test run leaves a file over the diff's size bound: the run is no success."""
+    """The gate's test run leaves a file over the diff's size bound: in its clean copy only.
+
+    Before the gate judged a clean copy, this file landed in the model's workspace after the
+    verdict and cost the run its patch.
+    """
     repo = demo_repo(tmp_path)
     record = fix(
         tmp_path,
@@ -339,15 +348,12 @@ def test_a_patch_that_cannot_be_computed_is_not_a_success(
         FINISH,
         test_cmd="python -m pytest -q && head -c 40000000 /dev/zero > big.bin",
     )
-    assert record.exit_reason == "sandbox_error"
-    assert not record.gate_passed
-    assert record.error is not None
-    assert record.error.startswith("cannot compute the patch: ")
-    assert "file_too_large" in record.error
-    assert "big.bin" in record.error
-    assert record.files_changed is None
-    assert [g.passed for g in record.gate_history if g.phase == "finish"] == [True]  # kept
-    assert not Path(record.patch_path).exists()
+    assert record.exit_reason == "finished", record.error
+    assert record.gate_passed
+    assert record.changed_paths == ("kvparse/parser.py",)
+    patch = Path(record.patch_path).read_text()
+    assert "+    for line in text.splitlines():" in patch
+    assert "big.bin" not in patch
     last = read_trace(Path(record.trace_path)).events[-1]
     assert last.event_type == "run_finished"
-    assert last.exit_reason == "sandbox_error"
+    assert last.exit_reason == "finished"

@@ -1,0 +1,65 @@
+"""What a gate verdict proved: fail-to-pass and pass-to-pass tests, the harness, the strength."""
+
+from __future__ import annotations
+
+from sandbox_agent.gate.testrun import TestReport, TestRun
+from sandbox_agent.types import GateEvidence
+
+MAX_IDS = 200
+"""Test ids kept per list (the counts are exact)."""
+
+
+def _failed(report: TestReport) -> set[str]:
+    return {f.id for f in report.failures}
+
+
+def _passed(report: TestReport) -> set[str]:
+    return set(report.ids) - set(report.skipped) - _failed(report)
+
+
+def gather(
+    baseline: TestRun | None,
+    now: TestRun,
+    *,
+    harness_note: str | None,
+    judged_in: str = "clean_copy",
+) -> GateEvidence:
+    """The evidence of ``now`` against the baseline run."""
+    harness = now.harness.fingerprint if now.harness is not None else None
+    base = baseline.report if baseline is not None else None
+    report = now.report
+    common = {
+        "harness": harness,
+        "harness_note": harness_note,
+        "judged_in": judged_in,
+    }
+    if report is None:
+        return GateEvidence.model_validate(common)
+    failing = sorted(_failed(report))
+    if base is None:
+        return GateEvidence.model_validate({**common, "still_failing": tuple(failing[:MAX_IDS])})
+    fixed = sorted(_failed(base) & _passed(report))
+    kept = _passed(base) & _passed(report)
+    new = sorted(set(report.ids) - set(base.ids))
+    strength = "strong" if fixed else ("weak" if not _failed(base) else "unknown")
+    return GateEvidence.model_validate(
+        {
+            **common,
+            "fail_to_pass": tuple(fixed[:MAX_IDS]),
+            "pass_to_pass": len(kept),
+            "still_failing": tuple(failing[:MAX_IDS]),
+            "new_tests": tuple(new[:MAX_IDS]),
+            "strength": strength,
+        }
+    )
+
+
+def summary(evidence: GateEvidence) -> str:
+    """One line for a terminal: what the verdict rests on."""
+    parts = [f"{len(evidence.fail_to_pass)} fail-to-pass", f"{evidence.pass_to_pass} pass-to-pass"]
+    if evidence.still_failing:
+        parts.append(f"{len(evidence.still_failing)} failing")
+    harness = evidence.harness or f"not pinned ({evidence.harness_note or 'no record'})"
+    parts.append(f"harness {harness}")
+    parts.append(f"strength {evidence.strength}")
+    return ", ".join(parts)

@@ -1,0 +1,123 @@
+"""The gate's pytest plugin, run inside the container: records the harness a test run used.
+
+Standalone: the gate copies this file's text into the container (outside ``/workspace``) and
+the boot script (``harness.boot_script``) imports it before the workspace is on ``sys.path``,
+then names it with ``-p``. It imports nothing of sandbox-agent's.
+
+At the end of the session it writes, as JSON, what decides how the tests ran: the interpreter,
+where pytest was loaded from, the ini file and the ini values that select and shape the tests,
+every registered plugin with the file it came from, the distributions that provided plugins,
+and the modules loaded from the workspace before the project's own code could run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import pytest
+
+OUTPUT_PATH = ""
+"""Set by the boot script before pytest starts: where the record is written."""
+JUNIT_PATH = ""
+"""Set by the boot script: where pytest's JUnit report goes (set on the config, not argv)."""
+EARLY_WORKSPACE_MODULES: list[str] = []
+"""Set by the boot script: modules already loaded from the workspace when it started."""
+
+INI_KEYS = (
+    "addopts",
+    "testpaths",
+    "python_files",
+    "python_classes",
+    "python_functions",
+    "pythonpath",
+    "norecursedirs",
+    "usefixtures",
+    "required_plugins",
+    "xfail_strict",
+    "minversion",
+    "empty_parameter_set_mark",
+    "console_output_style",
+)
+"""Ini values that decide which tests run and how they are judged."""
+
+
+def _relative(path: str) -> str:
+    """A path under the working directory (the workspace) as ``./...``; others as they are."""
+    cwd = os.getcwd()  # noqa: PTH109 -- standalone, plain strings
+    if path == cwd or path.startswith(cwd + os.sep):
+        return "./" + os.path.relpath(path, cwd)
+    return path
+
+
+def _file_of(plugin: Any) -> str:
+    module = plugin if hasattr(plugin, "__file__") else sys.modules.get(type(plugin).__module__)
+    return _relative(str(getattr(module, "__file__", None) or "<builtin>"))
+
+
+def _plugin_name(name: str, plugin: Any) -> str:
+    if name.isdigit():  # an unnamed plugin object: pluggy names it by id(), which varies
+        kind = type(plugin)
+        return f"{kind.__module__}.{kind.__qualname__}"
+    return name
+
+
+def _ini(config: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key in INI_KEYS:
+        try:
+            value = config.getini(key)
+        except (ValueError, KeyError):
+            continue
+        values[key] = [str(v) for v in value] if isinstance(value, list) else str(value)
+    return values
+
+
+def record(config: Any) -> dict[str, Any]:
+    """What decides how the tests ran, as plain data."""
+    manager = config.pluginmanager
+    plugins = sorted(
+        {
+            (_relative(_plugin_name(name, plugin)), _file_of(plugin))
+            for name, plugin in manager.list_name_plugin()
+            if plugin is not None and name != __name__
+        }
+    )
+    dists = sorted(
+        {f"{dist.metadata['name']}=={dist.version}" for _, dist in manager.list_plugin_distinfo()}
+    )
+    entry_points = sorted({manager.get_name(p) for p, _ in manager.list_plugin_distinfo()})
+    inipath = getattr(config, "inipath", None) or getattr(config, "inifile", None)
+    return {
+        "python": sys.executable,
+        "python_version": sys.version.split()[0],
+        "pytest": str(pytest.__file__),
+        "pytest_version": pytest.__version__,
+        "rootdir": _relative(str(config.rootpath)),
+        "inifile": _relative(str(inipath)) if inipath else None,
+        "ini": _ini(config),
+        "plugins": [list(p) for p in plugins],
+        "entry_points": entry_points,
+        "plugin_dists": dists,
+        "early_workspace_modules": list(EARLY_WORKSPACE_MODULES),
+    }
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml reads it
+def pytest_configure(config: Any) -> None:
+    """Point the JUnit report at the gate's path (on the config: nothing on the command line)."""
+    if JUNIT_PATH:
+        config.option.xmlpath = JUNIT_PATH
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    """Write the record (conftest plugins are registered by now)."""
+    if not OUTPUT_PATH:
+        return
+    data = record(session.config)
+    tmp = f"{OUTPUT_PATH}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:  # noqa: PTH123 -- standalone, stdlib only
+        json.dump(data, out)
+    os.replace(tmp, OUTPUT_PATH)  # noqa: PTH105

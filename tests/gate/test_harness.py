@@ -1,0 +1,175 @@
+"""The pinned harness and the harness files, unit by unit (the end-to-end attacks are in
+tests/workflow/test_gate_integrity_e2e.py)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from sandbox_agent.gate import harness
+from sandbox_agent.gate.harnessfiles import harness_changes
+
+RECORD = harness.HarnessRecord(
+    python="/opt/venv/bin/python",
+    python_version="3.11.2",
+    pytest="/opt/venv/lib/python3.11/site-packages/pytest/__init__.py",
+    pytest_version="8.3.0",
+    rootdir="./.",
+    inifile="./pyproject.toml",
+    ini={"addopts": [], "testpaths": ["tests"]},
+    plugins=(
+        ("pytest_cov", "/opt/venv/lib/python3.11/site-packages/pytest_cov/plugin.py"),
+        ("./tests/conftest.py", "./tests/conftest.py"),
+    ),
+    entry_points=("pytest_cov",),
+    plugin_dists=("pytest-cov==5.0.0",),
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "launcher", "args"),
+    [
+        ("pytest -q", "script", ("-q",)),
+        ("python -m pytest tests/ -x", "module", ("tests/", "-x")),
+        ("/opt/venv/bin/python3.11 -m pytest", "module", ()),
+        ("FOO=1 py.test -k 'a and b'", "script", ("-k", "a and b")),
+    ],
+)
+def test_plain_pytest_commands_are_pinned(command: str, launcher: str, args: tuple[str]) -> None:
+    invocation = harness.parse_invocation(command)
+    assert invocation is not None
+    assert invocation.launcher == launcher
+    assert invocation.args == args
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd sub && pytest",
+        "pytest $OPTS",
+        "pytest; true",
+        "make test",
+        "python -m unittest",
+        "python -c 'import pytest'",
+        "npm test",
+        "pytest 'unterminated",
+    ],
+)
+def test_other_commands_are_run_as_written(command: str) -> None:
+    assert harness.parse_invocation(command) is None
+
+
+def test_the_interpreter_comes_from_the_scripts_shebang_and_never_the_workspace() -> None:
+    script = harness.Invocation(launcher="script", program="pytest", args=())
+    head = base64.b64encode(b"#!/opt/venv/bin/python\nimport re\n").decode()
+    pinned = harness.parse_resolved(script, f"/opt/venv/bin/pytest\n{head}\n")
+    assert pinned == harness.Interpreter(
+        python="/opt/venv/bin/python", script="/opt/venv/bin/pytest"
+    )
+    inside = base64.b64encode(b"#!/workspace/.venv/bin/python\n").decode()
+    refused = harness.parse_resolved(script, f"/workspace/.venv/bin/pytest\n{inside}\n")
+    assert isinstance(refused, str)
+    assert "inside the workspace" in refused
+    module = harness.Invocation(launcher="module", program="python", args=())
+    assert isinstance(harness.parse_resolved(module, "\n"), str)
+
+
+def test_the_gate_run_tells_the_tests_nothing_through_the_environment() -> None:
+    invocation = harness.Invocation(launcher="module", program="python", args=("-q",))
+    interpreter = harness.Interpreter(python="/opt/venv/bin/python")
+    command = harness.pinned_command(
+        invocation, interpreter, run_dir="/tmp/x", named_plugins=("pytest_cov",)
+    )
+    assert "PYTEST_ADDOPTS" not in command
+    assert "--junitxml" not in command  # set on the config by the probe, not in argv
+    assert command.startswith("PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ")
+    assert "'-p', 'pytest_cov'" in command or '"-p", "pytest_cov"' in command
+
+
+def test_every_difference_is_named() -> None:
+    changed = RECORD.model_copy(
+        update={
+            "ini": {"addopts": ["-p", "evil"], "testpaths": ["tests"]},
+            "plugins": (
+                *RECORD.plugins[:1],
+                ("evil", "./evil.py"),
+            ),
+            "early_workspace_modules": ("sitecustomize",),
+        }
+    )
+    diffs = harness.differences(RECORD, changed)
+    assert "ini addopts: [] -> ['-p', 'evil']" in diffs
+    assert "plugin added: evil (./evil.py)" in diffs
+    assert "plugin gone: ./tests/conftest.py" in diffs
+    assert "modules loaded from the workspace before pytest: sitecustomize" in diffs
+    assert harness.differences(RECORD, RECORD) == []
+    assert changed.fingerprint != RECORD.fingerprint
+
+
+def test_harness_modules_include_the_plugins_top_level_names() -> None:
+    assert {"pytest", "_pytest", "pluggy", "pytest_cov"} <= harness.harness_modules(RECORD)
+
+
+BASE = {
+    "pyproject.toml": b'[project]\nname = "x"\n\n[tool.pytest.ini_options]\ntestpaths = ["t"]\n',
+    "setup.cfg": b"[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n",
+    "package.json": b'{"name": "x", "version": "1.0.0", "scripts": {"test": "jest"}}',
+}
+
+
+def changes(paths: dict[str, bytes | None], command: str = "python -m pytest") -> list[str]:
+    return harness_changes(
+        paths,
+        test_command=command,
+        shadowed=harness.harness_modules(RECORD),
+        before=BASE.get,
+        after=paths.get,
+    )
+
+
+def test_only_the_test_sections_of_shared_files_count() -> None:
+    version = BASE["pyproject.toml"].replace(b'name = "x"', b'name = "y"')
+    assert changes({"pyproject.toml": version}) == []
+    addopts = BASE["pyproject.toml"] + b'addopts = "-p evil"\n'
+    assert changes({"pyproject.toml": addopts}) == [
+        "pyproject.toml (its test-runner section changed)"
+    ]
+    cfg = BASE["setup.cfg"].replace(b"-q", b"-p evil")
+    assert changes({"setup.cfg": cfg}) == ["setup.cfg (its test-runner section changed)"]
+    assert changes({"setup.cfg": BASE["setup.cfg"].replace(b"name = x", b"name = y")}) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("pytest.ini", "test configuration"),
+        ("src/pkg/conftest.py", "test configuration"),
+        ("evil-1.0.dist-info/entry_points.txt", "packaging metadata"),
+        ("x.egg-info/entry_points.txt", "packaging metadata"),
+        ("evil.pth", "packaging metadata"),
+        ("sitecustomize.py", "interpreter start"),
+        ("pytest.py", "named like a module of the test harness"),
+        ("pytest_cov/__init__.py", "named like a module of the test harness"),
+        ("sub/.gitignore", "decides what the patch holds"),
+    ],
+)
+def test_files_that_redefine_pytest_are_named(path: str, why: str) -> None:
+    (found,) = changes({path: b"x"})
+    assert found.startswith(f"{path} (")
+    assert why in found
+
+
+def test_other_runners_files_count_for_their_runner_only() -> None:
+    scripts = b'{"name": "x", "version": "1.0.0", "scripts": {"test": "true"}}'
+    assert changes({"package.json": scripts}, "npm test") == [
+        "package.json (its test-runner section changed)"
+    ]
+    version = BASE["package.json"].replace(b"1.0.0", b"1.0.1")
+    assert changes({"package.json": version}, "npm test") == []
+    assert changes({"package-lock.json": b"{}"}, "npm test") != []
+    assert changes({"Makefile": b"test:\n\ttrue\n"}, "make test") != []
+    assert changes({"Makefile": b"test:\n\ttrue\n"}, "python -m pytest") == []
+    assert changes({"go.sum": b""}, "go test ./...") != []
+    assert changes({"scripts/test.sh": b"exit 0"}, "bash scripts/test.sh") != []
+    assert changes({"scripts/other.sh": b"exit 0"}, "bash scripts/test.sh") == []
