@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import hmac
 import os
-import select
 import secrets
+import select
 import socket
 import time
 from collections.abc import Callable
