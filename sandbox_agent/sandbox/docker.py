@@ -201,6 +201,10 @@ class DockerSandbox:
                     starter.join()
             if "error" in started:
                 raise started["error"]
+            if listener is not None and listener.broken:
+                progress(
+                    f"sandbox: the executor speaks over the docker exec stream: {listener.broken}"
+                )
             return cls(
                 client,
                 started["id"],

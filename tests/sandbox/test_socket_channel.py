@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import ToolError
-from sandbox_agent.sandbox.listener import CONTAINER_DIR, CONTAINER_SOCKET, SOCKET_NAME
+from sandbox_agent.sandbox.listener import (
+    CONTAINER_DIR,
+    CONTAINER_SOCKET,
+    SOCKET_NAME,
+)
 from tests.sandbox.conftest import MakeSandbox
 
 pytestmark = pytest.mark.docker
