@@ -78,20 +78,22 @@ def test_connections_left_waiting_do_not_disturb_a_fresh_executor(
     # reset_processes starts a new executor: it must get the channel, and they nothing.
     sb = make_sandbox(sample_repo)
     sb.exec(_intrude(120, background=True), timeout_s=30)
-    flood = (
-        "import socket, time\n"
-        "held = []\n"
-        "for _ in range(300):\n"
-        "    s = socket.socket(socket.AF_UNIX); s.setblocking(False)\n"
-        f"    try: s.connect({CONTAINER_SOCKET!r}); held.append(s)\n"
-        "    except OSError: s.close()\n"
-        "time.sleep(120)\n"
-    )
-    sb.exec(f"nohup python3 -c {_quote(flood)} >/dev/null 2>&1 &", timeout_s=30)
     waited = (
-        "for i in $(seq 100); do grep -q connected /tmp/intruder.out && exit 0; sleep 0.05; done"
+        "for i in $(seq 200); do grep -q connected /tmp/intruder.out && exit 0; sleep 0.05; done"
     )
     assert sb.exec(f"{waited}; exit 1", timeout_s=30).exit_code == 0
+    flood = (  # connects as fast as it can for a minute, keeping every connection it gets
+        "import socket, time\n"
+        "held, end = [], time.monotonic() + 60\n"
+        "open('/tmp/flooding', 'w').close()\n"
+        "while time.monotonic() < end:\n"
+        "    s = socket.socket(socket.AF_UNIX); s.settimeout(0.05)\n"
+        f"    try: s.connect({CONTAINER_SOCKET!r}); held.append(s)\n"
+        "    except OSError: s.close()\n"
+    )
+    sb.exec(f"nohup python3 -c {_quote(flood)} >/dev/null 2>&1 &", timeout_s=30)
+    flooding = "for i in $(seq 200); do [ -e /tmp/flooding ] && exit 0; sleep 0.05; done"
+    assert sb.exec(f"{flooding}; exit 1", timeout_s=30).exit_code == 0
     sb.reset_processes()
     assert sb.channel == "socket"
     out = sb.exec("cat /tmp/intruder.out", timeout_s=30).stdout
