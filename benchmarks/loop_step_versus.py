@@ -30,10 +30,12 @@ from sandbox_agent.sandbox.executor import ExecutorChannel
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = re.compile(r"runs \(step/local ms\): ([\d.]+)/([\d.]+)")
+IN_ENV = re.compile(r"environment: ([\d.]+)")
 
 
-def run_once(tree: Path, calls: int) -> tuple[float, float]:
-    """(local ms, step ms) of one ``loop_step.py`` run importing ``sandbox_agent`` from tree."""
+def run_once(tree: Path, calls: int) -> tuple[float, float, float]:
+    """(local ms, step ms, local ms in the container's environment) of one ``loop_step.py``
+    run importing ``sandbox_agent`` from tree."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = str(ROOT / "benchmarks" / "loop_step.py")
     out = subprocess.run(
@@ -44,9 +46,10 @@ def run_once(tree: Path, calls: int) -> tuple[float, float]:
         text=True,
         check=True,
     ).stdout
-    found = RESULT.search(out)
+    found, in_env = RESULT.search(out), IN_ENV.search(out)
     assert found is not None, out
-    return float(found.group(2)), float(found.group(1))
+    assert in_env is not None, out
+    return float(found.group(2)), float(found.group(1)), float(in_env.group(1))
 
 
 def round_trips(old_executor: str, n: int) -> dict[str, float]:
@@ -98,20 +101,25 @@ def main() -> None:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         trees = {f"before ({args.rev})": old, "after (this tree)": ROOT}
-        rows: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+        rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name in trees}
         for _ in range(args.rounds):
             for name, tree in trees.items():
                 rows[name].append(run_once(tree, args.calls))
         old_executor = (old / "sandbox_agent/sandbox/incontainer.py").read_text()
         trips = round_trips(old_executor, args.n)
     print(f"{f'{args.calls} bash true calls, medians of {args.rounds}':<34}", end="")
-    print(f"{'local ms':>9}{'step ms':>9}{'x local':>9}  x local per run")
+    print(f"{'local ms':>9}{'step ms':>9}{'x local':>9}{'x env':>7}  x local per run")
     for name, runs in rows.items():
         local = statistics.median(r[0] for r in runs)
         step = statistics.median(r[1] for r in runs)
-        ratios = [s / loc for loc, s in runs]
+        ratios = [s / loc for loc, s, _ in runs]
+        env_ratio = statistics.median(s / e for _, s, e in runs)
         each = " ".join(f"{r:.2f}" for r in ratios)
-        print(f"{name:<34}{local:>9.2f}{step:>9.2f}{statistics.median(ratios):>9.2f}  {each}")
+        print(
+            f"{name:<34}{local:>9.2f}{step:>9.2f}{statistics.median(ratios):>9.2f}"
+            f"{env_ratio:>7.2f}  {each}"
+        )
+    print("x env: against local bash in the container's environment (LANG=C.UTF-8)")
     print(f"\n{f'sandbox round trip, {args.n} each':<34}{'p50 ms':>9}{'x local':>9}")
     for name, label in (("local", "local bash -c true"), ("old", f"executor of {args.rev}")):
         print(f"{label:<34}{trips[name]:>9.2f}{trips[name] / trips['local']:>9.2f}")

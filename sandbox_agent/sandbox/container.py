@@ -29,6 +29,7 @@ from sandbox_agent.sandbox.executor import (
     interpreter_for,
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import guard_dirs
 from sandbox_agent.sandbox.runtime import host_pids_limit
 from sandbox_agent.sandbox.workspace import MODEL_GIT_DIR, SHADOW_DIR, Owner, remove_workspace
@@ -119,6 +120,17 @@ def executor_python(config: DockerSandboxConfig) -> str:
 DEFAULT_CONFIG = DockerSandboxConfig()
 
 
+def open_listener(config: DockerSandboxConfig, root: Path, owner: Owner) -> ChannelListener | None:
+    """The executor's socket in ``root`` (never mounted itself); ``None``: the exec stream.
+
+    gVisor refuses a connect to a host socket over a bind mount (``EPERM``, unless runsc runs
+    with ``--host-uds``), so under ``runsc`` the executor speaks over the exec stream.
+    """
+    if config.limits.runtime == STRONGER_RUNTIME:
+        return None
+    return ChannelListener.open(root, owner)
+
+
 def user_and_owner(config: DockerSandboxConfig) -> tuple[str, Owner]:
     """The container user; when the host user is root, the workspace is chowned to it."""
     uid, gid = os.getuid(), os.getgid()
@@ -136,8 +148,12 @@ def auto_workspace_root(config: DockerSandboxConfig) -> Path | None:
     return shm if shutil.disk_usage(shm).free >= _IN_MEMORY_MIN_FREE else None
 
 
-def workspace_mounts(root: Path, read_only: tuple[str, ...]) -> list[Mount]:
+def workspace_mounts(
+    root: Path, read_only: tuple[str, ...], channel: Mount | None = None
+) -> list[Mount]:
     """``/workspace`` (writable), the git scratch and the shadow, and the protected paths.
+
+    ``channel`` is the read-only mount of the executor's socket directory (``listener.py``).
 
     ``read_only`` (relative to the copy, from ``protect.mountable``) are read-only binds over
     the writable workspace; their parent directories are writable binds of themselves, so a
@@ -149,6 +165,7 @@ def workspace_mounts(root: Path, read_only: tuple[str, ...]) -> list[Mount]:
         Mount("/workspace", str(repo), type="bind", read_only=False),
         Mount(gitops.SHADOW_MOUNT, str(root / SHADOW_DIR), type="bind", read_only=True),
         Mount(gitops.MODEL_GIT_MOUNT, str(root / MODEL_GIT_DIR), type="bind", read_only=False),
+        *([channel] if channel is not None else []),
     ]
     for rel in guard_dirs(read_only):
         mounts.append(Mount(f"/workspace/{rel}", str(repo / rel), type="bind", read_only=False))
@@ -163,6 +180,7 @@ def container_kwargs(
     root: Path,
     user: str,
     read_only: tuple[str, ...] = (),
+    channel: Mount | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of ``containers.create``: every hardening flag in one place."""
     tmpfs_opts = f"rw,exec,nosuid,nodev,size={config.tmp_size}"
@@ -199,15 +217,18 @@ def container_kwargs(
         "ipc_mode": "private",
         "runtime": config.limits.runtime,  # None: the engine's default (runc)
         "hostname": "sandbox",
-        "mounts": workspace_mounts(root, read_only),
+        "mounts": workspace_mounts(root, read_only, channel),
         "detach": True,
     }
 
 
 def start_container(
-    client: docker.DockerClient, kwargs: dict[str, Any], out: dict[str, Any]
+    client: docker.DockerClient,
+    kwargs: dict[str, Any],
+    out: dict[str, Any],
+    listener: ChannelListener | None = None,
 ) -> None:
-    """Thread body: create and start the container and its executor channel.
+    """Thread body: create and start the container and its executor channel (on ``listener``).
 
     Puts ``id`` and ``channel`` in ``out``, or ``error`` (a ``SandboxError``).
     """
@@ -221,6 +242,7 @@ def start_container(
             user=kwargs["command"][-1],  # the agent's uid:gid
             env=kwargs["environment"],
             python=kwargs["command"][0],  # PID 1's interpreter: executor_python(config)
+            listener=listener,
         )
         out["channel"] = channel
         channel.request({"op": "ping"}, timeout_s=60)

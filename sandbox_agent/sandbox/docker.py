@@ -40,6 +40,7 @@ from sandbox_agent.sandbox.container import (
     container_env,
     container_kwargs,
     executor_python,
+    open_listener,
     remove_container,
     start_container,
     user_and_owner,
@@ -57,6 +58,7 @@ from sandbox_agent.sandbox.executor import (
     decode_stream,
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
+from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
 from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.workspace import (
@@ -108,8 +110,10 @@ class DockerSandbox:
         channel: ExecutorChannel | None = None,
         run_id: str = "sandbox",
         workspace_root: Path | None = None,
+        listener: ChannelListener | None = None,
     ) -> None:
         self._client = client
+        self._listener = listener
         self.container_id = container_id
         self._ws = workspace
         self._user = user
@@ -164,9 +168,14 @@ class DockerSandbox:
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
         read_only: list[str] = []
+        listener = open_listener(config, root, owner)
+        mount = listener.mount() if listener is not None else None
         starter = threading.Thread(
             target=lambda: start_container(
-                client, container_kwargs(config, run_id, root, user, tuple(read_only)), started
+                client,
+                container_kwargs(config, run_id, root, user, tuple(read_only), mount),
+                started,
+                listener,
             ),
             daemon=True,
         )
@@ -192,6 +201,10 @@ class DockerSandbox:
                     starter.join()
             if "error" in started:
                 raise started["error"]
+            if listener is not None and listener.broken:
+                progress(
+                    f"sandbox: the executor speaks over the docker exec stream: {listener.broken}"
+                )
             return cls(
                 client,
                 started["id"],
@@ -201,8 +214,11 @@ class DockerSandbox:
                 channel=started["channel"],
                 run_id=run_id,
                 workspace_root=workspace_root,
+                listener=listener,
             )
         except BaseException:
+            if listener is not None:
+                listener.close()
             cleanup_failed_start(client, starter, started, root)
             raise
 
@@ -214,7 +230,11 @@ class DockerSandbox:
                 user=self._user,
                 env=container_env(self.config),
                 python=executor_python(self.config),
+                listener=self._listener,
             )
+        except ChannelClosedError as e:
+            self._raise_if_dead(e)
+            raise SandboxError(f"the executor did not start: {e}", op="executor") from e
         except SandboxError as e:
             self._raise_if_dead(e)
             raise
@@ -225,6 +245,19 @@ class DockerSandbox:
             self._raise_if_dead(e)
             raise SandboxError(f"the executor did not start: {e}", op="executor") from e
         return channel
+
+    @property
+    def channel(self) -> str:
+        """How the executor is spoken to: ``socket``, or ``exec`` with the reason (doctor, trace).
+
+        ``exec``: the ``docker exec`` stream itself, where the socket cannot be used (gVisor,
+        or an engine whose bind mount of the socket's directory does not let it connect).
+        """
+        if self._channel.transport == "socket":
+            return "socket"
+        if self._listener is None:
+            return "exec (no socket under this runtime, or it could not be made)"
+        return f"exec ({self._listener.broken or 'socket unused'})"
 
     def _raise_if_dead(self, cause: BaseException) -> None:
         for _ in range(20):
@@ -436,6 +469,8 @@ class DockerSandbox:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held) if in_main else None
         try:
             self._channel.close()
+            if self._listener is not None:
+                self._listener.close()
             try:
                 remove_container(self._client, self.container_id)
             finally:

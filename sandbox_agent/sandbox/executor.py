@@ -1,9 +1,13 @@
-"""The persistent executor channel: one ``docker exec`` kept open for the whole run.
+"""The persistent executor channel: one executor, started by ``docker exec``, for the whole run.
 
 The in-container side is :mod:`sandbox_agent.sandbox.incontainer`, started as
-``python3 -c <its source>``. Requests and answers are JSON lines over the exec's attached
-stdin/stdout; the engine multiplexes stdout and stderr into frames of an 8-byte header
-(stream, 0, 0, 0, big-endian size) and the payload, which :class:`FrameReader` takes apart.
+``python3 -c <its source> [socket]``. Requests and answers are JSON lines over a unix socket
+bind-mounted into the container (``listener.py``: the executor connects and proves itself with
+a token it read from its stdin); the exec's attached stream stays open as the lifeline (its EOF
+tells the executor the host is gone) and carries the executor's stderr. Where the socket cannot
+be used (gVisor, a failed connect), requests and answers go over the exec stream itself, as
+before: the engine multiplexes stdout and stderr into frames of an 8-byte header (stream, 0, 0,
+0, big-endian size) and the payload, which :class:`FrameReader` takes apart.
 
 Why not docker-py's ``docker.utils.socket.frames_iter``: its ``read`` waits in ``poll()`` with
 no timeout, so a deadline cannot be enforced while the executor is silent, and it costs two
@@ -21,7 +25,7 @@ import socket
 import struct
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import docker
 import docker.errors
@@ -33,6 +37,7 @@ from sandbox_agent.errors import (
     SandboxError,
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from sandbox_agent.sandbox.listener import CONTAINER_SOCKET, ChannelListener, new_token
 
 EXECUTOR_USER = "0:0"
 """Who the executor starts as: root with CAP_SETUID/CAP_SETGID only, until it takes the agent's
@@ -69,11 +74,12 @@ class FrameReader:
 
     Each received chunk is parsed once: frame headers may be split across chunks, payloads are
     consumed as they arrive (a frame is never buffered whole), and a line is searched for only
-    in the bytes not searched yet.
+    in the bytes not searched yet. With ``framed=False`` the stream is plain lines (the socket).
     """
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, *, framed: bool = True) -> None:
         self._sock = sock
+        self._framed = framed
         self._header = bytearray()
         self._stream = 0
         self._left = 0  # payload bytes of the current frame still to come
@@ -99,6 +105,9 @@ class FrameReader:
         return memoryview(self._into)[:n]
 
     def _feed(self, view: memoryview) -> None:
+        if not self._framed:
+            self._lines += view
+            return
         i, n = 0, len(view)
         while i < n:
             if not self._left:
@@ -137,9 +146,28 @@ class FrameReader:
                 raise ChannelOverflowError(f"answer exceeded {_mib(limit)} without a line end")
             self._feed(self._recv(deadline))
 
+    def feed_available(self, deadline: float | None = None) -> bytes | None:
+        """Take what one ``recv`` brings; a whole stdout line when there is one now.
+
+        Raises:
+            ChannelTimeoutError: nothing came before ``deadline``.
+            ChannelClosedError: the stream ended or broke.
+        """
+        self._feed(self._recv(deadline))
+        end = self._lines.find(b"\n")
+        if end < 0:
+            return None
+        line = bytes(self._lines[:end])
+        del self._lines[: end + 1]
+        self._searched = 0
+        return line
+
 
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):g} MiB"
+
+
+Transport = Literal["socket", "exec"]
 
 
 class ExecutorChannel:
@@ -154,18 +182,26 @@ class ExecutorChannel:
         env: dict[str, str],
         python: str = "python3",
         argv: list[str] | None = None,
+        listener: ChannelListener | None = None,
+        connect_timeout_s: float = 60,
     ) -> None:
         """Start the executor with ``python`` (see :func:`interpreter_for`), or ``argv``.
 
         The executor starts as root (the container grants only CAP_SETUID and CAP_SETGID) and
-        works with ``user``'s effective ids; every command it runs is ``user`` entirely. So no
-        process of ``user``'s can reach the channel (``incontainer._become_agent``). ``argv``
-        (tests) starts as ``user`` directly.
+        takes ``user``'s ids but a saved id of root, so no process of ``user``'s can reach the
+        channel (``incontainer._become_agent``). ``argv`` (tests) starts as ``user`` directly.
+        With a usable ``listener`` (and no ``argv``) the executor connects to its socket.
+
+        Raises:
+            SandboxError: the engine refused to start it.
+            ChannelClosedError: it ended, or did not connect, before it could be spoken to.
         """
+        use_socket = listener is not None and listener.usable and argv is None
+        command = argv or [python, "-u", "-c", EXECUTOR_SOURCE, user]
         try:
             exec_id = api.exec_create(
                 container_id,
-                argv or [python, "-u", "-c", EXECUTOR_SOURCE, user],
+                command + ([CONTAINER_SOCKET] if use_socket else []),
                 stdin=True,
                 stdout=True,
                 stderr=True,
@@ -177,10 +213,52 @@ class ExecutorChannel:
             raw = api.exec_start(exec_id, socket=True)
         except docker.errors.DockerException as e:
             raise SandboxError(f"could not start the executor: {e}", op="executor") from e
-        self._sock: socket.socket = getattr(raw, "_sock", None) or raw  # type: ignore[assignment]
+        self._exec: socket.socket = getattr(raw, "_sock", None) or raw  # type: ignore[assignment]
         self._keep = raw  # the wrapper owns the response; keep it alive with the socket
-        self._reader = FrameReader(self._sock)
+        self._exec_reader = FrameReader(self._exec)
+        self._sock, self._reader = self._exec, self._exec_reader
+        self.transport: Transport = "exec"
+        """How requests and answers flow: the unix socket, or the exec stream itself."""
         self.closed = False
+        if listener is not None and use_socket:
+            self._connect(listener, connect_timeout_s)
+
+    def _connect(self, listener: ChannelListener, timeout_s: float) -> None:
+        """Give the executor its token on stdin and take its connection (see ``listener``)."""
+        token = new_token()
+        try:
+            self._exec.sendall(token + b"\n")
+            conn = listener.accept(
+                token,
+                time.monotonic() + timeout_s,
+                self._exec.fileno(),
+                lambda: self._stays_on_exec(listener),
+            )
+        except ChannelTimeoutError as e:
+            self.close()
+            raise ChannelClosedError(f"{e} within {timeout_s:g} s") from e
+        except (OSError, ChannelClosedError) as e:
+            self._collect_stderr(0.5)
+            self.close()
+            raise ChannelClosedError(f"{e}; executor stderr: {self.stderr()}") from e
+        except BaseException:
+            self.close()
+            raise
+        if conn is not None:
+            self._sock, self._reader = conn, FrameReader(conn, framed=False)
+            self.transport = "socket"
+
+    def _stays_on_exec(self, listener: ChannelListener) -> bool:
+        """Read the exec stream while waiting: the executor's word that it could not connect."""
+        line = self._exec_reader.feed_available()
+        if line is None:
+            return False
+        try:
+            why = str(json.loads(line)["channel_error"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ChannelClosedError(f"unexpected line from the executor: {line[:200]!r}") from e
+        listener.broken = why  # later executors are not asked to connect either
+        return True
 
     def request(
         self,
@@ -212,28 +290,39 @@ class ExecutorChannel:
             self.close()
             raise ChannelTimeoutError(f"no answer within {timeout_s:g} s") from e
         except ChannelOverflowError as e:
+            self._collect_stderr(0.2)
             self.close()
             raise ChannelOverflowError(f"{e}; executor stderr: {self.stderr()}") from e
         except (OSError, ValueError, ChannelClosedError) as e:
+            self._collect_stderr(0.5)
             self.close()
             raise ChannelClosedError(f"{e}; executor stderr: {self.stderr()}") from e
         except BaseException:
             # Interrupted mid-request (Ctrl-C, SIGTERM): the answer would arrive out of turn.
-            # Closing the stream makes the executor kill the command and exit.
+            # Closing the channel makes the executor kill the command and exit.
             self.close()
             raise
         return answer
 
+    def _collect_stderr(self, wait_s: float) -> None:
+        """Over the socket, the executor's stderr is on the exec stream: read what came."""
+        if self._reader is self._exec_reader or self.closed:
+            return
+        deadline = time.monotonic() + wait_s
+        with contextlib.suppress(ChannelClosedError, ChannelTimeoutError, OSError):
+            while len(self._exec_reader.stderr_tail) < _STDERR_KEEP:
+                self._exec_reader.feed_available(deadline)
+
     def stderr(self) -> str:
         """The last bytes the executor wrote on stderr (a traceback when it crashed)."""
-        return self._reader.stderr_tail.decode("utf-8", "replace").strip()[-2000:]
+        return self._exec_reader.stderr_tail.decode("utf-8", "replace").strip()[-2000:]
 
     def close(self) -> None:
-        """Close the stream; the executor exits on EOF (idempotent)."""
+        """Close the socket and the exec stream; the executor exits on EOF (idempotent)."""
         if self.closed:
             return
         self.closed = True
-        for closer in (self._sock.close, getattr(self._keep, "close", None)):
+        for closer in (self._sock.close, self._exec.close, getattr(self._keep, "close", None)):
             if closer is not None:
                 with contextlib.suppress(OSError):
                     closer()

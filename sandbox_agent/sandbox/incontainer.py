@@ -1,8 +1,11 @@
 """The executor that runs INSIDE the container (standard library only, Python 3.9+).
 
-Its source is sent as ``python3 -c <source>`` through one ``docker exec``; it then serves
-JSON-lines requests on stdin and answers each with one JSON line on stdout, so a tool call costs
-a pipe round trip plus the command itself instead of a ``docker exec`` each time.
+Its source is sent as ``python3 -c <source> [socket]`` through one ``docker exec``; it then
+serves JSON-lines requests and answers each with one JSON line, so a tool call costs a round
+trip plus the command itself instead of a ``docker exec`` each time. Given a socket path, it
+reads a token from stdin, connects and sends the token, then speaks over the socket (stdin
+stays open as the lifeline); otherwise, or when the connect fails (it says so in one line),
+over stdin and stdout.
 
 Requests: ``{"op": "exec"|"read"|"write"|"run"|"ping", ...}``; answers: ``{"ok": true, ...}`` or
 ``{"ok": false, "kind": <ObservationKind>, "message": ...}``. Never imported by the host, except
@@ -231,16 +234,37 @@ _READY = _Ready()
 
 
 class _Requests:
-    """Request lines from stdin (fd 0), read unbuffered so ``_pump`` can watch for EOF too."""
+    """Request lines from the channel, read unbuffered so ``_pump`` can watch for EOF too.
+
+    The channel is stdin (fd 0), or the host's unix socket; then stdin is the lifeline: its
+    EOF (or the socket's) means the host is gone. Answers go to ``out`` (stdout, or the socket).
+    """
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.eof = False
+        self.fd = 0
+        self.out = 1
+        self.lifeline = -1  # stdin while requests come over the socket
 
     def fill(self) -> None:
-        data = os.read(0, _READ_CHUNK)
+        if self.lifeline >= 0:
+            ready = select.select([self.fd, self.lifeline], [], [])[0]
+            if self.lifeline in ready and not self.lifeline_alive():
+                self.eof = True
+                return
+            if self.fd not in ready:
+                return
+        data = os.read(self.fd, _READ_CHUNK)
         self.buf += data
         self.eof = not data
+
+    def lifeline_alive(self) -> bool:
+        """Read what came on stdin (nothing is sent there after the token): ``False`` at EOF."""
+        try:
+            return bool(os.read(self.lifeline, _READ_CHUNK))
+        except OSError:
+            return False
 
     def next_line(self) -> bytes | None:
         while b"\n" not in self.buf:
@@ -250,6 +274,9 @@ class _Requests:
         line, _, rest = bytes(self.buf).partition(b"\n")
         self.buf[:] = rest
         return line
+
+    def answer(self, data: bytes) -> None:
+        _write_all(self.out, data)
 
 
 _REQUESTS = _Requests()
@@ -279,8 +306,10 @@ class _Pump:
     ) -> None:
         self.proc, self.streams = proc, streams
         self.poll = select.poll()  # no fd of its own, unlike epoll: fewer syscalls per call
-        for fd in (*streams, 0):
+        for fd in (*streams, _REQUESTS.fd):
             self.poll.register(fd, select.POLLIN)
+        if _REQUESTS.lifeline >= 0:
+            self.poll.register(_REQUESTS.lifeline, select.POLLIN)
         self.pidfd = _pidfd(proc.pid)
         if self.pidfd is not None:
             self.poll.register(self.pidfd, select.POLLIN)
@@ -296,9 +325,12 @@ class _Pump:
             self.exited_at = now
 
     def _on_ready(self, fd: int, now: float) -> None:
-        if fd == 0:
+        if fd == _REQUESTS.fd:
             _REQUESTS.fill()
             if _REQUESTS.eof:
+                raise _Cancelled
+        elif fd == _REQUESTS.lifeline:
+            if not _REQUESTS.lifeline_alive():
                 raise _Cancelled
         elif fd == self.pidfd:
             self.exited_at = now
@@ -538,19 +570,51 @@ def _not_dumpable() -> None:
         pass
 
 
+def _read_token() -> bytes:
+    """The first line on stdin: the token that proves this executor to the host."""
+    token = b""
+    while not token.endswith(b"\n") and len(token) <= 256:
+        data = os.read(0, 1)  # one byte at a time: nothing past the line is taken
+        if not data:
+            break
+        token += data
+    return token
+
+
+def _use_socket(path: str) -> None:
+    """Speak over the host's socket at ``path``; on failure say why and stay on stdio."""
+    import socket  # only here, at start
+
+    token = _read_token()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        sock.sendall(token)
+    except OSError as e:
+        sock.close()
+        why = f"cannot connect to {path}: {e.strerror or e}"
+        _write_all(1, json.dumps({"channel_error": why}).encode() + b"\n")
+        return
+    fd = sock.detach()  # close-on-exec (Python's default): no command inherits it
+    _REQUESTS.fd, _REQUESTS.out, _REQUESTS.lifeline = fd, fd, 0
+
+
 def main() -> None:
-    """Serve requests from stdin until it closes."""
+    """Serve requests until the host closes the channel.
+
+    ``argv``: the agent's ``uid:gid``, then the host's socket path when there is one.
+    """
     _become_agent(sys.argv[1] if len(sys.argv) > 1 else "")
     _not_dumpable()
-    out = sys.stdout.buffer
+    if len(sys.argv) > 2:
+        _use_socket(sys.argv[2])  # as the agent: the socket's directory is the agent's
     try:
         while (line := _REQUESTS.next_line()) is not None:
             try:
                 answer = handle(json.loads(line))
             except _Cancelled:
                 return
-            out.write(json.dumps(answer).encode() + b"\n")
-            out.flush()
+            _REQUESTS.answer(json.dumps(answer).encode() + b"\n")
             _READY.prepare()  # after the answer: the host reads it meanwhile
     finally:
         _READY.discard()

@@ -47,6 +47,7 @@ def test_hardening_read_back_from_inspect(
     mounts = attrs["Mounts"]
     assert sorted((m["Source"], m["Destination"], m["RW"]) for m in mounts) == [
         (str(sb.workspace_dir / "baseline.git"), "/sandbox-agent/baseline.git", False),
+        (str(sb.workspace_dir / "channel"), "/run/sandbox-agent", False),
         (str(sb.workspace_dir / "git"), "/sandbox-agent/git", True),
         (str(sb.workspace), "/workspace", True),
         (str(sb.workspace / ".git"), "/workspace/.git", False),

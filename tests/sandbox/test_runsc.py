@@ -23,6 +23,7 @@ from sandbox_agent.errors import EngineUnavailableError, SandboxError
 from sandbox_agent.sandbox import docker as docker_sandbox
 from sandbox_agent.sandbox.docker import DockerSandbox
 from sandbox_agent.sandbox.doctor import runsc_check
+from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.runtime import (
     RUNSC,
     RUNSC_ARGS,
@@ -231,3 +232,26 @@ def test_the_demo_runs_end_to_end_on_gvisor(tmp_path: Path, runsc: None) -> None
     assert "Starting gVisor" in kernel, kernel
     assert os.uname().release not in kernel
     assert "kvparse/parser.py" in Path(record["patch_path"]).read_text()
+
+
+def test_under_runsc_the_executor_speaks_over_the_exec_stream(
+    make_runsc: MakeSandbox, sample_repo: Path
+) -> None:
+    sb = make_runsc(sample_repo)
+    assert sb.channel.startswith("exec (no socket")
+    assert sb.exec("echo gvisor", timeout_s=30).stdout == "gvisor\n"
+
+
+def test_gvisor_refuses_the_socket_and_the_executor_falls_back(
+    make_runsc: MakeSandbox, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Why there is no socket under runsc: offered one anyway, its connect is refused (EPERM,
+    # runsc without --host-uds), and the executor says so and stays on the exec stream.
+    monkeypatch.setattr(
+        docker_sandbox,
+        "open_listener",
+        lambda config, root, owner: ChannelListener.open(root, owner),
+    )
+    sb = make_runsc(sample_repo)
+    assert sb.channel == "exec (cannot connect to /run/sandbox-agent/s: Operation not permitted)"
+    assert sb.exec("echo gvisor", timeout_s=30).stdout == "gvisor\n"
