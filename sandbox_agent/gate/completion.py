@@ -22,6 +22,7 @@ from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.gate import evidence, harness, harnessfiles
+from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings import GateSection
@@ -153,15 +154,19 @@ class CompletionGate:
             checks.append(self._harness_check(run))
         return checks, run
 
+    @property
+    def _baseline_harness(self) -> HarnessRecord | None:
+        return self.baseline.harness if self.baseline is not None else None
+
     def _named_plugins(self) -> tuple[str, ...] | None:
         if self.pin is None:
             return None
-        record = self.baseline.harness if self.baseline is not None else None
+        record = self._baseline_harness
         return record.entry_points if record is not None else ()
 
     def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
         """Refuse a patch that changes how the tests run (the early, explained refusal)."""
-        record = self.baseline.harness if self.baseline is not None else None
+        record = self._baseline_harness
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )
@@ -185,7 +190,7 @@ class CompletionGate:
 
     def _harness_check(self, run: TestRun) -> GateCheck:
         """The pinned harness recorded by the gate's run must equal the baseline's."""
-        base = self.baseline.harness if self.baseline is not None else None
+        base = self._baseline_harness
         if run.harness is None:
             why = run.harness_error or "no record"
             return GateCheck(name="harness", passed=False, detail=f"harness not recorded: {why}")

@@ -5,9 +5,9 @@ with ``VAR=value`` prefixes) is not run as written. Its interpreter is resolved 
 baseline, to an absolute path outside the workspace, and every run goes through a boot script
 (``python -c``) that:
 
-- takes the workspace off ``sys.path`` and imports pytest, its plugins and the gate's own probe
-  plugin (``pytest_probe.py``) from the environment, so a ``pytest.py``, ``_pytest/`` or plugin
-  module the model writes cannot stand in for them;
+- takes the workspace off ``sys.path`` and imports pytest and the gate's own probe plugin
+  (``pytest_probe.py``) from the environment, so a ``pytest.py`` or ``_pytest/`` the model
+  writes cannot stand in for them (a plugin module it shadows shows in the record: its file);
 - then puts the workspace back where ``python -m pytest`` (or the ``pytest`` script) has it, and
   starts pytest with the probe, which records what decided how the tests ran.
 
