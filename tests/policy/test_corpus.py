@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from tests.policy.corpus import ALLOW, DENY
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    repo: Path = tmp_path_factory.mktemp("repo")
-    return RuleEngine(load_policy(repo).policy)
 
 
 def test_corpus_is_big_enough() -> None:

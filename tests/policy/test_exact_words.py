@@ -9,55 +9,38 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.shell import analyze
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    return RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
-
-
-def _deny(engine: RuleEngine, command: str, *words: str) -> None:
-    decision = engine.check_command(command)
-    assert decision.decision == "deny", (command, decision)
-    for word in words:
-        assert word in decision.reason, (command, decision.reason)
-
-
-def _allow(engine: RuleEngine, command: str) -> None:
-    decision = engine.check_command(command)
-    assert decision.decision == "allow", (command, decision)
+from tests.policy.conftest import assert_allowed, assert_denied
 
 
 @pytest.mark.parametrize("nul", ["\\0", "\\x00", "\\u0000", "\\U00000000", "\\c@", "\\000"])
 def test_a_nul_escape_is_denied(engine: RuleEngine, nul: str) -> None:
     """bash cuts the word at the NUL: the engine saw src/x.py, cp wrote the protected test."""
-    _deny(engine, f"cp src/app.py $'tests/test_app.py{nul}/../../src/x.py'", "NUL")
-    _deny(engine, f"cat $'a{nul}'", "NUL")
+    assert_denied(engine, f"cp src/app.py $'tests/test_app.py{nul}/../../src/x.py'", "NUL")
+    assert_denied(engine, f"cat $'a{nul}'", "NUL")
 
 
 @pytest.mark.parametrize("escape", ["\\xff", "\\377", "\\u00e9", "\\U0001F600", "\\U7fffffff"])
 def test_a_non_ascii_escape_is_denied(engine: RuleEngine, escape: str) -> None:
     """Past ASCII, bash's bytes depend on the escape kind and the locale: not modelled."""
-    _deny(engine, f"cat $'src/{escape}'")
+    assert_denied(engine, f"cat $'src/{escape}'")
 
 
 def test_ascii_escapes_stay_allowed(engine: RuleEngine) -> None:
-    _allow(engine, "cat $'src/\\x61pp.py'")
-    _allow(engine, "grep -n $'\\t' src/app.py")
+    assert_allowed(engine, "cat $'src/\\x61pp.py'")
+    assert_allowed(engine, "grep -n $'\\t' src/app.py")
 
 
 @pytest.mark.parametrize("command", ["cat $!", 'echo "$!"', "cat src/$!"])
 def test_dollar_bang_is_not_a_number(engine: RuleEngine, command: str) -> None:
     """In a fresh shell ``$!`` is empty (no background job yet); it is dynamic."""
-    _deny(engine, command)
+    assert_denied(engine, command)
 
 
 def test_numeric_parameters_stay_allowed(engine: RuleEngine) -> None:
-    _allow(engine, 'pytest -q; echo "exit code: $?"')
-    _allow(engine, "echo $# $$")
+    assert_allowed(engine, 'pytest -q; echo "exit code: $?"')
+    assert_allowed(engine, "echo $# $$")
 
 
 @pytest.mark.parametrize(
@@ -108,7 +91,7 @@ def test_brace_expansion_is_exact(word: str, fields: list[str]) -> None:
     ],
 )
 def test_a_brace_sequence_not_reproduced_exactly_is_denied(engine: RuleEngine, word: str) -> None:
-    _deny(engine, f"echo {word}", "brace expansion")
+    assert_denied(engine, f"echo {word}", "brace expansion")
 
 
 @pytest.mark.parametrize(
@@ -121,14 +104,14 @@ def test_a_brace_sequence_not_reproduced_exactly_is_denied(engine: RuleEngine, w
 )
 def test_brace_expansion_is_checked_word_by_word(engine: RuleEngine, command: str) -> None:
     """The empty word of ``{x,}`` and the middle of ``{s..u}`` are what bash really uses."""
-    _deny(engine, command, "protected")
+    assert_denied(engine, command, "protected")
 
 
 @pytest.mark.parametrize(
     "command", ["cp src/app.py{,.bak}", "cat src/app.{py,txt}", "echo {1..3}", "ls {a..c}"]
 )
 def test_exact_brace_expansions_stay_allowed(engine: RuleEngine, command: str) -> None:
-    _allow(engine, command)
+    assert_allowed(engine, command)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +119,7 @@ def test_exact_brace_expansions_stay_allowed(engine: RuleEngine, command: str) -
 )
 def test_words_tree_sitter_splits_are_denied(engine: RuleEngine, command: str) -> None:
     """tree-sitter-bash reads ``"test"\\s/x`` as two words; bash as ``tests/x``."""
-    _deny(engine, command, "one word to bash")
+    assert_denied(engine, command, "one word to bash")
 
 
 @pytest.mark.parametrize(
@@ -152,7 +135,7 @@ def test_words_tree_sitter_splits_are_denied(engine: RuleEngine, command: str) -
     ],
 )
 def test_substitutions_in_an_unquoted_heredoc_are_denied(engine: RuleEngine, command: str) -> None:
-    _deny(engine, command, "heredoc")
+    assert_denied(engine, command, "heredoc")
 
 
 @pytest.mark.parametrize(
@@ -165,4 +148,4 @@ def test_substitutions_in_an_unquoted_heredoc_are_denied(engine: RuleEngine, com
     ],
 )
 def test_quoted_heredocs_are_data(engine: RuleEngine, command: str) -> None:
-    _allow(engine, command)
+    assert_allowed(engine, command)

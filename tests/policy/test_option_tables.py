@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    return RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
 
 
 @pytest.mark.parametrize(

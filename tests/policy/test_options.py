@@ -4,26 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.scripts import check_sed
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    return RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
-
-
-def _deny(engine: RuleEngine, command: str, *words: str) -> None:
-    decision = engine.check_command(command)
-    assert decision.decision == "deny", (command, decision)
-    for word in words:
-        assert word in decision.reason, (command, decision.reason)
-
-
-def _allow(engine: RuleEngine, command: str) -> None:
-    decision = engine.check_command(command)
-    assert decision.decision == "allow", (command, decision)
+from tests.policy.conftest import assert_allowed, assert_denied
 
 
 @pytest.mark.parametrize(
@@ -50,7 +33,7 @@ def test_sed_labels_without_commands_are_fine(script: str) -> None:
 )
 def test_find_exec_plus_ends_only_after_braces(engine: RuleEngine, command: str) -> None:
     """GNU find ends ``-exec`` at ``;`` or at ``{} +``; a lone ``+`` is an argument."""
-    _deny(engine, command, "tests/x")
+    assert_denied(engine, command, "tests/x")
 
 
 @pytest.mark.parametrize(
@@ -62,7 +45,7 @@ def test_find_exec_plus_ends_only_after_braces(engine: RuleEngine, command: str)
     ],
 )
 def test_find_exec_terminators_stay_allowed(engine: RuleEngine, command: str) -> None:
-    _allow(engine, command)
+    assert_allowed(engine, command)
 
 
 @pytest.mark.parametrize(
@@ -76,11 +59,11 @@ def test_find_exec_terminators_stay_allowed(engine: RuleEngine, command: str) ->
 )
 def test_find_execdir_writes_are_denied(engine: RuleEngine, command: str) -> None:
     """-execdir runs in each matched file's directory: its writes land where no check looked."""
-    _deny(engine, command, "-execdir" if "-okdir" not in command else "-okdir")
+    assert_denied(engine, command, "-execdir" if "-okdir" not in command else "-okdir")
 
 
 def test_find_execdir_reading_stays_allowed(engine: RuleEngine) -> None:
-    _allow(engine, "find src -name '*.py' -execdir grep -l foo {} +")
+    assert_allowed(engine, "find src -name '*.py' -execdir grep -l foo {} +")
 
 
 @pytest.mark.parametrize(
@@ -89,14 +72,14 @@ def test_find_execdir_reading_stays_allowed(engine: RuleEngine) -> None:
 )
 def test_grep_color_takes_a_value_only_with_equals(engine: RuleEngine, command: str) -> None:
     """``grep --color root FILE``: root is the pattern and FILE is read."""
-    _deny(engine, command, "/etc/")
+    assert_denied(engine, command, "/etc/")
 
 
 @pytest.mark.parametrize(
     "command", ["grep --color=always -n root src/app.py", "grep --color -n root src/app.py"]
 )
 def test_grep_color_stays_allowed(engine: RuleEngine, command: str) -> None:
-    _allow(engine, command)
+    assert_allowed(engine, command)
 
 
 @pytest.mark.parametrize(
@@ -110,12 +93,12 @@ def test_grep_color_stays_allowed(engine: RuleEngine, command: str) -> None:
 )
 def test_sed_in_place_with_a_backup_suffix_is_denied(engine: RuleEngine, command: str) -> None:
     """``sed -iSUFFIX`` also writes FILE+SUFFIX (``-in`` is the suffix ``n``, not ``-n``)."""
-    _deny(engine, command, "backup")
+    assert_denied(engine, command, "backup")
 
 
 def test_sed_in_place_alone_stays_allowed(engine: RuleEngine) -> None:
-    _allow(engine, "sed -i s/a/b/ src/app.py")
-    _allow(engine, "sed -n -i s/a/b/ src/app.py")
+    assert_allowed(engine, "sed -i s/a/b/ src/app.py")
+    assert_allowed(engine, "sed -n -i s/a/b/ src/app.py")
 
 
 @pytest.mark.parametrize(
@@ -143,7 +126,7 @@ def test_options_of_writing_programs_are_allowlisted(
     engine: RuleEngine, command: str, why: str
 ) -> None:
     """Each option is known with its arity; unknown or ambiguous ones are refused by name."""
-    _deny(engine, command, why)
+    assert_denied(engine, command, why)
 
 
 @pytest.mark.parametrize(
@@ -169,4 +152,4 @@ def test_options_of_writing_programs_are_allowlisted(
     ],
 )
 def test_known_options_stay_allowed(engine: RuleEngine, command: str) -> None:
-    _allow(engine, command)
+    assert_allowed(engine, command)

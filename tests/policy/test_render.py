@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.render import render
 from sandbox_agent.policy.shell import analyze
@@ -145,11 +144,6 @@ def test_a_newline_at_the_start_of_double_quotes_is_kept(command: str, word: str
     """tree-sitter leaves it outside the string's parts; bash keeps it (found by the test above)."""
     words = [w.text for cmd in analyze(command).commands for w in cmd.argv]
     assert words[-1] == word, words
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    return RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
 
 
 def test_an_allowed_decision_carries_the_rendering(engine: RuleEngine) -> None:

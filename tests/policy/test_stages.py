@@ -10,19 +10,12 @@ from __future__ import annotations
 import pytest
 
 from sandbox_agent.policy.analysis import Effects, Fact, Run, Shell, Word
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.effects import argv_effects, command_effects
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.programs import SPECS
 from sandbox_agent.policy.readers import program_steps
 from sandbox_agent.policy.shell import analyze
 from sandbox_agent.policy.spec import ProgramSpec, WrapperSpec, opts
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    return RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
-
 
 # --- stage 1: words -----------------------------------------------------------------------
 
