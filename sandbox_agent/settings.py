@@ -113,13 +113,20 @@ class CommandsSection(_Section):
     """Which shell commands the model may run, as argv-prefix rules."""
 
     allow: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
-    """Rules a command must match to run, e.g. ``"git diff"`` or ``"python -m pytest"``."""
+    """Rules a command must match to run, e.g. ``"git diff"`` or ``"python -m pytest"``
+    (``"*"``: any program)."""
     deny: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
-    """Rules that always deny; deny rules from every layer apply."""
+    """Rules that always deny; deny rules from every layer apply. A rule may end in
+    ``  # reason``: the sentence the model is told instead of the generic one."""
     ask: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
     """Rules that need the user's approval (a deny when nobody can be asked)."""
     allow_env: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
-    """Variable names allowed as ``VAR=value`` prefixes (or through ``env``)."""
+    """Variable names allowed as ``VAR=value`` prefixes (or through ``env``); ``"*"``: any."""
+    dynamic: Annotated[Literal["allow", "deny"], Rule(Merge.TRUSTED, tight="deny")] = "deny"
+    """A command the policy cannot read in full before it runs (``$VAR``, ``$(...)``, ``eval``,
+    ``source``, ``find -delete``, an option it does not know): ``"allow"`` (the sandbox's
+    filesystem, network and gate hold whatever it turns out to be; deny rules and paths are
+    checked where they can be read) or ``"deny"``."""
     examples: ExamplesSection = Field(default_factory=ExamplesSection)
     """Example commands checked at load time."""
 
@@ -132,9 +139,17 @@ class PathsSection(_Section):
     write: Annotated[tuple[str, ...], Rule(Merge.NARROWER)] = ("**",)
     """Globs ``write_file``/``edit_file`` and shell writes may change."""
     protect: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
-    """Globs nothing may change: tests, CI configuration, the policy file, lock files."""
+    """Globs of the baseline's files nothing may change: tests, CI configuration, the policy
+    file, lock files. They are read-only in the sandbox; a new file is judged by
+    ``protect_new``."""
+    protect_new: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Globs of files nothing may create: those that would change how the baseline's tests run
+    (a new ``conftest.py``, test configuration, CI workflows, import hooks)."""
     allow_outside: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
-    """Absolute paths or globs outside the workspace that commands may name."""
+    """Absolute paths or globs outside the workspace that commands may name (read and write)."""
+    read_outside: Annotated[tuple[str, ...], Rule(Merge.UNION_TRUSTED)] = ()
+    """Absolute paths or globs outside the workspace that commands may read (the container
+    holds nothing of the host's: its image, the environment, its own ``/proc``)."""
 
 
 class SandboxSection(_Section):

@@ -56,6 +56,10 @@ class TempDirSandbox:
     def workspace(self) -> Path:
         return self.root
 
+    @property
+    def read_only(self) -> tuple[str, ...] | None:
+        return None  # nothing is mounted: the policy judges protect globs on every path
+
     def close(self) -> None:
         """Kill what is left running; the directory is the test's (tmp_path) to remove."""
         self.reset_processes()

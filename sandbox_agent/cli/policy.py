@@ -26,7 +26,8 @@ from sandbox_agent.policy.config import (
     policy_json_schema,
 )
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.sandbox.workspace import inspect_repo
+from sandbox_agent.sandbox.protect import mountable, read_only_paths
+from sandbox_agent.sandbox.workspace import inspect_repo, list_files
 from sandbox_agent.settings import Merge, field_rules
 from sandbox_agent.text import visible
 
@@ -83,9 +84,13 @@ def check(
     """Decide on one shell command: allow, deny or ask, with the rule and the reason."""
     loaded = _load(repo, policy, trust_repo_policy)
     text = command[0] if len(command) == 1 else shlex.join(command)
-    # The engine the runner builds: it sees the files, so symlinks out of the repo count.
+    # The engine the runner builds: it sees the files, so symlinks out of the repo count, and
+    # the repo's files as the sandbox would protect them (a new test file is not one of them).
     root = inspect_repo(repo).root
-    decision = RuleEngine(loaded.policy, host_workspace=root).check_command(text)
+    protected = mountable(root, read_only_paths(list_files(root), loaded.policy.paths.protect))
+    engine = RuleEngine(loaded.policy, host_workspace=root, protected=frozenset(protected))
+    decision = engine.check_command(text)
+    typer.echo(visible(f"preset {loaded.preset}: {loaded.preset_why}"), err=True)
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))
         return
@@ -113,7 +118,11 @@ def show(
 def _render(loaded: LoadedPolicy) -> str:
     """The effective policy as TOML, every setting of the tree with where it came from."""
     p = loaded.policy
-    lines = [f"# sources (nearest last): {', '.join(p.sources)}", f"# sha256: {loaded.sha256}"]
+    lines = [
+        f"# preset: {loaded.preset} ({loaded.preset_why})",
+        f"# sources (nearest last): {', '.join(p.sources)}",
+        f"# sha256: {loaded.sha256}",
+    ]
     dumped: dict[str, Any] = p.model_dump(mode="json")
     current = ""
     for path, rule in field_rules().items():

@@ -1,9 +1,12 @@
 """Loading the effective policy: presets, the repo's file, the user's file, trust, examples.
 
-Layers, nearest last: the ``default`` preset; the repo's ``.sandbox-agent.toml`` (with its
+Layers, nearest last: the preset in effect; the repo's ``.sandbox-agent.toml`` (with its
 ``extends`` chain), which can only tighten unless trusted; then ``--policy FILE``, the user's
 own (trusted) file with its chain. ``extends`` names a shipped preset or a path relative to the
-file that says it; shipped presets are trusted wherever they are named. Every layer's
+file that says it; shipped presets are trusted wherever they are named. The preset in effect is
+the one the user's file's chain names, else the one the repo file's chain names, else
+``default``; the other chain's presets are left out, since presets differ in what they allow
+and lists of allowed commands only add up. Every layer's
 ``[commands.examples]`` are checked against the policy merged up to that layer.
 """
 
@@ -67,6 +70,10 @@ class LoadedPolicy:
     warnings: tuple[str, ...] = ()
     """Ignored loosenings from an untrusted repo policy, and similar notes."""
     repo_trusted: bool = False
+    preset: str = "default"
+    """The shipped preset in effect."""
+    preset_why: str = "no policy file names a preset"
+    """Why that preset: which file named it."""
 
     def to_record(self) -> dict[str, Any]:
         """The policy as it goes into ``result.json``."""
@@ -75,6 +82,7 @@ class LoadedPolicy:
             "sources": list(self.policy.sources),
             "warnings": list(self.warnings),
             "repo_trusted": self.repo_trusted,
+            "preset": self.preset,
             "effective": self.policy.model_dump(mode="json", exclude={"origins"}),
         }
 
@@ -108,7 +116,7 @@ def load_policy(
     """Load and merge the effective policy for ``repo``; raises ``PolicyFileError``."""
     errors: list[PolicyFileError] = []
     trusted = trust_repo_policy or _listed_as_trusted(repo, user_config_dir, errors)
-    layers = _layers(repo, policy_file, trusted, errors)
+    layers, preset, why = _layers(repo, policy_file, trusted, errors)
     if errors:
         raise errors[0]
     policy, warnings = _merge_all(layers, errors)
@@ -120,7 +128,7 @@ def load_policy(
         separators=(",", ":"),
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return LoadedPolicy(policy, digest, tuple(warnings), trusted)
+    return LoadedPolicy(policy, digest, tuple(warnings), trusted, preset, why)
 
 
 def lint_policy_file(path: Path) -> list[str]:
@@ -128,8 +136,9 @@ def lint_policy_file(path: Path) -> list[str]:
     errors: list[PolicyFileError] = []
     chain = _chain(path, f"file {path}", True, errors)
     if not errors:
-        base = [_preset_layer("default", errors)] if path.resolve() != _preset("default") else []
-        _merge_all([layer for layer in base if layer] + chain, errors)
+        named = _top_preset(chain) is not None
+        base = [] if named else _chain(_preset("default"), "preset default", True, errors)
+        _merge_all(base + chain, errors)
     return [str(e) for e in errors]
 
 
@@ -144,20 +153,28 @@ def _preset(name: str) -> Path:
     return (preset_dir() / f"{name}.toml").resolve()
 
 
-def _preset_layer(name: str, errors: list[PolicyFileError]) -> _Layer | None:
-    read = read_collecting(_preset(name), errors)
-    return _Layer(_preset(name), read[0], f"preset {name}", True) if read else None
-
-
 def _layers(
     repo: Path, policy_file: Path | None, trusted: bool, errors: list[PolicyFileError]
-) -> list[_Layer]:
-    layers = _chain(_preset("default"), "preset default", True, errors)
+) -> tuple[list[_Layer], str, str]:
+    """The layers in merge order, the preset in effect and why it is."""
     repo_file = repo / REPO_POLICY_NAME
-    if repo_file.is_file():
-        layers += _chain(repo_file, f"repo {REPO_POLICY_NAME}", trusted, errors, repo=repo)
-    if policy_file is not None:
-        layers += _chain(policy_file, f"file {policy_file}", True, errors)
+    repo_chain = (
+        _chain(repo_file, f"repo {REPO_POLICY_NAME}", trusted, errors, repo=repo)
+        if repo_file.is_file()
+        else []
+    )
+    user_chain = _chain(policy_file, f"file {policy_file}", True, errors) if policy_file else []
+    named = [(c, o) for c, o in ((user_chain, policy_file), (repo_chain, REPO_POLICY_NAME)) if o]
+    preset, why, base = "default", "no policy file names a preset", None
+    for chain, owner in named:
+        top = _top_preset(chain)
+        if top is not None:
+            preset, why = top, f"named by the extends chain of {owner}"
+            base = [layer for layer in chain if _is_preset(layer.path)]
+            break
+    if base is None:
+        base = _chain(_preset("default"), "preset default", True, errors)
+    layers = base + [layer for chain, _ in named for layer in chain if not _is_preset(layer.path)]
     unique: dict[Path, _Layer] = {}
     for layer in layers:
         first = unique.get(layer.path)
@@ -165,7 +182,17 @@ def _layers(
             unique[layer.path] = layer
         elif layer.trusted and not first.trusted:  # the user named the repo's file: trust it
             unique[layer.path] = _Layer(first.path, first.parsed, layer.origin, True)
-    return list(unique.values())
+    return list(unique.values()), preset, why
+
+
+def _is_preset(path: Path) -> bool:
+    return path.parent == preset_dir().resolve()
+
+
+def _top_preset(chain: list[_Layer]) -> str | None:
+    """The preset nearest the file in an ``extends`` chain (base first), if any."""
+    presets = [layer.path.stem for layer in chain if _is_preset(layer.path)]
+    return presets[-1] if presets else None
 
 
 def _chain(

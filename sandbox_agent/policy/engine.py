@@ -1,9 +1,10 @@
 """The rule engine: judges each tool call against the effective policy.
 
-Order for a shell command: anything that cannot be judged statically is a deny; then deny rules
-(every program the command would run, normalised flags); then each program must match an ask
-or allow rule (no match is a deny); then environment assignments, paths named, files written;
-then ``ask`` if any program needed approval; else allow. The file tools check ``[paths]``.
+Order for a shell command: deny rules (every program the command would run, normalised flags);
+a program no rule names; anything that cannot be judged statically (a deny unless ``[commands]
+dynamic = "allow"``); each program must match an ask or allow rule; the network, when the
+sandbox has none; environment assignments, paths named, files written; then ``ask`` if any
+program needed approval; else allow. The file tools check ``[paths]``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class RuleEngine:
         workspace: str = "/workspace",
         home: str = "/home/agent",
         host_workspace: Path | None = None,
+        protected: frozenset[str] | None = None,
     ) -> None:
         """Build the engine.
 
@@ -62,12 +64,16 @@ class RuleEngine:
             home: The sandbox user's home, for ``~``.
             host_workspace: The host directory mounted at ``workspace``; when given, the file
                 tools also refuse paths whose symlinks lead outside it.
+            protected: The baseline's protected paths (repo-relative; a directory covers what
+                is below it), as the sandbox mounts them read-only. When given, ``[paths]
+                protect`` refuses changes to these only, and a new file is refused only by
+                ``[paths] protect_new``; when not, every path a protect glob matches is refused.
         """
         self.policy = policy
         self.workspace = workspace.rstrip("/") or "/"
         self.home = home
         self.host_workspace = host_workspace
-        self.paths = PathChecker(policy, self.workspace, home, host_workspace)
+        self.paths = PathChecker(policy, self.workspace, home, host_workspace, protected)
         cmds = policy.commands
         self._deny_rules = self._rules("commands.deny", cmds.deny)
         self._ask_rules = self._rules("commands.ask", cmds.ask)
@@ -77,6 +83,7 @@ class RuleEngine:
         """Ask rules that admit a program no allow rule admits (an untrusted one only tightens)."""
         self._allow_rules = self._rules("commands.allow", cmds.allow)
         self._allow_env = frozenset(cmds.allow_env)
+        self._dynamic_allowed = cmds.dynamic == "allow"
         programs = allowed_programs(policy)
         shown = ", ".join(programs[:10]) + (", ..." if len(programs) > 10 else "")
         self._allowed_text = f"allowed programs include {shown}" if programs else "none is"
@@ -149,16 +156,17 @@ class RuleEngine:
             or self._program_check(facts, unknown_only=True)
             or self._problem(facts)
             or self._program_check(facts, unknown_only=False)
+            or self._network_check(facts)
             or self._env_check(facts)
             or self.paths.check(facts)
             or self._ask_or_allow(facts)
         )
 
     def _problem(self, facts: Effects) -> Decision | None:
-        if facts.problems:
+        if facts.problems and not self._dynamic_allowed:
             first = facts.problems[0]
             return _deny(first[0].upper() + first[1:] + ".", STATIC)
-        if not facts.runs and not facts.env:
+        if not facts.runs and not facts.env and not facts.problems:
             return _deny("the command runs nothing; give a command to run", STATIC)
         return None
 
@@ -166,14 +174,28 @@ class RuleEngine:
         for argv in facts.runs:
             for rule, origin in self._deny_rules:
                 if rule.matches_normalised(argv):
-                    return _deny(
-                        f"`{_show(argv)}` matches the deny rule `{rule.text}`; "
-                        "do it another way or not at all",
-                        f"{origin}: {rule.text}",
+                    reason = (
+                        f"`{_show(argv)}` is refused (`{rule.text}`): {rule.why}"
+                        if rule.why
+                        else f"`{_show(argv)}` matches the deny rule `{rule.text}`; "
+                        "do it another way or not at all"
                     )
+                    return _deny(reason, f"{origin}: {rule.text}")
         return None
 
+    def _network_check(self, facts: Effects) -> Decision | None:
+        if not facts.network or self.policy.sandbox.network:
+            return None
+        return _deny(
+            f"`{_show(facts.network)}` needs the network, and the sandbox has none; work with "
+            "what the repository and its environment hold (dependencies come from the "
+            "environment: add them to the project's files)",
+            "built-in: sandbox.network = false",
+        )
+
     def _env_check(self, facts: Effects) -> Decision | None:
+        if "*" in self._allow_env:
+            return None
         for name in facts.env:
             if name not in self._allow_env:
                 allowed = ", ".join(sorted(self._allow_env)) or "none"
@@ -225,6 +247,14 @@ class RuleEngine:
                 )
         rules = [self._first(self._allow_rules, argv, normalised=False) for argv in facts.runs]
         unique = list(dict.fromkeys(r for r in rules if r))
+        if facts.problems:
+            origin = self.policy.origin("commands", "dynamic")
+            return Decision(
+                decision="allow",
+                rule="; ".join([*unique, f"{origin}: dynamic = allow"]),
+                reason="what the policy can read is allowed, and the rest is known only when it "
+                "runs; the sandbox's limits hold whatever it turns out to be",
+            )
         return Decision(
             decision="allow",
             rule="; ".join(unique) or "built-in: commands.allow_env",

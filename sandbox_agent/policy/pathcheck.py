@@ -29,6 +29,7 @@ __all__ = ["BOUNDARY", "STATIC", "PathChecker", "deny"]
 BOUNDARY = "built-in: workspace boundary"
 STATIC = "built-in: static analysis"
 _MAX_CWDS = 16
+_BASELINE = "built-in: protected at the baseline"
 
 
 def deny(reason: str, rule: str | None = None) -> Decision:
@@ -66,18 +67,50 @@ class PathChecker:
     """Checks paths against the workspace boundary and ``[paths]`` of one policy."""
 
     def __init__(
-        self, policy: Policy, workspace: str, home: str, host_workspace: Path | None
+        self,
+        policy: Policy,
+        workspace: str,
+        home: str,
+        host_workspace: Path | None,
+        protected: frozenset[str] | None = None,
     ) -> None:
         """Check for ``policy``; the other arguments are those of ``RuleEngine``."""
         self.policy = policy
         self.workspace = workspace
         self.home = home
         self.host_workspace = host_workspace
+        self.protected = protected
 
     def protecting(self, rel: str) -> str | None:
+        """The protect glob that refuses a change to ``rel`` (``protect_new`` for a new file)."""
+        if self.protected is not None and not self._in_baseline(rel):
+            return next((g for g in self.policy.paths.protect_new if glob_match(rel, g)), None)
         for pattern in self.policy.paths.protect:
             if glob_match(rel, pattern):
                 return pattern
+        return None
+
+    def _in_baseline(self, rel: str) -> bool:
+        """Whether ``rel`` is, or is below, one of the baseline's protected paths."""
+        assert self.protected is not None
+        parts = rel.split("/")
+        return any("/".join(parts[:i]) in self.protected for i in range(1, len(parts) + 1))
+
+    def _protected_below(self, rel: str) -> tuple[str, str] | None:
+        """What makes writing the directory ``rel`` whole refused: (what, rule).
+
+        With the baseline's protected paths known, only those count: a new file the command
+        may leave there is the gate's to judge (``protect_new``), as for any other command.
+        """
+        if self.protected is not None:
+            prefix = "" if rel in ("", ".") else rel + "/"
+            below = (p for p in sorted(self.protected) if p == rel or p.startswith(prefix))
+            path = next(below, None)
+            return None if path is None else (f"the protected file `{path}` is there", _BASELINE)
+        for glob in self.policy.paths.protect:
+            if glob_may_match_below(rel, glob):
+                origin = self.policy.origin("paths.protect", glob)
+                return f"protected files (`{glob}`) may be there", f"{origin}: {glob}"
         return None
 
     def check(self, facts: Effects) -> Decision | None:
@@ -102,7 +135,7 @@ class PathChecker:
             for word in expand_braces(raw):
                 for cwd in cwds:
                     resolved = resolve(word, cwd, self.home)
-                    denied = None if _descriptor(resolved) else self._outside(raw, resolved)
+                    denied = None if _descriptor(resolved) else self._outside(raw, resolved, True)
                     if denied:
                         return denied
         for raw in facts.writes:
@@ -145,11 +178,12 @@ class PathChecker:
                     )
         return None
 
-    def _outside(self, raw: str, resolved: str | None) -> Decision | None:
+    def _outside(self, raw: str, resolved: str | None, read: bool = False) -> Decision | None:
         if resolved is not None and inside(resolved, self.workspace):
             return None
         if resolved is not None:
-            for pattern in self.policy.paths.allow_outside:
+            paths = self.policy.paths
+            for pattern in paths.allow_outside + (paths.read_outside if read else ()):
                 if resolved == pattern or glob_match(resolved.lstrip("/"), pattern.lstrip("/")):
                     return None
         where = f"`{resolved}`" if resolved else "a place the policy cannot know"
@@ -174,30 +208,57 @@ class PathChecker:
         if denied is not None or resolved is None or not inside(resolved, self.workspace):
             return denied
         rel = relative_to(resolved, self.workspace)
-        for pattern in self.policy.paths.protect:
-            if glob_may_match_below(rel, pattern):
-                origin = self.policy.origin("paths.protect", pattern)
-                return deny(
-                    f"the command deletes or writes anywhere in the directory `{raw}`, and "
-                    f"protected files (`{pattern}`) may be there; use a directory under /tmp",
-                    f"{origin}: {pattern}",
-                )
-        return None
+        found = self._protected_below(rel)
+        if found is None:
+            return None
+        what, rule = found
+        return deny(
+            f"the command deletes or writes anywhere in the directory `{raw}`, and {what}; "
+            "name the files to change, or use a directory under /tmp",
+            rule,
+        )
 
     def _writable(self, raw: str, rel: str) -> Decision | None:
-        pattern = self.protecting(rel)
-        if pattern is not None:
-            origin = self.policy.origin("paths.protect", pattern)
-            return deny(
-                f"`{raw}` is protected (`{pattern}`) and cannot be changed; change other files",
-                f"{origin}: {pattern}",
-            )
+        denied = self._protected_change(raw, rel)
+        if denied is not None:
+            return denied
         if not any(glob_match(rel, p) for p in self.policy.paths.write):
             return deny(
                 f"`{raw}` is not writable under this policy (paths.write); change other files",
                 None,
             )
         return None
+
+    def _protected_change(self, raw: str, rel: str) -> Decision | None:
+        """Refuse a change to a protected file of the baseline, or a new ``protect_new`` one."""
+        if self.protected is None:
+            pattern = self.protecting(rel)
+            if pattern is None:
+                return None
+            origin = self.policy.origin("paths.protect", pattern)
+            return deny(
+                f"`{raw}` is protected (`{pattern}`) and cannot be changed; change other files "
+                "(a regression test goes in a new test file)",
+                f"{origin}: {pattern}",
+            )
+        prefix = "" if rel in ("", ".") else rel + "/"
+        held = next((p for p in sorted(self.protected) if p.startswith(prefix)), None)
+        if self._in_baseline(rel) or held is not None:
+            what = "a protected file" if held is None else f"the protected file `{held}`"
+            return deny(
+                f"`{raw}` is or holds {what} of the baseline, which cannot be changed; change "
+                "other files (a regression test goes in a new test file)",
+                _BASELINE,
+            )
+        pattern = self.protecting(rel)
+        if pattern is None:
+            return None
+        origin = self.policy.origin("paths.protect_new", pattern)
+        return deny(
+            f"`{raw}` would be a new `{pattern}` file, which changes how the project's existing "
+            "tests run; put fixtures and settings in a new test module instead",
+            f"{origin}: {pattern}",
+        )
 
     def file_tool(self, path: object, *, write: bool) -> Decision:
         """Decide on a ``read_file`` (``write=False``) or ``write_file``/``edit_file`` path."""

@@ -79,6 +79,8 @@ def render(command: str) -> tuple[str | None, str | None]:
         _node(tree.root_node, edits)
     except NotRenderedError as e:
         return None, str(e)
+    except RecursionError:
+        return None, "the command nests too deeply to re-quote"
     finally:
         SOURCE.reset(token)
     out = bytearray()

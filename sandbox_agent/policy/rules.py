@@ -10,12 +10,17 @@ Allow rules match the argv literally from the front. Deny and ask rules match ho
 flags are written: ``rm -rf``, ``rm -fr``, ``rm -r -f`` and ``rm --recursive --force`` are one
 command, ``--opt=value`` and ``--opt value`` are one option, flags may come in any order or
 position, and the rule's later words may be separated by option values (``git push origin``
-matches ``git push -o ci.skip origin``).
+matches ``git push -o ci.skip origin``). A deny or ask rule ending in ``$`` matches only when no
+positional follows its words (``git stash $`` is a bare ``git stash``, not ``git stash list``).
+
+A rule may end in ``  # reason`` (blanks, ``#``, a blank): the sentence a refusal by that rule
+tells the model, which should say what to do instead.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,8 +45,11 @@ class Rule:
     """One parsed rule."""
 
     text: str
+    """The rule without its reason."""
     tokens: tuple[str, ...]
     normal: _Normal
+    why: str | None = None
+    """The reason written after ``#``, if any."""
 
     @property
     def program(self) -> str:
@@ -80,8 +88,15 @@ def _anchored_subsequence(want: tuple[str, ...], have: tuple[str, ...]) -> bool:
     """``want`` occurs in order in ``have``, its first token at ``have``'s first position.
 
     Option values sit among positionals (``git push -o x origin``), so a deny rule's later
-    words may be separated; its first word (the subcommand) must still come first.
+    words may be separated; its first word (the subcommand) must still come first. A rule
+    ending in ``$`` matches only an argv with no positional after its words (``git stash $``
+    is a bare ``git stash``, not ``git stash list``).
     """
+    if want and want[-1] == "$":
+        exact = want[:-1]
+        if len(have) != len(exact):
+            return False
+        return all(t in ("*", h) for t, h in zip(exact, have, strict=True))
     if want and want[-1] == "*":
         want = want[:-1]
     if not want:
@@ -109,9 +124,16 @@ def program_name(arg0: str, workspace: str = "/workspace") -> str:
     return arg0 if arg0.startswith(("./", "../")) else "./" + arg0
 
 
+_REASON = re.compile(r"\s+#\s")
+
+
 @lru_cache(maxsize=4096)
-def parse_rule(text: str) -> Rule:
+def parse_rule(written: str) -> Rule:
     """Parse a rule string; raises ``RuleSyntaxError`` with what is wrong."""
+    text, why = written, None
+    split = _REASON.split(written, maxsplit=1)
+    if len(split) == 2:
+        text, why = split[0], split[1].strip() or None
     try:
         tokens = tuple(shlex.split(text))
     except ValueError as e:
@@ -121,7 +143,7 @@ def parse_rule(text: str) -> Rule:
     if tokens[0] == "*" and len(tokens) > 1:
         raise RuleSyntaxError(f"rule {text!r}: '*' as the program must be the whole rule")
     tokens = (program_name(tokens[0]), *tokens[1:])
-    return Rule(text, tokens, normalise(tokens, rule=True))
+    return Rule(text, tokens, normalise(tokens, rule=True), why)
 
 
 @lru_cache(maxsize=4096)

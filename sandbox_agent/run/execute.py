@@ -96,7 +96,12 @@ class Run:
         """What the run writes to disk is redacted: the trace, result.json's texts, gate.log."""
         self.record = self._initial_record()
         run_dir.write_record(self.record)
-        self.engine = RuleEngine(self.settings, host_workspace=sandbox.workspace)
+        read_only = sandbox.read_only
+        self.engine = RuleEngine(
+            self.settings,
+            host_workspace=sandbox.workspace,
+            protected=None if read_only is None else frozenset(read_only),
+        )
         """The policy engine; it sees the host copy so symlinks out of the repo are caught."""
         self.gate = CompletionGate(
             sandbox,

@@ -90,6 +90,13 @@ class Sandbox(Protocol):
         """Host path of the workspace copy (the policy checks symlinks against its files)."""
         ...
 
+    @property
+    def read_only(self) -> tuple[str, ...] | None:
+        """The baseline's paths that no command can change (``.git``, the protected files),
+        repo-relative; ``None`` when the sandbox does not know (the policy then refuses every
+        path a protect glob matches)."""
+        ...
+
     def close(self) -> None:
         """Remove everything the sandbox made (container, workspace). Idempotent."""
         ...

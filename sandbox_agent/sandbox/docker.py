@@ -111,8 +111,10 @@ class DockerSandbox:
         run_id: str = "sandbox",
         workspace_root: Path | None = None,
         listener: ChannelListener | None = None,
+        read_only: tuple[str, ...] | None = None,
     ) -> None:
         self._client = client
+        self._read_only = read_only
         self._listener = listener
         self.container_id = container_id
         self._ws = workspace
@@ -126,6 +128,11 @@ class DockerSandbox:
         self._closed = False
         self._channel = channel or self._open_channel()
         _LIVE.add(self)
+
+    @property
+    def read_only(self) -> tuple[str, ...] | None:
+        """The baseline's paths mounted read-only: ``.git`` and the protected ones."""
+        return self._read_only
 
     @property
     def workspace(self) -> Path:
@@ -215,6 +222,7 @@ class DockerSandbox:
                 run_id=run_id,
                 workspace_root=workspace_root,
                 listener=listener,
+                read_only=tuple(read_only),
             )
         except BaseException:
             if listener is not None:

@@ -2,9 +2,10 @@
 
 ``.git`` and every path of the baseline that a protect glob matches are mounted read-only over
 the writable ``/workspace``, so a write to them fails (EROFS, EXDEV for a hard link, EBUSY for
-a rename or removal) whatever spelling the command used. A directory is mounted whole when the
-globs protect everything that could ever be below it (``tests/**``); otherwise each matching
-file is. Each parent directory of a nested read-only path is a mount point of its own
+a rename or removal) whatever spelling the command used. Files are mounted one by one, so a
+protected directory (``tests/``) still takes new files: a regression test the model writes
+(the gate judges new files by ``[paths] protect_new``). A directory is mounted whole only when
+a glob names the directory itself and protects everything below it (a nested ``**/.git``). Each parent directory of a nested read-only path is a mount point of its own
 (writable), so it cannot be renamed away and a fresh file put where the protected one was.
 """
 
@@ -33,6 +34,16 @@ def _covers_below(directory: str, glob: str) -> bool:
     )
 
 
+def _names_whole(directory: str, glob: str, globs: tuple[str, ...]) -> bool:
+    """Whether ``glob`` names ``directory`` itself (not by a trailing ``/**``), and the globs
+    protect everything below it."""
+    return (
+        not glob.endswith("/**")
+        and glob_match(directory, glob)
+        and any(_covers_below(directory, g) for g in globs)
+    )
+
+
 def _parents(name: str) -> list[str]:
     parts = name.split("/")[:-1]
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
@@ -54,7 +65,7 @@ def read_only_paths(names: Iterable[str], globs: Iterable[str]) -> tuple[str, ..
         return any(path == c or path.startswith(c + "/") for c in chosen)
 
     for directory in dirs:
-        if not covered(directory) and any(_covers_below(directory, g) for g in globs):
+        if not covered(directory) and any(_names_whole(directory, g, globs) for g in globs):
             chosen.append(directory)
     for name in files:
         if not covered(name) and any(glob_match(name, g) for g in globs):

@@ -28,7 +28,23 @@ def test_check_prints_one_line_with_decision_rule_reason(repo: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout.strip() == (
         "allow: every program matches an allow rule and every path stays in the workspace "
-        "[rule: preset default: git diff]"
+        "[rule: preset default: *]"
+    )
+    assert result.stderr.strip() == "preset default: no policy file names a preset"
+
+
+def test_check_names_the_preset_a_file_chose(repo: Path) -> None:
+    child = FIXTURES / "chain_child.toml"  # extends chain_parent.toml, which extends node
+    result = runner.invoke(
+        policy_app, ["check", "--repo", str(repo), "--policy", str(child), "--", "npm publish"]
+    )
+    assert result.stdout.startswith("deny: `npm publish` is refused")
+    assert result.stderr.strip() == f"preset node: named by the extends chain of {child}"
+    (repo / ".sandbox-agent.toml").write_text('extends = "strict"\n')
+    strict = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", "git diff"])
+    assert "[rule: preset strict: git diff]" in strict.stdout
+    assert (
+        strict.stderr.strip() == "preset strict: named by the extends chain of .sandbox-agent.toml"
     )
 
 
@@ -40,7 +56,19 @@ def test_check_json_is_exactly_one_object(repo: Path) -> None:
     payload = json.loads(result.stdout)
     assert set(payload) == {"decision", "rule", "reason"}
     assert payload["decision"] == "deny"
-    assert payload["reason"].startswith("`curl` is not allowed here")
+    assert payload["reason"].startswith("`curl https://x` is refused (`curl`): the sandbox has")
+
+
+def test_check_knows_new_test_files_from_the_repos_own(repo: Path) -> None:
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_app.py").write_text("def test_x(): pass\n")
+    for command, decision in [
+        ("echo x > tests/test_app.py", "deny"),
+        ("echo x > tests/test_new.py", "allow"),
+        ("echo x > tests/conftest.py", "deny"),
+    ]:
+        result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--json", command])
+        assert json.loads(result.stdout)["decision"] == decision, command
 
 
 def test_check_joins_several_words_as_an_argv(repo: Path) -> None:
@@ -51,6 +79,7 @@ def test_check_joins_several_words_as_an_argv(repo: Path) -> None:
 
 
 def test_check_ask_exits_zero(repo: Path) -> None:
+    (repo / ".sandbox-agent.toml").write_text('extends = "strict"\n')
     result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", "rm -rf build"])
     assert result.exit_code == 0
     assert result.stdout.startswith("ask: ")
@@ -76,13 +105,13 @@ def test_missing_repo_exits_2(tmp_path: Path) -> None:
 
 
 def test_untrusted_loosening_is_warned_on_stderr(repo: Path) -> None:
-    (repo / ".sandbox-agent.toml").write_text('[commands]\nallow = ["curl"]\n')
-    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--json", "--", "curl x"])
+    (repo / ".sandbox-agent.toml").write_text('extends = "strict"\n[commands]\nallow = ["make"]\n')
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--json", "--", "make x"])
     assert json.loads(result.stdout)["decision"] == "deny"
-    assert "ignored commands.allow entry 'curl'" in result.stderr
+    assert "ignored commands.allow entry 'make'" in result.stderr
     trusted = runner.invoke(
         policy_app,
-        ["check", "--repo", str(repo), "--trust-repo-policy", "--json", "--", "curl x"],
+        ["check", "--repo", str(repo), "--trust-repo-policy", "--json", "--", "make x"],
     )
     assert json.loads(trusted.stdout)["decision"] == "allow"
 
@@ -92,7 +121,9 @@ def test_show_lists_rules_with_origins(repo: Path) -> None:
         policy_app, ["show", "--repo", str(repo), "--policy", str(FIXTURES / "chain_child.toml")]
     )
     assert result.exit_code == 0
-    assert '"git diff",  # preset default' in result.stdout
+    assert result.stdout.startswith("# preset: node (named by the extends chain of ")
+    assert '"*",  # preset default' in result.stdout
+    assert '"npm publish  # the sandbox has no network' in result.stdout
     assert '"make test",  # file ' in result.stdout
     assert "max_steps = 7  # file " in result.stdout
 
@@ -100,7 +131,8 @@ def test_show_lists_rules_with_origins(repo: Path) -> None:
 def test_show_json(repo: Path) -> None:
     result = runner.invoke(policy_app, ["show", "--repo", str(repo), "--json"])
     record = json.loads(result.stdout)
-    assert record["origins"]["commands.allow:git diff"] == "preset default"
+    assert record["origins"]["commands.allow:*"] == "preset default"
+    assert record["preset"] == "default"
     assert len(record["sha256"]) == 64
 
 
@@ -149,4 +181,4 @@ def test_mounted_as_a_subcommand_in_a_real_process(repo: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["rule"] == "built-in: workspace boundary"
+    assert json.loads(done.stdout)["rule"] == "preset default: *"  # reading the container is ok

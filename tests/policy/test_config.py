@@ -28,9 +28,10 @@ def _repo_with(tmp_path: Path, fixture: str) -> Path:
 
 def test_no_policy_file_gives_the_default_preset(tmp_path: Path) -> None:
     loaded = load_policy(tmp_path)
-    assert loaded.policy.sources == ("preset default",)
-    assert "git diff" in loaded.policy.commands.allow
-    assert loaded.policy.origin("commands.allow", "git diff") == "preset default"
+    assert loaded.policy.sources == ("preset base", "preset default")
+    assert loaded.policy.commands.allow == ("*",)
+    assert loaded.policy.origin("commands.allow", "*") == "preset default"
+    assert (loaded.preset, loaded.preset_why) == ("default", "no policy file names a preset")
     assert loaded.warnings == ()
     assert len(loaded.sha256) == 64
 
@@ -45,16 +46,16 @@ def test_sha256_is_stable_and_changes_with_the_policy(tmp_path: Path) -> None:
 def test_user_file_chain_merges_nearest_last(tmp_path: Path) -> None:
     loaded = load_policy(tmp_path, FIXTURES / "chain_child.toml")
     policy = loaded.policy
-    assert policy.sources[0] == "preset default"
-    assert policy.sources[1] == "preset node"
+    assert policy.sources[:3] == ("preset base", "preset default", "preset node")
+    assert loaded.preset == "node"
     assert policy.budget.max_steps == 7
     assert policy.budget.max_tokens == 100000
     assert "npm run build" in policy.commands.deny
     assert "make test" in policy.commands.allow
-    assert "npm test" in policy.commands.allow
     assert policy.gate.test_command == "npm test"
     engine = RuleEngine(policy)
     assert engine.check_command("make test").decision == "allow"
+    assert engine.check_command("npm test").decision == "allow"
     denied = engine.check_command("npm run build")
     assert denied.decision == "deny"
     assert denied.rule is not None
@@ -81,7 +82,8 @@ def test_untrusted_repo_policy_only_tightens(tmp_path: Path) -> None:
     assert policy.budget.max_steps == 10
     assert policy.budget.max_cost_usd == 1.0
     # the python preset it extends is shipped, so it applies
-    assert "python -m mypy" in policy.commands.allow
+    assert policy.commands.allow == ("*",)
+    assert loaded.preset == "python"
     ignored = "\n".join(loaded.warnings)
     for what in (
         "'curl'",
@@ -204,14 +206,15 @@ def test_schema_forbids_unknown_keys() -> None:
 def test_untrusted_ask_rules_only_tighten(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    (repo / REPO_POLICY_NAME).write_text('[commands]\nask = ["curl", "git log"]\n')
+    policy = 'extends = "strict"\n[commands]\nask = ["make", "git log"]\n'
+    (repo / REPO_POLICY_NAME).write_text(policy)
     engine = RuleEngine(load_policy(repo).policy)
-    assert engine.check_command("curl x").decision == "deny"
+    assert engine.check_command("make x").decision == "deny"
     asked = engine.check_command("git log -1")
     assert asked.decision == "ask"
     assert asked.rule == f"repo {REPO_POLICY_NAME} (untrusted): git log"
     trusted = RuleEngine(load_policy(repo, trust_repo_policy=True).policy)
-    assert trusted.check_command("curl x").decision == "ask"
+    assert trusted.check_command("make x").decision == "ask"
 
 
 def test_naming_the_repo_file_with_policy_trusts_it(tmp_path: Path) -> None:

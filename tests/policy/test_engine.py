@@ -9,13 +9,15 @@ import pytest
 from sandbox_agent.policy.base import PolicyEngine
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine, allowed_programs
+from sandbox_agent.policy.files import preset_dir
 from sandbox_agent.settings import Policy
 from sandbox_agent.types import ToolCall
 
 
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory: pytest.TempPathFactory) -> Policy:
-    return load_policy(tmp_path_factory.mktemp("repo")).policy
+    """The strict preset: the allowlist whose mechanics these tests exercise."""
+    return load_policy(tmp_path_factory.mktemp("repo"), preset_dir() / "strict.toml").policy
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def test_engine_is_a_policy_engine(engine: RuleEngine) -> None:
 def test_bash_rule_names_origin_and_text(engine: RuleEngine) -> None:
     decision = engine.decide(call("bash", command="git diff HEAD~1 -- a.py"))
     assert decision.decision == "allow"
-    assert decision.rule == "preset default: git diff"
+    assert decision.rule == "preset strict: git diff"
 
 
 def test_denied_program_reason_lists_allowed_programs(engine: RuleEngine) -> None:
@@ -49,14 +51,14 @@ def test_timeout_above_the_limit_is_denied(engine: RuleEngine) -> None:
     over = engine.decide(call("bash", command="pytest", timeout_s=601))
     assert over.decision == "deny"
     assert "600" in over.reason
-    assert over.rule == "preset default: max_command_timeout_s = 600"
+    assert over.rule == "preset base: max_command_timeout_s = 600"
     assert engine.decide(call("bash", command="pytest", timeout_s=600)).decision == "allow"
 
 
 def test_ask_rule_returns_ask(engine: RuleEngine) -> None:
     decision = engine.decide(call("bash", command="rm --recursive --force build"))
     assert decision.decision == "ask"
-    assert decision.rule == "preset default: rm -r"
+    assert decision.rule == "preset strict: rm -r"
 
 
 def test_deny_wins_over_ask_and_allow(engine: RuleEngine) -> None:
@@ -66,7 +68,7 @@ def test_deny_wins_over_ask_and_allow(engine: RuleEngine) -> None:
 def test_read_file_inside_is_allowed(engine: RuleEngine) -> None:
     decision = engine.decide(call("read_file", path="src/app.py", start_line=1))
     assert decision.decision == "allow"
-    assert decision.rule == "preset default: **"
+    assert decision.rule == "preset base: **"
 
 
 @pytest.mark.parametrize(
@@ -96,7 +98,7 @@ def test_file_tools_refuse_paths_outside(engine: RuleEngine, path: str) -> None:
 def test_write_tools_refuse_protected_paths(engine: RuleEngine, path: str, glob: str) -> None:
     decision = engine.decide(call("write_file", path=path, content="x"))
     assert decision.decision == "deny"
-    assert decision.rule == f"preset default: {glob}"
+    assert decision.rule == f"preset base: {glob}"
     assert "protected" in decision.reason
     assert engine.decide(call("read_file", path=path)).decision == "allow"
 
@@ -151,7 +153,9 @@ def test_readonly_policy_denies_all_writes(tmp_path: Path) -> None:
     assert engine.check_command("echo x > notes.txt").decision == "deny"
     assert engine.check_command("touch notes.txt").decision == "deny"
     assert engine.check_command("git log --oneline").decision == "allow"
-    assert engine.check_command("pytest -q > /tmp/out.txt").decision == "allow"
+    assert engine.check_command("git log -3 > /tmp/out.txt").decision == "allow"
+    for code in ("pytest -q", "python -m pytest", "python repro.py", "bash -c 'git log'"):
+        assert engine.check_command(code).decision == "deny", code  # no code runs
 
 
 def test_shell_arguments_that_are_symlinks_outside_are_refused(

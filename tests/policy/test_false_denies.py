@@ -11,14 +11,14 @@ import pytest
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.scripts import check_awk
+from tests.policy.conftest import STRICT_PYTHON
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
     root = tmp_path_factory.mktemp("python")
     (root / "repo").mkdir()
-    (root / "python.toml").write_text('extends = "python"\n')
-    return RuleEngine(load_policy(root / "repo", root / "python.toml").policy)
+    return RuleEngine(load_policy(root / "repo", STRICT_PYTHON).policy)
 
 
 def _allowed(engine: RuleEngine, command: str) -> None:

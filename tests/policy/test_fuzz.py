@@ -16,13 +16,16 @@ from hypothesis import strategies as st
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.files import preset_dir
 from sandbox_agent.types import ToolCall
 
 _ROOT = Path(__file__).parent
 _POLICY = load_policy(_ROOT).policy
+_STRICT = load_policy(_ROOT, preset_dir() / "strict.toml").policy
 ENGINES = {
     "policy check": RuleEngine(_POLICY),
-    "runner": RuleEngine(_POLICY, host_workspace=_ROOT),
+    "runner": RuleEngine(_POLICY, host_workspace=_ROOT, protected=frozenset({".git"})),
+    "strict": RuleEngine(_STRICT, host_workspace=_ROOT),
 }
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -8,6 +8,7 @@ import pytest
 
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from tests.policy.conftest import STRICT_PYTHON
 
 
 def _engine(root: Path, preset: str, extra: str = "") -> RuleEngine:
@@ -20,7 +21,7 @@ def _engine(root: Path, preset: str, extra: str = "") -> RuleEngine:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
-    return _engine(tmp_path_factory.mktemp("py"), "python")
+    return _engine(tmp_path_factory.mktemp("py"), str(STRICT_PYTHON))
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ def test_basetemp_outside_allowed_paths_is_denied(engine: RuleEngine) -> None:
     ],
 )
 def test_pastebin_is_denied_even_with_the_network_on(tmp_path: Path, command: str) -> None:
-    online = _engine(tmp_path, "python", "[sandbox]\nnetwork = true\n")
+    online = _engine(tmp_path, str(STRICT_PYTHON), "[sandbox]\nnetwork = true\n")
     assert online.policy.sandbox.network is True
     decision = online.check_command(command)
     assert decision.decision == "deny", command

@@ -10,14 +10,14 @@ import pytest
 
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from tests.policy.conftest import STRICT_PYTHON
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> RuleEngine:
     root = tmp_path_factory.mktemp("python")
     (root / "repo").mkdir()
-    (root / "python.toml").write_text('extends = "python"\n')
-    return RuleEngine(load_policy(root / "repo", root / "python.toml").policy)
+    return RuleEngine(load_policy(root / "repo", STRICT_PYTHON).policy)
 
 
 @pytest.mark.parametrize(

@@ -184,7 +184,8 @@ def test_allowed_effects_are_allowed(engine: RuleEngine) -> None:
         (Effects(runs=[("cat", "/etc/passwd")], reads=["/etc/passwd"]), "boundary", "outside"),
         (Effects(runs=[("tee", "t")], writes=["tests/test_a.py"]), "tests/**", "protected"),
         (Effects(runs=[("ls",)], env=["LD_PRELOAD"]), "allow_env", "LD_PRELOAD"),
-        (Effects(runs=[("git", "push")]), "git push", "deny rule"),
+        (Effects(runs=[("git", "push")]), "git push", "the sandbox has no network"),
+        (Effects(runs=[("chmod", "-R", "x")]), "chmod -R", "matches the deny rule"),
         (Effects(), "static", "runs nothing"),
     ],
 )
@@ -193,6 +194,44 @@ def test_effects_are_judged(engine: RuleEngine, effects: Effects, rule: str, rea
     assert decision.decision == "deny"
     assert reason in decision.reason
     assert (decision.rule is None) if rule is None else (rule in (decision.rule or ""))
+
+
+@pytest.mark.parametrize(
+    ("effects", "rule", "reason"),
+    [
+        (Effects(runs=[("curl", "x")], network=["curl"]), "curl", "no network"),
+        (Effects(runs=[("nc2", "x")], network=["nc2"]), "sandbox.network", "has none"),
+        (Effects(runs=[("tee", "t")], writes=["tests/test_app.py"]), "baseline", "protected"),
+        (Effects(runs=[("tee", "t")], writes=["tests/conftest.py"]), "conftest", "new"),
+        (Effects(runs=[("rm", "-r", "tests")], trees=["tests"]), "baseline", "test_app.py"),
+        (Effects(runs=[("tee", "t")], writes=["/etc/hosts"]), "boundary", "outside"),
+    ],
+)
+def test_the_default_presets_refusals(
+    agent_engine: RuleEngine, effects: Effects, rule: str, reason: str
+) -> None:
+    decision = agent_engine.judge(effects)
+    assert decision.decision == "deny", decision
+    assert reason in decision.reason
+    assert rule in (decision.rule or "")
+
+
+@pytest.mark.parametrize(
+    "effects",
+    [
+        Effects(runs=[("cat", "x")], problems=["a word is dynamic"]),
+        Effects(problems=["`source` runs a script the policy cannot see"]),
+        Effects(runs=[("python", "repro.py")]),
+        Effects(runs=[("cat", "/opt/venv/lib/x.py")], reads=["/opt/venv/lib/x.py"]),
+        Effects(runs=[("tee", "t")], writes=["tests/test_new.py"]),
+        Effects(runs=[("ls",)], env=["LD_PRELOAD"]),
+        Effects(runs=[("rm", "-r", "build")], trees=["build"]),
+    ],
+)
+def test_the_default_preset_allows_what_the_sandbox_holds(
+    agent_engine: RuleEngine, effects: Effects
+) -> None:
+    assert agent_engine.judge(effects).decision == "allow"
 
 
 def test_ask_rules_make_an_ask(engine: RuleEngine) -> None:
