@@ -92,9 +92,11 @@ class Sandbox(Protocol):
 
     @property
     def read_only(self) -> tuple[str, ...] | None:
-        """The baseline's paths that no command can change (``.git``, the protected files),
-        repo-relative; ``None`` when the sandbox does not know (the policy then refuses every
-        path a protect glob matches)."""
+        """The baseline's paths no command can change: ``.git`` and the protected files.
+
+        Repo-relative; ``None`` when the sandbox does not know (the policy then refuses every
+        path a protect glob matches).
+        """
         ...
 
     def close(self) -> None:

@@ -5,8 +5,9 @@ the writable ``/workspace``, so a write to them fails (EROFS, EXDEV for a hard l
 a rename or removal) whatever spelling the command used. Files are mounted one by one, so a
 protected directory (``tests/``) still takes new files: a regression test the model writes
 (the gate judges new files by ``[paths] protect_new``). A directory is mounted whole only when
-a glob names the directory itself and protects everything below it (a nested ``**/.git``). Each parent directory of a nested read-only path is a mount point of its own
-(writable), so it cannot be renamed away and a fresh file put where the protected one was.
+a glob names the directory itself and protects everything below it (a nested ``**/.git``).
+Each parent directory of a nested read-only path is a mount point of its own (writable), so it
+cannot be renamed away and a fresh file put where the protected one was.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ def _covers_below(directory: str, glob: str) -> bool:
 
 
 def _names_whole(directory: str, glob: str, globs: tuple[str, ...]) -> bool:
-    """Whether ``glob`` names ``directory`` itself (not by a trailing ``/**``), and the globs
-    protect everything below it."""
+    """Whether ``glob`` names ``directory`` itself (not by a trailing ``/**``).
+
+    And the globs protect everything below it.
+    """
     return (
         not glob.endswith("/**")
         and glob_match(directory, glob)
