@@ -71,15 +71,6 @@ SOURCES = [
         every=2,
     ),
     Source(
-        "mini-tests",
-        "SWE-agent/mini-swe-agent",
-        "a83fcae82d2a08f0ee0c688f9d137b3566c097f8",
-        "tests/test_data/*.traj.json",
-        "mini",
-        "mini-swe-agent",
-        "test data (model named in each file)",
-    ),
-    Source(
         "sweagent-claude-sonnet-4",
         "apurv-sawant15/SWE-Agent-Trajectory-Analysis",
         "c3da9e5359dbb0ec9d1e19d5365e533bfda2fac0",
@@ -98,15 +89,6 @@ SOURCES = [
         "Qwen-2.5-Coder-Instruct (the files' replay_config says gpt-4o)",
     ),
     Source(
-        "sweagent-claude-4-group8",
-        "RLin8103/cs598-swe-agent-trajectory-analysis-group8",
-        "f6ccbefc064c0478e2fc9ce7fd9793277cbdbcf1",
-        "trajs/sweagent_claud4/*.traj",
-        "sweagent",
-        "SWE-agent 1.x",
-        "claude-sonnet-4 (folder sweagent_claud4)",
-    ),
-    Source(
         "sweagent-lm-group8",
         "RLin8103/cs598-swe-agent-trajectory-analysis-group8",
         "f6ccbefc064c0478e2fc9ce7fd9793277cbdbcf1",
@@ -122,7 +104,7 @@ SOURCES = [
         "trajs/*.traj",
         "sweagent",
         "SWE-agent 1.x",
-        "named in each file's replay_config",
+        "gpt-4o (as each file's replay_config names it)",
     ),
     Source(
         "sweagent-demos",
@@ -150,15 +132,6 @@ SOURCES = [
         "openhands-jsonl",
         "OpenHands CodeActAgent",
         "llama-4-maverick (openrouter)",
-    ),
-    Source(
-        "openhands-resolver",
-        "OpenHands/OpenHands",
-        "d6fab190bfb55f07cc380993b45ec4f781706a92",
-        "tests/unit/resolver/mock_output/output.jsonl",
-        "openhands-jsonl",
-        "OpenHands resolver",
-        "not named",
     ),
     Source(
         "openhands-runtime-trajs",
