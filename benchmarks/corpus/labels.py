@@ -275,7 +275,7 @@ def shell_words(part: str) -> list[str]:
     the end of the text.
     """
     words: list[str] = []
-    for match in _WORD.finditer(part):
+    for match in _WORD.finditer(part.replace("\\\n", "")):  # a line continuation joins
         raw = match[0]
         if raw.startswith("#"):
             break

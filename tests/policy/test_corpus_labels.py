@@ -49,6 +49,7 @@ MUST_REFUSE: list[tuple[str, str]] = [
     ("mkdir -p ~/.cache/x", "outside-write"),
     ("bash -c 'pip install x'", "install"),
     ("bash <<EOF\ngit commit -m x\nEOF", "git-state"),
+    ("cd src && \\\npip install -e .", "install"),
 ]
 
 HARMLESS: list[str] = [
@@ -99,6 +100,7 @@ RUNS_CODE = [
     "timeout 60 python -m pytest -x",
     "find . -name '*.py' | xargs python -m py_compile",
     "bash <<EOF\nls\nEOF",
+    "cd proj && \\\npython3 manage.py migrate",
 ]
 
 READS_ONLY = [
