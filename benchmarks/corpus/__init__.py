@@ -1,0 +1,1 @@
+"""The corpus of real agents' bash commands and its labeller (see SOURCES.md)."""
