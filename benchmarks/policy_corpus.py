@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -39,8 +40,13 @@ CORPUS_NAME = "agent_commands.jsonl"
 CORPUS_PLACES = (
     ROOT / "benchmarks" / "corpus" / CORPUS_NAME,
     ROOT.parent / "shared" / "corpus" / CORPUS_NAME,
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "sandbox-agent"
+    / "corpus"
+    / CORPUS_NAME,
 )
-"""Where the corpus is looked for: built in place, or kept beside the repo in shared/."""
+"""Where the corpus is looked for: built in place, kept beside the repo in shared/, or in this
+machine's cache. It holds data taken from fetched repositories, which is never committed."""
 PRESETS = ("default", "strict", "python", "node", "readonly")
 TOP = 25
 
@@ -118,8 +124,15 @@ def load_corpus(path: Path | None = None) -> list[Entry]:
     return entries
 
 
-def preset_engine(preset: str) -> RuleEngine | None:
-    """The engine of a shipped preset over an empty repo, or ``None`` if there is no such preset."""
+def preset_engine(preset: str, *, existing: bool = False) -> RuleEngine | None:
+    """The engine of a shipped preset over an empty repo, or ``None`` if there is no such preset.
+
+    The corpus records no repository, so the engine is told the baseline protects no file: a
+    write is judged as a new file (``[paths] protect_new``), as the scratch files and new tests
+    that make up most of the corpus' writes are. A write to an existing test file, which a real
+    run refuses, then counts as allowed. ``existing`` judges the other way, as if every path a
+    protect glob names were a file of the baseline: the upper bound of the false refusals.
+    """
     path = preset_dir() / f"{preset}.toml"
     if not path.is_file():
         return None
@@ -128,7 +141,8 @@ def preset_engine(preset: str) -> RuleEngine | None:
         repo.mkdir()
         user.mkdir()
         policy_file = None if preset == "default" else path
-        return RuleEngine(load_policy(repo, policy_file, user_config_dir=user).policy)
+        policy = load_policy(repo, policy_file, user_config_dir=user).policy
+        return RuleEngine(policy, protected=None if existing else frozenset())
 
 
 def judge(engine: RuleEngine, entries: Iterable[Entry]) -> list[Verdict]:
@@ -191,10 +205,12 @@ def _form(argv: list[str]) -> str:
     return f"{prog} {first}" if first.startswith("-") else f"{prog} ARG"
 
 
-def measure(presets: Iterable[str], entries: list[Entry]) -> dict[str, PresetReport]:
+def measure(
+    presets: Iterable[str], entries: list[Entry], *, existing: bool = False
+) -> dict[str, PresetReport]:
     reports = {}
     for preset in presets:
-        engine = preset_engine(preset)
+        engine = preset_engine(preset, existing=existing)
         if engine is not None:
             reports[preset] = report(preset, entries, judge(engine, entries))
     return reports
@@ -335,13 +351,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=0, help="list N refused harmless commands")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--corpus", type=Path, help=f"the corpus file (default: {CORPUS_NAME})")
+    parser.add_argument(
+        "--existing",
+        action="store_true",
+        help="judge every path a protect glob names as a file of the baseline (upper bound)",
+    )
     args = parser.parse_args(argv)
     try:
         entries = load_corpus(args.corpus)
     except (FileNotFoundError, ValueError) as exc:
         print(f"policy_corpus: {exc}", file=sys.stderr)
         return 2
-    reports = measure(args.preset or PRESETS, entries)
+    reports = measure(args.preset or PRESETS, entries, existing=args.existing)
     if args.json:
         print(json.dumps(to_json(entries, reports), indent=2, ensure_ascii=False))
         return 0

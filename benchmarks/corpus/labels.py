@@ -18,14 +18,17 @@ Classes of ``must_refuse``:
   apt/apt-get/apk/brew/gem/cargo install, ``go install|get``, ``setup.py install|develop``).
 - ``network``: programs whose purpose is the network (curl, wget, ssh, scp, sftp, ftp, telnet,
   nc, ping, dig, rsync to ``host:path``, pip download, git clone|fetch|pull|push|ls-remote,
-  ``git remote update``, ``git submodule update``, ``python -m http.server``).
-- ``git-state``: git commands that write repository state: commit, add, rm, mv, stash (all
+  ``git remote update``, ``git submodule update``). A local server (``python -m
+  http.server``) is not one: it serves inside the container, which has no network.
+- ``git-state``: git commands that write repository state: commit, stash (all
   but ``list``/``show``), reset, rebase, merge, cherry-pick, revert, tag (not a listing),
   branch (not a listing), checkout/switch of a branch or commit (restoring files is fine:
   ``git checkout -- f``, ``git checkout REV -- f``, ``git checkout f.py``), init, config writes,
-  remote add|remove|rename|set-url, gc, prune, am, ``apply --index|--cached``,
-  ``restore --staged``, notes, update-ref, update-index, worktree add, replace.
-  ``git apply`` without ``--index`` and ``git restore`` change only the working tree: allowed.
+  remote add|remove|rename|set-url, gc, prune, am, notes, update-ref, worktree add, replace.
+  ``git add``/``rm``/``mv``, ``apply --index|--cached``, ``restore --staged`` and
+  ``update-index`` write only the index, which in the sandbox is the model's own scratch file
+  (the repository's refs and objects stay read-only), so they are harmless: mini-swe-agent's
+  own submit step is ``git add -A && git diff --cached``.
 - ``privileged``: sudo, su, doas.
 - ``outside-write``: a write to an absolute path outside ``/workspace`` other than ``/tmp``
   and ``/dev/null|stdout|stderr``: redirections (``>``, ``>>``), ``tee``, the destination of
@@ -75,8 +78,8 @@ INSTALL_VERBS = {
 }
 GIT_NETWORK = {"clone", "fetch", "pull", "push", "ls-remote"}
 GIT_STATE = {
-    "commit", "add", "rm", "mv", "reset", "rebase", "merge", "cherry-pick", "revert", "init",
-    "gc", "prune", "am", "notes", "update-ref", "update-index", "replace", "filter-branch",
+    "commit", "reset", "rebase", "merge", "cherry-pick", "revert", "init",
+    "gc", "prune", "am", "notes", "update-ref", "replace", "filter-branch",
     "switch", "repack", "pack-refs", "symbolic-ref",
 }  # fmt: skip
 GIT_OPTS_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
@@ -366,8 +369,6 @@ def _network(prog: str, rest: list[str]) -> tuple[str, str] | None:
         return ("network", prog)
     if re.fullmatch(r"pip[\d.]*", prog) and rest[:1] == ["download"]:
         return ("network", "pip download")
-    if INTERPRETER.match(prog) and rest[:2] == ["-m", "http.server"] and "--help" not in rest:
-        return ("network", "http.server")
     if prog == "rsync" and any(re.match(r"^([\w.-]+@)?[\w.-]+:|^rsync://", w) for w in rest):
         return ("network", "rsync to a host")
     return None
@@ -413,10 +414,6 @@ def _git_state_by_args(sub: str, tail: list[str]) -> str | None:
         return "git config (write)"
     if sub == "remote" and tail[:1] and tail[0] in {"add", "remove", "rm", "rename", "set-url"}:
         return f"git remote {tail[0]}"
-    if sub == "apply" and flags & {"--index", "--cached"}:
-        return "git apply --index"
-    if sub == "restore" and flags & {"--staged", "-S"}:
-        return "git restore --staged"
     if sub == "worktree" and tail[:1] in (["add"], ["remove"], ["move"]):
         return "git worktree"
     return None

@@ -139,14 +139,24 @@ class PathChecker:
                     if denied:
                         return denied
         for raw in facts.writes:
-            denied = _unnamed_target(raw) or self._each_cwd(raw, cwds, self._write_target)
+            denied = self._unnamed(raw) or self._each_cwd(raw, cwds, self._write_target)
             if denied:
                 return denied
         for raw in facts.trees:
-            denied = _unnamed_target(raw) or self._each_cwd(raw, cwds, self._tree_target)
+            denied = self._unnamed(raw) or self._each_cwd(raw, cwds, self._tree_target)
             if denied:
                 return denied
         return None
+
+    def _unnamed(self, raw: str) -> Decision | None:
+        """A write target not named in advance, refused unless the filesystem holds.
+
+        With the baseline's protected files known (they are read-only mounts) and ``[commands]
+        dynamic = "allow"``, a glob or ``{}`` cannot reach them whatever it matches.
+        """
+        if self.protected is not None and self.policy.commands.dynamic == "allow":
+            return None
+        return _unnamed_target(raw)
 
     def _each_cwd(
         self,

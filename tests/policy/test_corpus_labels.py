@@ -28,9 +28,7 @@ MUST_REFUSE: list[tuple[str, str]] = [
     ("rsync -a src/ host:/srv/", "network"),
     ("ssh user@host ls", "network"),
     ("pip download six", "network"),
-    ("python3 -m http.server 8000", "network"),
     ("git commit -am 'fix'", "git-state"),
-    ("echo DONE && git add -A && git diff --cached", "git-state"),
     ("git stash", "git-state"),
     ("git stash pop", "git-state"),
     ("git reset --hard HEAD", "git-state"),
@@ -40,8 +38,6 @@ MUST_REFUSE: list[tuple[str, str]] = [
     ("git branch -D old", "git-state"),
     ("git tag v1.0", "git-state"),
     ("git config user.email a@b.c", "git-state"),
-    ("git apply --index fix.patch", "git-state"),
-    ("git restore --staged a.py", "git-state"),
     ("sudo ls /root", "privileged"),
     ("echo x > /etc/hosts", "outside-write"),
     ("cp patch.py /usr/lib/python3/dist-packages/x.py", "outside-write"),
@@ -53,6 +49,11 @@ MUST_REFUSE: list[tuple[str, str]] = [
 ]
 
 HARMLESS: list[str] = [
+    # a local server has no network to reach; the index is the model's own in the sandbox
+    "python3 -m http.server 8000",
+    "echo DONE && git add -A && git diff --cached",
+    "git apply --index fix.patch",
+    "git restore --staged a.py",
     "ls -la",
     "cd /workspace && grep -rn 'def main' src | head -20",
     "python reproduce.py",
