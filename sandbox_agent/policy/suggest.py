@@ -166,8 +166,10 @@ def preset_conflict(rule: str, policy: Policy) -> str | None:
     before, after = RuleEngine(policy), RuleEngine(with_allow(policy, [rule]))
     for name, preset in _presets():
         for deny in preset.commands.deny:
-            if parse_rule(deny).matches_normalised(tokens):
-                return f"preset {name} denies `{deny}`"
+            parsed = parse_rule(deny)
+            if parsed.matches_normalised(tokens):
+                why = f": {parsed.why}" if parsed.why else ""
+                return f"preset {name} denies `{parsed.text}`{why}"
         for example in preset.commands.examples.deny:
             if before.check_command(example).decision == "allow":
                 continue

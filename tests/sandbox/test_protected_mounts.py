@@ -39,10 +39,16 @@ def test_read_only_paths_cover_git_and_each_protected_baseline_path() -> None:
         "vendor/lib/.git/config",
         "lib/testing.py",
     ]
-    paths = read_only_paths(names, ("tests/**", "**/test_*.py", "**/.git/**"))
-    # tests/ is protected whole (a new file there is protected too), so it is one mount;
-    # a glob that names files mounts each file; a nested .git matches at any depth.
-    assert paths == (".git", "src/pkg/test_mod.py", "tests", "vendor/lib/.git")
+    paths = read_only_paths(names, ("tests/**", "**/test_*.py", "**/.git", "**/.git/**"))
+    # each protected file is a mount of its own, so tests/ still takes a new test file; a
+    # nested .git, named itself by a glob that protects all below it, is one mount.
+    assert paths == (
+        ".git",
+        "src/pkg/test_mod.py",
+        "tests/data/x.json",
+        "tests/test_a.py",
+        "vendor/lib/.git",
+    )
 
 
 def test_a_directory_is_mounted_whole_only_when_everything_below_it_is_protected() -> None:
@@ -51,7 +57,8 @@ def test_a_directory_is_mounted_whole_only_when_everything_below_it_is_protected
     assert read_only_paths(names, ("docs/*.md",)) == (".git", "docs/a.md", "docs/b.md")
     # `pkg/**/test_*.py` does not protect pkg/mod.py: never mount pkg
     assert read_only_paths(names, ("pkg/**/test_*.py",)) == (".git", "pkg/test_a.py")
-    assert read_only_paths(names, ("pkg/**",)) == (".git", "pkg")
+    assert read_only_paths(names, ("pkg/**",)) == (".git", "pkg/mod.py", "pkg/test_a.py")
+    assert read_only_paths(names, ("pkg", "pkg/**")) == (".git", "pkg")
     assert read_only_paths(names, ()) == (".git",)
 
 
