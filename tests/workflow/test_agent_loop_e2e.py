@@ -7,6 +7,7 @@ every call is allowed by the default preset, and the patch holds the fix and the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ REGRESSION = (
     "    assert parse_records('a = 1\\nb = 2') == {'a': '1', 'b': '2'}\n"
     "EOF"
 )
-GOOD_AGENT: list[dict[str, object]] = [
+GOOD_AGENT: list[Mapping[str, object]] = [
     bash("git status && ls"),
     bash(REPRO),
     bash("python3 -c 'import kvparse, sys; print(kvparse.__file__, sys.version)'"),
