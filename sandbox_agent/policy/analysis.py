@@ -24,6 +24,7 @@ __all__ = [
     "Run",
     "Shell",
     "ShellAnalysis",
+    "ShellDraft",
     "SimpleCommand",
     "Steps",
     "Word",
@@ -64,15 +65,34 @@ class SimpleCommand:
     assignments: tuple[tuple[str, Word], ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ShellAnalysis:
-    """Everything the engine needs to judge one command string."""
+    """Everything the engine needs to judge one command string (frozen: it is cached and shared)."""
+
+    commands: tuple[SimpleCommand, ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+    problems: tuple[str, ...] = ()
+    functions: frozenset[str] = frozenset()
+    """Names of shell functions the command defines."""
+
+
+@dataclass
+class ShellDraft:
+    """A ``ShellAnalysis`` while the walk fills it."""
 
     commands: list[SimpleCommand] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)
-    """Names of shell functions the command defines."""
+
+    def freeze(self) -> ShellAnalysis:
+        """The finished analysis."""
+        return ShellAnalysis(
+            tuple(self.commands),
+            tuple(self.redirects),
+            tuple(self.problems),
+            frozenset(self.functions),
+        )
 
 
 FactKind = Literal["runs", "reads", "writes", "trees", "env", "cds", "network", "problems"]

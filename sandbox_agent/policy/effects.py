@@ -79,7 +79,7 @@ def analysis_steps(analysis: ShellAnalysis) -> Steps:
     return out
 
 
-def _simple(cmd: SimpleCommand, functions: set[str], out: Steps) -> None:
+def _simple(cmd: SimpleCommand, functions: frozenset[str], out: Steps) -> None:
     """A simple command's assignments, and its argv as a ``Run`` when every word is known."""
     for name, _ in cmd.assignments:
         out.fact("env", name)

@@ -98,9 +98,7 @@ class RuleEngine:
 
     def is_protected(self, path: str) -> bool:
         """Whether a repo-relative path is protected."""
-        return (
-            self.paths.protecting(path.lstrip("./") if path.startswith("./") else path) is not None
-        )
+        return self.paths.protecting(path.removeprefix("./")) is not None
 
     def decide(self, call: ToolCall) -> Decision:
         """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``).
@@ -151,11 +149,12 @@ class RuleEngine:
 
     def judge(self, facts: Effects) -> Decision:
         """Stage 3: decide on what a command would do (its ``Effects``) under the policy."""
+        unknown, unmatched = self._program_gaps(facts)
         return (
             self._deny_rule_hit(facts)
-            or self._program_check(facts, unknown_only=True)
+            or unknown
             or self._problem(facts)
-            or self._program_check(facts, unknown_only=False)
+            or unmatched
             or self._network_check(facts)
             or self._env_check(facts)
             or self.paths.check(facts)
@@ -206,26 +205,30 @@ class RuleEngine:
                 )
         return None
 
-    def _program_check(self, facts: Effects, *, unknown_only: bool) -> Decision | None:
-        """Deny the first program no ask/allow rule admits (``unknown_only``: no rule names it)."""
+    def _program_gaps(self, facts: Effects) -> tuple[Decision | None, Decision | None]:
+        """The first program no rule names, and the first whose allowed forms do not match.
+
+        One pass over the programs; ``judge`` reports an unknown program before a problem of
+        the command and a form that does not match after it.
+        """
+        unknown: Decision | None = None
+        unmatched: Decision | None = None
         for argv in facts.runs:
             if self._first(self._admitting_ask_rules, argv, normalised=True):
                 continue
             if self._first(self._allow_rules, argv, normalised=False):
                 continue
             forms = [r.text for r, _ in self._allow_rules if r.program == argv[0]]
-            if forms and unknown_only:
-                continue
-            if forms:
+            if not forms and unknown is None:
+                unknown = _deny(f"`{argv[0]}` is not allowed here; {self._allowed_text}", None)
+            elif forms and unmatched is None:
                 listed = ", ".join(forms[:8]) + (", ..." if len(forms) > 8 else "")
-                reason = (
+                unmatched = _deny(
                     f"`{_show(argv)}` matches no allow rule; the allowed forms of `{argv[0]}` "
-                    f"are: {listed}"
+                    f"are: {listed}",
+                    None,
                 )
-            else:
-                reason = f"`{argv[0]}` is not allowed here; {self._allowed_text}"
-            return _deny(reason, None)
-        return None
+        return unknown, unmatched
 
     def _first(
         self, rules: list[tuple[Rule, str]], argv: tuple[str, ...], *, normalised: bool

@@ -18,7 +18,13 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Parser, Tree
 
-from sandbox_agent.policy.analysis import Redirect, ShellAnalysis, SimpleCommand, Word
+from sandbox_agent.policy.analysis import (
+    Redirect,
+    ShellAnalysis,
+    ShellDraft,
+    SimpleCommand,
+    Word,
+)
 from sandbox_agent.policy.walker import Walker
 from sandbox_agent.policy.words import SOURCE
 
@@ -43,23 +49,20 @@ def analyze(command: str) -> ShellAnalysis:
 
 @lru_cache(maxsize=512)
 def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
-    result = ShellAnalysis()
+    result = ShellDraft()
     if depth > _MAX_DEPTH:
         result.problems.append("shell commands are nested too deeply to analyse")
-        return result
+        return result.freeze()
     bad = _lexical_problem(command)
     if bad:
         result.problems.append(bad)
-        return result
-    source = command.encode("utf-8")
-    # tree-sitter-bash 0.25 can crash (SIGSEGV) on some non-ASCII code points. No non-ASCII
-    # character is shell syntax, so parse an ASCII stand-in of the same byte length and read
-    # every word's text from the real bytes.
-    tree = _PARSER.parse(bytes(b if b < 0x80 else 0x78 for b in source))
+        return result.freeze()
+    tree = parse_tree(command)
+    assert tree is not None  # the lexical check above is the only way to get no tree
     if tree.root_node.has_error:
         result.problems.append("the command does not parse as bash; fix the quoting or syntax")
-        return result
-    token = SOURCE.set(source)
+        return result.freeze()
+    token = SOURCE.set(command.encode("utf-8"))
     try:
         walker = Walker(result)
         walker.statement(tree.root_node)
@@ -68,11 +71,18 @@ def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
         result.problems.append("the command is nested too deeply to analyse")
     finally:
         SOURCE.reset(token)
-    return result
+    return result.freeze()
 
 
+@lru_cache(maxsize=64)
 def parse_tree(command: str) -> Tree | None:
-    """The tree-sitter tree of a command (of its ASCII stand-in), ``None`` if it is not text."""
+    """The tree-sitter tree of a command (of its ASCII stand-in), ``None`` if it is not text.
+
+    Cached, so the analysis (stage 1) and the rendering of an allowed command share one parse.
+    tree-sitter-bash 0.25 can crash (SIGSEGV) on some non-ASCII code points; no non-ASCII
+    character is shell syntax, so this parses an ASCII stand-in of the same byte length and
+    every word's text is read from the real bytes.
+    """
     if _lexical_problem(command):
         return None
     source = command.encode("utf-8")

@@ -1,4 +1,4 @@
-"""The walk over a tree-sitter-bash parse tree that fills a ``ShellAnalysis``.
+"""The walk over a tree-sitter-bash parse tree that fills a ``ShellDraft``.
 
 Each statement kind of the bash grammar is visited explicitly; a kind the walk does not know is
 a problem, and every ``word`` node of the tree must have been judged or deliberately passed
@@ -13,7 +13,7 @@ from itertools import pairwise
 from tree_sitter import Node
 
 from sandbox_agent.errors import InexactWordError
-from sandbox_agent.policy.analysis import Redirect, ShellAnalysis, SimpleCommand, Word
+from sandbox_agent.policy.analysis import Redirect, ShellDraft, SimpleCommand, Word
 from sandbox_agent.policy.words import SOURCE, node_text, static_value
 
 __all__ = ["Walker"]
@@ -59,9 +59,9 @@ _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "variable_name", "
 
 
 class Walker:
-    """Walks one parse tree and fills a ``ShellAnalysis``."""
+    """Walks one parse tree and fills a ``ShellDraft``."""
 
-    def __init__(self, out: ShellAnalysis) -> None:
+    def __init__(self, out: ShellDraft) -> None:
         self.out = out
         self.consumed: list[tuple[int, int]] = []
         """Byte ranges of the words the walk has judged or deliberately passed over."""
