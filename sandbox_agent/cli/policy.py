@@ -175,7 +175,7 @@ _RunRepo = Annotated[
 ]
 
 
-@policy_app.command("replay")
+@policy_app.command("replay", cls=Command)
 def replay(
     runs: _Runs = None,
     policy: Annotated[
@@ -191,7 +191,7 @@ def replay(
     policy_replay(runs or [], candidate, runs_dir, as_json)
 
 
-@policy_app.command("suggest")
+@policy_app.command("suggest", cls=Command)
 def suggest(
     runs: _Runs = None,
     policy: _PolicyFile = None,
