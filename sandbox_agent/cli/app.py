@@ -4,7 +4,9 @@
 modules behind ``fix`` import openai, docker and the batch scheduler (seconds). This module
 imports no command module: :data:`COMMANDS` names each top-level command, the module under
 ``sandbox_agent.cli`` that defines it and the one line ``--help`` lists for it; :class:`Root`
-imports that module when the command runs or shows its own help (:func:`load`).
+imports that module when the command runs or shows its own help (:func:`load`). A group whose
+commands need different imports does the same with its own :class:`Lazy` subclass (``policy``:
+``replay`` and ``suggest`` read runs, ``check`` must not pay for that).
 
 This is the project's one deferred import, at the command line's edge
 (``tests/structure/test_layout.py`` allows it here and nowhere else); every other module imports
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 from typer.core import TyperCommand
@@ -29,7 +31,7 @@ from sandbox_agent.cli.output import console
 if TYPE_CHECKING:  # typer 0.29 vendors click as typer._click; older versions use click itself
     from typer import _click as click
 
-__all__ = ["COMMANDS", "app", "load"]
+__all__ = ["COMMANDS", "Entry", "Lazy", "app", "load"]
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,8 @@ COMMANDS: dict[str, Entry] = {
 """Every top-level command, in the order ``--help`` lists them: what a user starts with first."""
 
 
-def load(name: str) -> click.Command:
-    """The top-level command ``name``, its module imported now (the deferred import)."""
-    entry = COMMANDS[name]
+def load(name: str, entry: Entry) -> click.Command:
+    """The command ``name`` that ``entry`` describes, its module imported now (deferred)."""
     module = importlib.import_module(f"sandbox_agent.cli.{entry.module}")
     part = getattr(module, entry.attr)
     holder = typer.Typer()
@@ -103,31 +104,43 @@ def load(name: str) -> click.Command:
     return typer.main.get_group(holder).commands[name]
 
 
-class Root(Group):
-    """The root group: lists :data:`COMMANDS` from their lines, loads one when it is used."""
+class Lazy(Group):
+    """A group whose :attr:`entries` are listed from their lines and loaded when used.
+
+    A subclass names its entries; commands registered on the group the usual way come first.
+    """
+
+    entries: ClassVar[dict[str, Entry]] = {}
+    """The commands of this group that live in other modules, in the order listed."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands.update(
-            {name: TyperCommand(name, help=e.help) for name, e in COMMANDS.items()}
-        )
+        for name, entry in self.entries.items():
+            self.commands[name] = TyperCommand(name, help=entry.help)
         self._loaded: set[str] = set()
         self._listing = False
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``: loaded, or only its line while the help lists commands."""
-        if cmd_name in COMMANDS and cmd_name not in self._loaded and not self._listing:
-            self.commands[cmd_name] = load(cmd_name)
+        entry = self.entries.get(cmd_name)
+        if entry is not None and cmd_name not in self._loaded and not self._listing:
+            self.commands[cmd_name] = load(cmd_name, entry)
             self._loaded.add(cmd_name)
         return self.commands.get(cmd_name)
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The root's help: each command's line from :data:`COMMANDS`, no module imported."""
+        """The group's help: each entry's line, no module imported."""
         self._listing = True
         try:
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+
+
+class Root(Lazy):
+    """The root group: every top-level command, from :data:`COMMANDS`."""
+
+    entries = COMMANDS
 
 
 app = typer.Typer(

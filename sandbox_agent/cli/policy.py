@@ -1,6 +1,7 @@
 """``sandbox-agent policy``: check, show, schema, lint. Flags and printing only.
 
-Mounted by ``cli/app.py`` with ``app.add_typer(policy_app, name="policy")``. ``check`` exits 0
+``cli/app.py`` imports this module when ``policy`` runs; ``replay`` and ``suggest`` live in
+``cli/replay.py``, listed here and imported only when they run. ``check`` exits 0
 for any decision and 2 for a bad policy file (one line on stderr, no traceback). What is
 printed goes through ``visible`` (control characters shown, never acted on).
 """
@@ -10,13 +11,13 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
-from sandbox_agent.cli.command import Command, Group
+from sandbox_agent.cli.app import Entry, Lazy
+from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.output import fail, warn
-from sandbox_agent.cli.review import candidate_policy, policy_replay, policy_suggest
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import (
     LoadedPolicy,
@@ -32,10 +33,31 @@ from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]
 
+
+class _PolicyGroup(Lazy):
+    """The ``policy`` group: ``replay`` and ``suggest`` load ``cli/replay.py`` when they run.
+
+    They read past runs (records, traces), which ``check``, ``show``, ``schema`` and ``lint``
+    never need.
+    """
+
+    entries: ClassVar[dict[str, Entry]] = {
+        "replay": Entry(
+            "replay",
+            "Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail.",
+        ),
+        "suggest": Entry(
+            "replay",
+            "Propose the narrowest allow rules for past runs' denied calls, as TOML, "
+            "and replay them.",
+        ),
+    }
+
+
 policy_app = typer.Typer(
     help="Check commands against a policy, show it, lint it, print its schema.",
     no_args_is_help=True,
-    cls=Group,
+    cls=_PolicyGroup,
 )
 
 _Repo = Annotated[
@@ -154,52 +176,3 @@ def lint(
     if problems:
         raise typer.Exit(1)
     typer.echo(visible(f"{file}: ok"))
-
-
-_Runs = Annotated[
-    list[str] | None,
-    typer.Argument(help="Run ids, id prefixes or run directories (default: every run)."),
-]
-_RunsDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--runs-dir",
-        help="Where run directories live (default: $XDG_STATE_HOME/sandbox-agent/runs).",
-    ),
-]
-_RunRepo = Annotated[
-    Path | None,
-    typer.Option(
-        "--repo", help="Use this checkout's .sandbox-agent.toml (default: each run's repo)."
-    ),
-]
-
-
-@policy_app.command("replay", cls=Command)
-def replay(
-    runs: _Runs = None,
-    policy: Annotated[
-        Path | None, typer.Option("--policy", help="The candidate policy file (trusted).")
-    ] = None,
-    repo: _RunRepo = None,
-    runs_dir: _RunsDir = None,
-    as_json: _Json = False,
-    trust_repo_policy: _Trust = False,
-) -> None:
-    """Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail."""
-    candidate = candidate_policy(policy, repo, trust_repo_policy)
-    policy_replay(runs or [], candidate, runs_dir, as_json)
-
-
-@policy_app.command("suggest", cls=Command)
-def suggest(
-    runs: _Runs = None,
-    policy: _PolicyFile = None,
-    repo: _RunRepo = None,
-    runs_dir: _RunsDir = None,
-    as_json: _Json = False,
-    trust_repo_policy: _Trust = False,
-) -> None:
-    """Propose the narrowest allow rules for past runs' denied calls, as TOML, and replay them."""
-    candidate = candidate_policy(policy, repo, trust_repo_policy)
-    policy_suggest(runs or [], candidate, runs_dir, as_json)

@@ -14,12 +14,13 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli.app import COMMANDS, app, load
+from sandbox_agent.cli.app import COMMANDS, Entry, Lazy, app, load
 
 HEAVY = ("openai", "docker", "ray")
 
@@ -73,41 +74,55 @@ def test_policy_commands_import_no_model_client_docker_or_ray(
     out, modules = imported_by(*args, cwd=tmp_path)
     assert out.strip()
     assert heavy_in(modules) == []
-    assert set(command_modules(modules)) <= {"sandbox_agent.cli.policy", "sandbox_agent.cli.review"}
+    assert command_modules(modules) == ["sandbox_agent.cli.policy"]
+
+
+def lazy_tables() -> list[tuple[str, dict[str, Entry]]]:
+    """Every table of lazily loaded commands: the root's, and each lazy group's."""
+    tables = [("", COMMANDS)]
+    for name, entry in COMMANDS.items():
+        command = load(name, entry)
+        if isinstance(command, Lazy):
+            tables.append((name, dict(command.entries)))
+    return tables
 
 
 def test_the_help_lists_every_command_with_its_own_line() -> None:
-    for name, entry in COMMANDS.items():
-        command = load(name)
-        assert command.name == name
-        assert (command.help or "").strip().splitlines()[0] == entry.help, name
+    for _, entries in lazy_tables():
+        for name, entry in entries.items():
+            command = load(name, entry)
+            assert command.name == name
+            assert (command.help or "").strip().splitlines()[0] == entry.help, name
 
 
 def test_every_command_a_module_registers_is_listed() -> None:
-    names = defaultdict(set)
-    for name, entry in COMMANDS.items():
-        names[(entry.module, entry.attr)].add(name)
-    for (module, attr), listed in names.items():
-        if attr != "register":
-            continue
-        holder = typer.Typer()
-        importlib.import_module(f"sandbox_agent.cli.{module}").register(holder)
-        assert set(typer.main.get_group(holder).commands) == listed, module
+    for group, entries in lazy_tables():
+        names = defaultdict(set)
+        for name, entry in entries.items():
+            names[(entry.module, entry.attr)].add(name)
+        for (module, attr), listed in names.items():
+            if attr != "register":
+                continue
+            holder = typer.Typer()
+            importlib.import_module(f"sandbox_agent.cli.{module}").register(holder)
+            assert set(typer.main.get_group(holder).commands) == listed, (group, module)
 
 
 def every_command() -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
+    found: list[tuple[str, ...]] = []
 
-    def walk(
-        path: tuple[str, ...], command: typer.core.TyperCommand | typer.core.TyperGroup
-    ) -> None:
-        out.append(path)
-        for name, sub in getattr(command, "commands", {}).items():
-            walk((*path, name), sub)
+    def walk(path: tuple[str, ...], command: Any) -> None:
+        found.append(path)
+        if isinstance(command, typer.core.TyperGroup):
+            ctx = typer.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None
+                walk((*path, name), sub)
 
-    for name in COMMANDS:
-        walk((name,), load(name))  # type: ignore[arg-type]
-    return out
+    for name, entry in COMMANDS.items():
+        walk((name,), load(name, entry))
+    return found
 
 
 @pytest.mark.parametrize("command", every_command(), ids=" ".join)
