@@ -18,6 +18,8 @@ checks that the line matches the command's own help and that ``--help`` stays li
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
@@ -30,13 +32,14 @@ from sandbox_agent.cli.output import console
 
 if TYPE_CHECKING:  # typer 0.29 vendors click as typer._click; older versions use click itself
     from typer import _click as click
+    from typer._click.shell_completion import CompletionItem
 
 __all__ = ["COMMANDS", "Entry", "Lazy", "app", "load"]
 
 
 @dataclass(frozen=True)
 class Entry:
-    """Where a top-level command is defined, and the line ``--help`` lists for it."""
+    """Where a lazily loaded command is defined, and the line its group's help lists for it."""
 
     module: str
     """The module under ``sandbox_agent.cli`` that defines it."""
@@ -130,9 +133,19 @@ class Lazy(Group):
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The group's help: each entry's line, no module imported."""
+        with self._lines_only():
+            super().format_help(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Completions of a command name: each entry's name and line, no module imported."""
+        with self._lines_only():
+            return super().shell_complete(ctx, incomplete)
+
+    @contextmanager
+    def _lines_only(self) -> Iterator[None]:
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            yield
         finally:
             self._listing = False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -39,9 +40,14 @@ print(json.dumps({"code": code, "modules": loaded}), file=sys.stderr)
 """Runs the command line in a fresh interpreter and reports, last on stderr, what it imported."""
 
 
-def imported_by(*args: str, cwd: Path) -> tuple[str, list[str]]:
+def imported_by(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[str, list[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd, check=False
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        check=False,
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, done.stderr
@@ -60,6 +66,18 @@ def command_modules(modules: list[str]) -> list[str]:
 def test_help_and_version_import_no_command(tmp_path: Path, args: tuple[str, ...]) -> None:
     out, modules = imported_by(*args, cwd=tmp_path)
     assert out.strip()
+    assert heavy_in(modules) == []
+    assert command_modules(modules) == []
+
+
+def test_completing_a_command_name_imports_no_command(tmp_path: Path) -> None:
+    shell = {
+        "_SANDBOX_AGENT_COMPLETE": "complete_bash",
+        "COMP_WORDS": "sandbox-agent po",
+        "COMP_CWORD": "1",
+    }
+    out, modules = imported_by(cwd=tmp_path, env=shell)
+    assert out.split() == ["policy"]
     assert heavy_in(modules) == []
     assert command_modules(modules) == []
 
