@@ -27,7 +27,7 @@ from sandbox_agent.policy.config import (
     policy_json_schema,
 )
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.sandbox.workspace import inspect_repo
+from sandbox_agent.sandbox.workspace import repo_root
 from sandbox_agent.settings import Merge, field_rules
 from sandbox_agent.text import visible
 
@@ -73,17 +73,18 @@ _Trust = Annotated[
 ]
 
 
-def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
+def _load(repo: Path, policy: Path | None, trust: bool) -> tuple[Path, LoadedPolicy]:
+    """The root ``fix`` would use (a subdirectory's git root) and the policy merged there."""
     try:
-        repo = inspect_repo(repo).root  # the root fix would use (a subdirectory's git root)
+        root = repo_root(repo)
         loaded = load_policy(
-            repo, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
+            root, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
         )
     except UserError as e:
         raise fail(e) from None
     for warning in loaded.warnings:
         warn(warning)
-    return loaded
+    return root, loaded
 
 
 @policy_app.command(
@@ -103,10 +104,9 @@ def check(
     trust_repo_policy: _Trust = False,
 ) -> None:
     """Decide on one shell command: allow, deny or ask, with the rule and the reason."""
-    loaded = _load(repo, policy, trust_repo_policy)
+    root, loaded = _load(repo, policy, trust_repo_policy)
     text = command[0] if len(command) == 1 else shlex.join(command)
     # The engine the runner builds: it sees the files, so symlinks out of the repo count.
-    root = inspect_repo(repo).root
     decision = RuleEngine(loaded.policy, host_workspace=root).check_command(text)
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))
@@ -123,7 +123,7 @@ def show(
     trust_repo_policy: _Trust = False,
 ) -> None:
     """Print the effective merged policy, each rule with where it came from."""
-    loaded = _load(repo, policy, trust_repo_policy)
+    _, loaded = _load(repo, policy, trust_repo_policy)
     if as_json:
         record = loaded.to_record()
         record["origins"] = loaded.policy.origins
