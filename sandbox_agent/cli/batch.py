@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 
 from sandbox_agent.batch.records import (
     BatchLog,
@@ -29,6 +28,7 @@ from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_
 from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
+from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.options import as_flags
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
@@ -57,7 +57,7 @@ def ray_flag(args: list[str]) -> list[str]:
     return out
 
 
-class _RunByDefault(TyperGroup):
+class _RunByDefault(Group):
     """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
@@ -96,7 +96,7 @@ BatchesDirOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")]
 
 
-@batch_app.command("run")
+@batch_app.command("run", cls=Command)
 def run(
     tasks: Annotated[
         Path | None, typer.Argument(help="The tasks file (JSON lines).", show_default=False)
@@ -228,7 +228,7 @@ def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: 
     return record
 
 
-@batch_app.command("show")
+@batch_app.command("show", cls=Command)
 def show(
     batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
     batches_dir: BatchesDirOption = None,
@@ -253,7 +253,7 @@ def show(
     out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)
 
 
-@batch_app.command("report")
+@batch_app.command("report", cls=Command)
 def report(
     batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
     output: Annotated[

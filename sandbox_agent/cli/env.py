@@ -25,7 +25,7 @@ from sandbox_agent.env.model import EnvPlan
 from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.policy.config import default_user_config_dir, load_policy
 from sandbox_agent.sandbox import engine
-from sandbox_agent.sandbox.workspace import inspect_repo
+from sandbox_agent.sandbox.workspace import repo_root
 from sandbox_agent.settings import EnvironmentSection
 from sandbox_agent.text import visible
 
@@ -53,7 +53,7 @@ def _echo(text: str, *, err: bool = False) -> None:
 
 def _plan(repo: Path) -> tuple[Path, EnvPlan]:
     try:
-        resolved = inspect_repo(repo).root
+        resolved = repo_root(repo)
         return resolved, detect_plan(resolved, settings_for(resolved))
     except UserError as e:
         raise _fail(e) from e

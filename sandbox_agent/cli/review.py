@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import PolicyFileError, UserError
 from sandbox_agent.policy.config import default_user_config_dir
@@ -65,7 +66,7 @@ def report(
 
 def register(app: typer.Typer) -> None:
     """Add ``report`` to the main command line."""
-    app.command("report")(report)
+    app.command("report", cls=Command)(report)
 
 
 def _selected(runs: Sequence[str], runs_dir: Path) -> list[RunCalls]:

@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli.app import app
+from sandbox_agent.cli.app import COMMANDS, app, load
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
 from sandbox_agent.policy.files import PolicyFile
@@ -213,9 +213,7 @@ def test_an_untrusted_layer_cannot_turn_runsc_back_into_another_runtime() -> Non
 
 
 def test_every_fix_flag_is_an_input_or_sets_one_field() -> None:
-    group = typer.main.get_command(app)
-    assert isinstance(group, typer.core.TyperGroup)
-    command = group.commands["fix"]
+    command = load("fix", COMMANDS["fix"])
     options = {o for p in command.params if isinstance(p, typer.core.TyperOption) for o in p.opts}
     assert options - INPUT_FLAGS == set(flag_fields())
     assert INPUT_FLAGS - {"--help"} <= options
