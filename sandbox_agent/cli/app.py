@@ -21,7 +21,14 @@ from sandbox_agent.cli.batch import batch_app
 from sandbox_agent.cli.command import CONTEXT, Command, Group
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.env import env_app
-from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, runs_dir_of
+from sandbox_agent.cli.options import (
+    JsonOption,
+    RunsDirOption,
+    as_flags,
+    every_run,
+    find_any_run,
+    runs_dir_of,
+)
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
@@ -32,7 +39,7 @@ from sandbox_agent.cli.views import runs_table, show, summary
 from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.review.apply import ApplyPlan, apply_patch
-from sandbox_agent.run.artifacts import RunRecord, find_run, list_runs
+from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.run.prepare import Revision
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
@@ -249,7 +256,7 @@ def revise(
     try:
         if not feedback.strip():
             raise UserError("revise: FEEDBACK is empty; say what to change")
-        run_dir = find_run(runs_dir_of(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         record = run_dir.read_record()
         if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
             raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
@@ -327,7 +334,7 @@ def show_run(
 ) -> None:
     """Show a run (the latest by default): facts, answer, gate verdicts, refusals, the diff."""
     try:
-        run_dir = find_run(runs_dir_of(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         record = run_dir.read_record()
     except UserError as e:
         raise fail(e) from e
@@ -366,7 +373,7 @@ def apply_run(
 ) -> None:
     """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
     try:
-        run_dir = find_run(runs_dir_of(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         record = run_dir.read_record()
         patch = run_dir.read_patch()
         if not record.gate_passed:
@@ -428,16 +435,26 @@ def _gate_not_passed(record: RunRecord, *, force: bool) -> None:
 @app.command("runs", cls=Command)
 def runs(
     runs_dir: RunsDirOption = None,
+    batch: Annotated[
+        str | None, typer.Option("--batch", help="Only the runs of this batch (id or prefix).")
+    ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON array: the run records, oldest first.")
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON array: the run records (with batch_id), oldest first."
+        ),
     ] = False,
 ) -> None:
-    """List runs: id, date, repo, task, exit reason, gate, steps, cost."""
-    records = list_runs(runs_dir_of(runs_dir))
+    """List every run, batches' included: id, batch, date, repo, task, exit, gate, steps, cost."""
+    try:
+        found = every_run(runs_dir, batch)
+    except UserError as e:
+        raise fail(e) from e
     if as_json:
-        typer.echo(json.dumps([r.model_dump(mode="json") for r in records]))
+        typer.echo(json.dumps([{**r.model_dump(mode="json"), "batch_id": b} for r, b in found]))
         return
-    if not records:
+    if not found:
         out.print(f"no runs in {safe(runs_dir_of(runs_dir))}")
         return
-    out.print(runs_table(records, out.width if out.is_terminal else None))
+    records, batches = [r for r, _ in found], [b for _, b in found]
+    out.print(runs_table(records, out.width if out.is_terminal else None, batches))

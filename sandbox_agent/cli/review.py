@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from sandbox_agent.cli.options import find_any_run
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import PolicyFileError, UserError
 from sandbox_agent.policy.config import default_user_config_dir
@@ -54,7 +55,7 @@ def report(
 ) -> None:
     """Write a run (the latest by default) as one self-contained HTML file; print its path."""
     try:
-        run_dir = find_run(_runs_dir(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         path = write_report(run_dir, output)
     except UserError as e:
         raise _fail(str(e)) from None
