@@ -169,6 +169,14 @@ def fix(
     max_wall: Annotated[
         float | None, typer.Option(help="Seconds at most (policy: budget.max_wall_s).")
     ] = None,
+    max_output_tokens: Annotated[
+        int | None,
+        typer.Option(help="Tokens one reply may have at most (policy: model.max_output_tokens)."),
+    ] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(help="The model's context window in tokens (policy: model.context_window)."),
+    ] = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
     trust_repo_policy: Annotated[
@@ -224,6 +232,8 @@ def fix(
             max_cost=max_cost,
             max_tokens=max_tokens,
             max_wall=max_wall,
+            max_output_tokens=max_output_tokens,
+            context_window=context_window,
             approve=approve,
             trace_content=trace_content,
             tool_protocol=tool_protocol,

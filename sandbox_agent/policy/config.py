@@ -49,6 +49,7 @@ __all__ = [
     "lint_policy_file",
     "load_policy",
     "policy_json_schema",
+    "preset_policy",
 ]
 
 REPO_POLICY_NAME = ".sandbox-agent.toml"
@@ -131,6 +132,19 @@ def lint_policy_file(path: Path) -> list[str]:
         base = [_preset_layer("default", errors)] if path.resolve() != _preset("default") else []
         _merge_all([layer for layer in base if layer] + chain, errors)
     return [str(e) for e in errors]
+
+
+def preset_policy(name: str = "default") -> Policy:
+    """A shipped preset merged over the tree's defaults: what a run gets with no other file.
+
+    Raises:
+        PolicyFileError: the preset does not read (a bug of the package).
+    """
+    errors: list[PolicyFileError] = []
+    policy, _ = _merge_all(_chain(_preset(name), f"preset {name}", True, errors), errors)
+    if errors:
+        raise errors[0]
+    return policy
 
 
 def policy_json_schema() -> dict[str, Any]:

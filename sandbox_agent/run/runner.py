@@ -22,13 +22,15 @@ from sandbox_agent.errors import (
     RunInterrupted,
     UserError,
 )
-from sandbox_agent.models.prices import require_price_for_cap
+from sandbox_agent.models.prices import require_one_call, require_price_for_cap
 from sandbox_agent.run.artifacts import ENV_BUILD_LOG, RunDir, RunRecord, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
 from sandbox_agent.sandbox.runtime import check_runtime
+from sandbox_agent.tools.runtime import tool_specs
+from sandbox_agent.types import Task
 
 __all__ = ["FixOptions", "environment", "notices", "run_fix", "sandbox_config"]
 
@@ -115,6 +117,20 @@ def environment(prepared: Prepared, log: Path, on_build_line: Progress) -> Prepa
     return prepared.with_test_command(env.test_command)
 
 
+def _require_affordable(prepared: Prepared) -> None:
+    """A cost cap holds only with a price, and must pay for the first call's worst case.
+
+    Raises:
+        UserError: no price under a cap, or a cap below one call (before anything is built).
+    """
+    cap = prepared.settings.budget.max_cost_usd
+    require_price_for_cap(prepared.model.name, prepared.price, max_cost_usd=cap)
+    if prepared.price is None:
+        return
+    first = prepared.model.estimate_next_call(Task(text=prepared.options.task), [], tool_specs())
+    require_one_call(prepared.model.name, prepared.price, first, max_cost_usd=cap)
+
+
 def _link_parent(parent: RunDir, child_id: str, warn: Warn | None) -> None:
     """The revised run's ``result.json`` names the run that revises it (best effort)."""
     try:
@@ -150,9 +166,7 @@ def run_fix(
     prepared = prepare(options, env, on_retry=retries)
     try:
         prepared.model.start()  # a wrong model, key or endpoint is exit 2 before anything starts
-        require_price_for_cap(
-            prepared.model.name, prepared.price, max_cost_usd=prepared.settings.budget.max_cost_usd
-        )
+        _require_affordable(prepared)
         for notice in notices(prepared):
             if warn is not None:
                 warn(notice)

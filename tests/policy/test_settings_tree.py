@@ -76,6 +76,9 @@ TABLE: dict[str, Row] = {
     "model.name": Row("gpt-4o-mini", "", "gpt-5"),
     "model.base_url": Row(None, 1, "http://evil.example/v1"),
     "model.tool_protocol": Row("native", "xml", "json"),
+    "model.max_output_tokens": Row(4096, 0, 100_000, 1024),
+    "model.context_window": Row(None, -1, 1_000_000),
+    "model.max_tokens_param": Row("max_completion_tokens", "limit", "max_tokens"),
     "run.approve": Row("never", "sometimes", "ask", "never"),
     "run.trace_content": Row("full", "all", None, "safe"),
 }
