@@ -110,11 +110,9 @@ def load_policy(
     errors: list[PolicyFileError] = []
     trusted = trust_repo_policy or _listed_as_trusted(repo, user_config_dir, errors)
     layers = _layers(repo, policy_file, trusted, errors)
-    if errors:
-        raise errors[0]
+    _raise_all(errors)
     policy, warnings = _merge_all(layers, errors)
-    if errors:
-        raise errors[0]
+    _raise_all(errors)
     canonical = json.dumps(
         policy.model_dump(mode="json", exclude={"origins", "sources"}),
         sort_keys=True,
@@ -122,6 +120,15 @@ def load_policy(
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return LoadedPolicy(policy, digest, tuple(warnings), trusted)
+
+
+def _raise_all(errors: list[PolicyFileError]) -> None:
+    """Raise every problem found, each on its own line (one problem: that problem)."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        lines = "\n".join(f"  {e}" for e in errors)
+        raise PolicyFileError(f"{len(errors)} problems in the policy files:\n{lines}")
 
 
 def lint_policy_file(path: Path) -> list[str]:

@@ -261,7 +261,7 @@ def test_pids_below_what_the_container_accepts_is_refused_at_lint_time(tmp_path:
     file.write_text("[sandbox]\npids = 8\n")
     problems = lint_policy_file(file)
     assert problems == [
-        f"{file}:2: [sandbox].pids: Input should be greater than or equal to 16 (got 8)"
+        f"{file}:2: [sandbox].pids: must be at least 16 (got 8)"
     ]
 
 
