@@ -33,6 +33,7 @@ from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.policy import policy_app
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.review import register as register_review_commands
+from sandbox_agent.cli.review import revision_part
 from sandbox_agent.cli.sandbox import register as register_sandbox_commands
 from sandbox_agent.cli.trace import trace_app
 from sandbox_agent.cli.views import runs_table, show, summary
@@ -389,26 +390,29 @@ def apply_run(
         if not record.gate_passed:
             _gate_not_passed(record, force=force)
         target = repo or Path(record.repo)
+        patch, recorded, part = revision_part(record, runs_dir, target, patch)
         message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
-        plan = apply_patch(
-            target,
-            patch,
-            run_repo=Path(record.repo),
-            branch=branch,
-            message=message,
-            approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
-            allow_outside_symlinks=allow_outside_symlinks,
-            recorded=record.changed_paths,
-        )
+        plan = None
+        if patch.strip():
+            plan = apply_patch(
+                target,
+                patch,
+                run_repo=Path(record.repo),
+                branch=branch,
+                message=message,
+                approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
+                allow_outside_symlinks=allow_outside_symlinks,
+                recorded=recorded,
+            )
     except UserError as e:
         raise fail(e) from e
     where = safe(target.resolve())
-    if plan.already_applied:
+    if plan is None or plan.already_applied:
         out.print(f"already applied: {where} has every change of this run; nothing changed")
         return
     how = "three-way" if plan.three_way else "exactly"
     on = f" on new branch {safe(branch)}" if branch else ""
-    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
+    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}{part}", soft_wrap=True)
 
 
 def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:
