@@ -84,6 +84,7 @@ def test_revision_with_the_parent_committed_on_a_branch_applies_its_own_change(
     assert (code, err) == (0, "")
     code, out, err = invoke("apply", "20261201-000100", "--runs-dir", str(runs))
     assert (code, err) == (0, "")
+    assert "this revision's own change" in out
     assert (repo / "calc.py").read_bytes() == REVISED
     assert git(repo, "status", "--porcelain") == " M calc.py\n?? notes.txt\n"
 
