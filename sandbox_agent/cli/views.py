@@ -62,6 +62,8 @@ def summary(record: RunRecord) -> Table:
         ("files changed", "unknown" if record.files_changed is None else str(record.files_changed)),
         ("run dir", safe(record.run_dir)),
     ]
+    if record.env_build_log:
+        rows.append(("env log", safe(record.env_build_log)))
     if record.request.parent_run_id:
         rows.insert(1, ("revises", safe(record.request.parent_run_id)))
     if record.revised_by:

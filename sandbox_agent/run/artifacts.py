@@ -27,8 +27,8 @@ RESULT_FILE = "result.json"
 PATCH_FILE = "patch.diff"
 TRACE_FILE = "trace.jsonl"
 GATE_LOG = "gate.log"
-ENV_BUILD_LOG = "env-build.log"
-"""The environment's build output, when the run had to build it (not cached)."""
+ENV_LOGS = "env-logs"
+"""The one directory of every environment build log, beside the runs directory."""
 
 
 class RunRequest(Frozen):
@@ -88,6 +88,9 @@ class RunRecord(Frozen):
     omitted: tuple[Omitted, ...] = ()
     """What the workspace held that the patch leaves out, with why (a nested repository's
     ``.git``, an unreadable file, a file past the diff's bounds)."""
+    env_build_log: str | None = None
+    """The log of the run's environment: the build's output, or that it came from the cache
+    (in ``env-logs`` beside the runs directory, the one place of every build log)."""
     version: str = ""
     request: RunRequest = Field(default_factory=RunRequest)
     revised_by: tuple[str, ...] = ()
@@ -102,6 +105,11 @@ def now_iso() -> str:
 def new_run_id() -> str:
     """Sortable by time, unique enough: ``20261130-184512-3fa2c1``."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def env_logs_dir(runs_dir: Path) -> Path:
+    """Where every environment build log is: ``env-logs`` beside the runs directory."""
+    return runs_dir.parent / ENV_LOGS
 
 
 def default_runs_dir(env: Mapping[str, str]) -> Path:

@@ -23,7 +23,7 @@ from sandbox_agent.errors import (
     UserError,
 )
 from sandbox_agent.models.prices import require_one_call, require_price_for_cap
-from sandbox_agent.run.artifacts import ENV_BUILD_LOG, RunDir, RunRecord, new_run_id
+from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
@@ -173,7 +173,7 @@ def run_fix(
         limits = prepared.settings.sandbox
         check_runtime(limits.runtime, network=limits.network)  # before a build, not after
         run_id = new_run_id()
-        build_log = prepared.runs_dir.parent / "env-builds" / f"{run_id}.log"
+        build_log = env_logs_dir(prepared.runs_dir) / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)
         assert prepared.env is not None
         with (
@@ -187,8 +187,6 @@ def run_fix(
             ) as sandbox,
         ):
             run_dir = RunDir.create(prepared.runs_dir, run_id)
-            if build_log.exists():  # a build ran: its log belongs to the run
-                build_log.replace(run_dir.path / ENV_BUILD_LOG)
             if options.revises is not None:
                 _link_parent(RunDir(options.revises.run_dir), run_id, warn)
             run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
