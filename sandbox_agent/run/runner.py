@@ -20,13 +20,15 @@ from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.errors import (
     RunInterrupted,
+    SandboxError,
     UserError,
 )
 from sandbox_agent.models.prices import require_one_call, require_price_for_cap
 from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
-from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
+from sandbox_agent.run.start import record_failed_start, start_sandbox
+from sandbox_agent.sandbox.docker import DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
 from sandbox_agent.sandbox.runtime import check_runtime
 from sandbox_agent.tools.runtime import tool_specs
@@ -159,6 +161,9 @@ def run_fix(
     ``wrap_budget`` wraps the run's budget (a batch's shared cap); ``on_build_line`` hears the
     environment's build output when it is not cached.
 
+    A sandbox that does not start is tried once more; when it fails again the run ends
+    ``sandbox_error`` with its record (``run/start.py``).
+
     Raises:
         UserError: before the run starts (bad repo, policy, flags, no engine).
     """
@@ -176,21 +181,18 @@ def run_fix(
         build_log = env_logs_dir(prepared.runs_dir) / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)
         assert prepared.env is not None
-        with (
-            sigterm_interrupts(),
-            DockerSandbox.create(
-                prepared.repo.root,
-                sandbox_config(prepared, prepared.env),
-                run_id=run_id,
-                workspace_root=options.workspace_root,
-                initial_patch=options.revises.patch if options.revises else None,
-            ) as sandbox,
-        ):
-            run_dir = RunDir.create(prepared.runs_dir, run_id)
-            if options.revises is not None:
-                _link_parent(RunDir(options.revises.run_dir), run_id, warn)
-            run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
-            retries.trace = run.trace
-            return run.execute()
+        with sigterm_interrupts():
+            config = sandbox_config(prepared, prepared.env)
+            try:
+                sandbox = start_sandbox(prepared, config, run_id, options.workspace_root, warn)
+            except SandboxError as e:
+                return record_failed_start(prepared, run_id, e, listener)
+            with sandbox:
+                run_dir = RunDir.create(prepared.runs_dir, run_id)
+                if options.revises is not None:
+                    _link_parent(RunDir(options.revises.run_dir), run_id, warn)
+                run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
+                retries.trace = run.trace
+                return run.execute()
     finally:
         prepared.model.close()
