@@ -30,6 +30,7 @@ from sandbox_agent.types import (
     HistoryItem,
     ModelFeedback,
     ModelTurn,
+    Observation,
     Task,
     ToolCall,
     ToolSpec,
@@ -185,7 +186,9 @@ class ScriptedModel:
         """Why the script cannot go on, and what to add to it."""
         count = len(self._actions)
         rejected = [
-            h for h in history if isinstance(h, ModelFeedback) and h.kind == "gate_rejected"
+            h
+            for h in history
+            if isinstance(h, ModelFeedback | Observation) and h.kind == "gate_rejected"
         ]
         if rejected and isinstance(self._actions[-1], ScriptedFinish):
             return (

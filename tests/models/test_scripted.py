@@ -6,7 +6,7 @@ import pytest
 
 from sandbox_agent.errors import ModelError, ScriptError
 from sandbox_agent.models.scripted import ScriptedModel, load_script, parse_script
-from sandbox_agent.types import ModelFeedback, Task
+from sandbox_agent.types import ModelFeedback, Observation, Task
 
 TASK = Task(text="fix it")
 
@@ -63,10 +63,17 @@ def test_script_usage_and_ids_are_reported() -> None:
     assert turn.usage.total_tokens == 10
 
 
-def test_running_out_after_a_rejected_finish_says_so() -> None:
+@pytest.mark.parametrize("as_observation", [True, False])
+def test_running_out_after_a_rejected_finish_says_so(as_observation: bool) -> None:
+    """The loop answers a finish call with an observation, a finish in text with feedback."""
     model = ScriptedModel(parse_script('{"type": "finish", "answer": "done"}'))
     turn = model.next_turn(TASK, [], [])
-    rejected = ModelFeedback(kind="gate_rejected", content="tests: `pytest` exited 1")
+    why = "tests: `pytest` exited 1"
+    rejected = (
+        Observation(tool_call_id="call_1", tool_name="finish", content=why, kind="gate_rejected")
+        if as_observation
+        else ModelFeedback(kind="gate_rejected", content=why)
+    )
     with pytest.raises(ModelError) as info:
         model.next_turn(TASK, [turn, rejected], [])
     message = str(info.value)
