@@ -91,7 +91,10 @@ def own_change(repo: Path, parent_patch: bytes, patch: bytes) -> bytes | None:
     parent = parse_changes(parent_patch, repo)
     if not parent or not has_applied(repo, parent):
         return None
-    paths = {p for c in parent + parse_changes(patch, repo) for p in (c.old_path, c.new_path)}
+    own = parse_changes(patch, repo)
+    if has_applied(repo, own):
+        return b""  # the revision's result is all there already
+    paths = {p for c in parent + own for p in (c.old_path, c.new_path)}
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-revision-") as tmp:
         scratch = Path(tmp)
         _run(scratch, "init", "-q")

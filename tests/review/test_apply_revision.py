@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from sandbox_agent.review.patchfile import parse_changes
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from tests.review.test_apply import diff_of, git, make_repo
 from tests.review.test_apply_cli import invoke
@@ -17,6 +18,7 @@ REVISED = b"def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a -
 
 def _run(runs: Path, run_id: str, repo: Path, patch: bytes, parent: str | None) -> None:
     run_dir = RunDir.create(runs, run_id)
+    paths = sorted({p for c in parse_changes(patch, repo) for p in (c.old_path, c.new_path)})
     run_dir.write_record(
         RunRecord(
             run_id=run_id,
@@ -31,7 +33,7 @@ def _run(runs: Path, run_id: str, repo: Path, patch: bytes, parent: str | None) 
             repo=str(repo),
             model="scripted:x",
             started_at=now_iso(),
-            changed_paths=("calc.py", "notes.txt") if parent else ("calc.py",),
+            changed_paths=tuple(paths),
             request=RunRequest(parent_run_id=parent),
         )
     )
@@ -105,3 +107,25 @@ def test_a_checkout_changed_after_the_parent_is_refused_naming_the_file(tmp_path
     assert code == 2
     assert "would overwrite changes made since the run in calc.py" in " ".join(err.split())
     assert (repo / "calc.py").read_bytes() == PARENT + b"# mine\n"
+
+
+def test_a_revision_of_other_files_applies_once_then_is_already_applied(tmp_path: Path) -> None:
+    """The parent's file stays as the parent left it: applying again must not re-apply."""
+    repo = make_repo(tmp_path / "repo", {**BASE, "README.md": b"calc\n"})
+    work = tmp_path / "work"
+    subprocess.run(["cp", "-a", str(repo), str(work)], check=True)
+    (work / "calc.py").write_bytes(PARENT)
+    parent = diff_of(work)
+    (work / "README.md").write_bytes(b"calc (add adds)\n")
+    revision = diff_of(work)
+    runs = tmp_path / "runs"
+    _run(runs, "20261201-000000-aaaaaa", repo, parent, None)
+    _run(runs, "20261201-000100-bbbbbb", repo, revision, "20261201-000000-aaaaaa")
+    assert invoke("apply", "20261201-000000", "--runs-dir", str(runs))[0] == 0
+    code, out, err = invoke("apply", "20261201-000100", "--runs-dir", str(runs))
+    assert (code, err) == (0, "")
+    assert "own change" in out
+    code, out, err = invoke("apply", "20261201-000100", "--runs-dir", str(runs))
+    assert (code, err) == (0, "")
+    assert "already applied" in out
+    assert (repo / "README.md").read_bytes() == b"calc (add adds)\n"
