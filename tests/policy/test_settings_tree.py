@@ -260,9 +260,7 @@ def test_pids_below_what_the_container_accepts_is_refused_at_lint_time(tmp_path:
     file = tmp_path / "p.toml"
     file.write_text("[sandbox]\npids = 8\n")
     problems = lint_policy_file(file)
-    assert problems == [
-        f"{file}:2: [sandbox].pids: must be at least 16 (got 8)"
-    ]
+    assert problems == [f"{file}:2: [sandbox].pids: must be at least 16 (got 8)"]
 
 
 def test_the_settings_reference_is_generated_from_the_tree() -> None:
