@@ -406,13 +406,17 @@ def apply_run(
             )
     except UserError as e:
         raise fail(e) from e
+    out.print(_applied(plan, target, branch, part), soft_wrap=True)
+
+
+def _applied(plan: ApplyPlan | None, target: Path, branch: str | None, part: str) -> str:
+    """What ``apply`` did, in one line (``plan`` None: nothing was left to apply)."""
     where = safe(target.resolve())
     if plan is None or plan.already_applied:
-        out.print(f"already applied: {where} has every change of this run; nothing changed")
-        return
+        return f"already applied: {where} has every change of this run; nothing changed"
     how = "three-way" if plan.three_way else "exactly"
     on = f" on new branch {safe(branch)}" if branch else ""
-    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}{part}", soft_wrap=True)
+    return f"applied {how}{on}: {len(plan.paths)} path(s) in {where}{part}"
 
 
 def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:

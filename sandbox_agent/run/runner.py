@@ -161,8 +161,7 @@ def run_fix(
     ``wrap_budget`` wraps the run's budget (a batch's shared cap); ``on_build_line`` hears the
     environment's build output when it is not cached.
 
-    A sandbox that does not start is tried once more; when it fails again the run ends
-    ``sandbox_error`` with its record (``run/start.py``).
+    A sandbox that does not start is tried once more, then ends the run (``run/start.py``).
 
     Raises:
         UserError: before the run starts (bad repo, policy, flags, no engine).
