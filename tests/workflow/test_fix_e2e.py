@@ -236,7 +236,7 @@ def test_setup_runs_with_network_then_the_agent_has_none_and_the_diff_excludes_i
     assert texts[1].split("[stdout]\n")[1].split() == [tmp_path.name]  # setup ran, in the image
     # every build log is in one place, beside the runs, and the record (and `show`) names it
     assert record.env_build_log == str(tmp_path / "env-logs" / f"{record.run_id}.log")
-    assert "/opt/built.txt" in Path(record.env_build_log).read_text()  # the setup step ran
+    assert "sandbox-agent-env:" in Path(record.env_build_log).read_text()  # built, or cached
     patch = Path(record.patch_path).read_text()
     assert "built.txt" not in patch
     assert "kvparse/parser.py" in patch
