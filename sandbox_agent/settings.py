@@ -259,6 +259,21 @@ class ModelSection(_Section):
         Literal["native", "json"], Rule(Merge.TRUSTED, flag="--tool-protocol")
     ] = "native"
     """``json``: tools described in the prompt, for servers without tool calling."""
+    max_output_tokens: Annotated[int, Rule(Merge.LOWER, flag="--max-output-tokens")] = Field(
+        default=4096, gt=0
+    )
+    """Most tokens one reply may have: sent with every request, and the output of the worst
+    case the cost and token caps are checked against before each call."""
+    context_window: Annotated[int | None, Rule(Merge.TRUSTED, flag="--context-window")] = Field(
+        default=None, gt=0
+    )
+    """The model's context window in tokens (prompt plus reply); unset: known for common models,
+    else 32768. A local server's model needs it given."""
+    max_tokens_param: Annotated[
+        Literal["max_completion_tokens", "max_tokens"], Rule(Merge.TRUSTED)
+    ] = "max_completion_tokens"
+    """The request field that carries ``max_output_tokens``; ``max_tokens`` for servers that
+    only know the old name."""
 
 
 class RunSection(_Section):

@@ -30,6 +30,7 @@ __all__ = [
     "BatchRun",
     "BatchSettings",
     "BatchTotals",
+    "batch_runs_dirs",
     "default_batches_dir",
     "find_batch",
     "new_batch_id",
@@ -223,6 +224,17 @@ def find_batch(batches_dir: Path, batch: str) -> BatchDir:
         what = "no batch" if not matches else f"{len(matches)} batches"
         raise UserError(f"{what} in {batches_dir} match {batch!r}")
     return BatchDir(batches_dir / matches[0])
+
+
+def batch_runs_dirs(batches_dir: Path) -> list[tuple[str, Path]]:
+    """Each batch's id and the directory of its runs, oldest batch first."""
+    if not batches_dir.is_dir():
+        return []
+    return [
+        (p.name, BatchDir(p).runs_dir)
+        for p in sorted(batches_dir.iterdir())
+        if (p / BATCH_FILE).is_file() and (p / "runs").is_dir()
+    ]
 
 
 class BatchLog:

@@ -5,7 +5,8 @@ The native format (``--format native``, the default)::
     {"id": "t1", "repo": "path/to/repo", "task": "the issue text", "base": "v1.2",
      "test_command": "pytest -q", "policy": "policy.toml", "model": "gpt-4o-mini"}
 
-``task_file`` may replace ``task``. Relative paths are relative to the tasks file. The
+``task_file`` may replace ``task``. Every relative path is relative to the tasks file:
+``repo``, ``task_file``, ``policy`` and the script of a ``"model": "scripted:PATH"``. The
 SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
 ``base_commit`` and ``problem_statement`` and ignores the other fields; its repos are found in a
 local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it).
@@ -24,6 +25,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from sandbox_agent.errors import UserError
+from sandbox_agent.run.prepare import SCRIPTED_PREFIX
 from sandbox_agent.types import Frozen
 
 __all__ = ["TaskFormat", "TaskSpec", "parse_tasks"]
@@ -151,8 +153,18 @@ def _native(data: dict[str, Any], where: str, base_dir: Path) -> TaskSpec:
         base=line.base,
         test_command=line.test_command,
         policy=policy,
-        model=line.model,
+        model=_model(base_dir, line.model, where),
     )
+
+
+def _model(base_dir: Path, model: str | None, where: str) -> str | None:
+    """A scripted model's script resolved against the tasks file; any other name as it is."""
+    if model is None or not model.startswith(SCRIPTED_PREFIX):
+        return model
+    script = _resolve(base_dir, model.removeprefix(SCRIPTED_PREFIX))
+    if not script.is_file():
+        raise UserError(f"{where}: model {model}: no such file {script}")
+    return f"{SCRIPTED_PREFIX}{script}"
 
 
 def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:

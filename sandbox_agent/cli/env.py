@@ -16,7 +16,7 @@ import docker
 import typer
 
 from sandbox_agent.cli.command import Command, Group
-from sandbox_agent.cli.output import fail
+from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.env import cache
 from sandbox_agent.env.base import base_lookup
 from sandbox_agent.env.build import describe, ensure_environment
@@ -24,6 +24,7 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvPlan
 from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.policy.config import default_user_config_dir, load_policy
+from sandbox_agent.run.artifacts import default_runs_dir, env_logs_dir
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.workspace import repo_root
 from sandbox_agent.settings import EnvironmentSection
@@ -38,8 +39,15 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 
 
 def settings_for(repo: Path) -> EnvironmentSection:
-    """The ``[environment]`` settings ``fix`` would use for ``repo`` (its policy files merged)."""
-    return load_policy(repo, user_config_dir=default_user_config_dir()).policy.environment
+    """The ``[environment]`` settings ``fix`` would use for ``repo`` (its policy files merged).
+
+    What the loader ignored (an untrusted repo file's loosenings) is printed as warnings, as
+    ``fix`` prints them.
+    """
+    loaded = load_policy(repo, user_config_dir=default_user_config_dir())
+    for warning in loaded.warnings:
+        warn(warning)
+    return loaded.policy.environment
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -122,9 +130,13 @@ def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None
 
 
 def default_log_path() -> Path:
-    """Where ``env build`` keeps its log when ``--log`` is not given."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "sandbox-agent" / "env-logs" / f"build-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    """Where ``env build`` keeps its log when ``--log`` is not given.
+
+    That is where every build log is: ``<state>/sandbox-agent/env-logs``, beside the runs (a
+    run's is named in ``show``).
+    """
+    logs = env_logs_dir(default_runs_dir(os.environ))
+    return logs / f"build-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
 
 @env_app.command("build", cls=Command)

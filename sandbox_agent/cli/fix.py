@@ -20,14 +20,14 @@ import typer
 from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
-from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, runs_dir_of
+from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, find_any_run
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.runs import read_patch
 from sandbox_agent.cli.views import show, summary
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.run.artifacts import RunRecord, find_run
+from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.run.prepare import Revision
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
@@ -132,6 +132,14 @@ def fix(
     max_wall: Annotated[
         float | None, typer.Option(help="Seconds at most (policy: budget.max_wall_s).")
     ] = None,
+    max_output_tokens: Annotated[
+        int | None,
+        typer.Option(help="Tokens one reply may have at most (policy: model.max_output_tokens)."),
+    ] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(help="The model's context window in tokens (policy: model.context_window)."),
+    ] = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
     trust_repo_policy: Annotated[
@@ -187,6 +195,8 @@ def fix(
             max_cost=max_cost,
             max_tokens=max_tokens,
             max_wall=max_wall,
+            max_output_tokens=max_output_tokens,
+            context_window=context_window,
             approve=approve,
             trace_content=trace_content,
             tool_protocol=tool_protocol,
@@ -219,7 +229,7 @@ def revise(
     try:
         if not feedback.strip():
             raise UserError("revise: FEEDBACK is empty; say what to change")
-        run_dir = find_run(runs_dir_of(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         record = run_dir.read_record()
         if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
             raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")

@@ -15,12 +15,19 @@ import typer
 
 from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.command import Command
-from sandbox_agent.cli.options import JsonOption, RunsDirOption, runs_dir_of
+from sandbox_agent.cli.options import (
+    JsonOption,
+    RunsDirOption,
+    every_run,
+    find_any_run,
+    runs_dir_of,
+)
 from sandbox_agent.cli.output import console, fail, safe, warn
+from sandbox_agent.cli.review import revision_part
 from sandbox_agent.cli.views import runs_table, show
 from sandbox_agent.errors import ApplyError, UserError
 from sandbox_agent.review.apply import ApplyPlan, apply_patch
-from sandbox_agent.run.artifacts import RunRecord, find_run, list_runs
+from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.text import visible
 
 __all__ = ["read_patch", "register"]
@@ -49,7 +56,7 @@ def show_run(
 ) -> None:
     """Show a run (the latest by default): facts, answer, gate verdicts, refusals, the diff."""
     try:
-        run_dir = find_run(runs_dir_of(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         record = run_dir.read_record()
     except UserError as e:
         raise fail(e) from e
@@ -88,32 +95,39 @@ def apply_run(
 ) -> None:
     """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
     try:
-        run_dir = find_run(runs_dir_of(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         record = run_dir.read_record()
         patch = run_dir.read_patch()
         if not record.gate_passed:
             _gate_not_passed(record, force=force)
         target = repo or Path(record.repo)
+        patch, recorded, part = revision_part(record, runs_dir, target, patch)
         message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
-        plan = apply_patch(
-            target,
-            patch,
-            run_repo=Path(record.repo),
-            branch=branch,
-            message=message,
-            approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
-            allow_outside_symlinks=allow_outside_symlinks,
-            recorded=record.changed_paths,
-        )
+        plan = None
+        if patch.strip():
+            plan = apply_patch(
+                target,
+                patch,
+                run_repo=Path(record.repo),
+                branch=branch,
+                message=message,
+                approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
+                allow_outside_symlinks=allow_outside_symlinks,
+                recorded=recorded,
+            )
     except UserError as e:
         raise fail(e) from e
+    out.print(_applied(plan, target, branch, part), soft_wrap=True)
+
+
+def _applied(plan: ApplyPlan | None, target: Path, branch: str | None, part: str) -> str:
+    """What ``apply`` did, in one line (``plan`` None: nothing was left to apply)."""
     where = safe(target.resolve())
-    if plan.already_applied:
-        out.print(f"already applied: {where} has every change of this run; nothing changed")
-        return
+    if plan is None or plan.already_applied:
+        return f"already applied: {where} has every change of this run; nothing changed"
     how = "three-way" if plan.three_way else "exactly"
     on = f" on new branch {safe(branch)}" if branch else ""
-    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
+    return f"applied {how}{on}: {len(plan.paths)} path(s) in {where}{part}"
 
 
 def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:
@@ -150,16 +164,26 @@ def _gate_not_passed(record: RunRecord, *, force: bool) -> None:
 @app.command("runs", cls=Command)
 def runs(
     runs_dir: RunsDirOption = None,
+    batch: Annotated[
+        str | None, typer.Option("--batch", help="Only the runs of this batch (id or prefix).")
+    ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON array: the run records, oldest first.")
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON array: the run records (with batch_id), oldest first."
+        ),
     ] = False,
 ) -> None:
-    """List runs: id, date, repo, task, exit reason, gate, steps, cost."""
-    records = list_runs(runs_dir_of(runs_dir))
+    """List every run, batches' included: id, batch, date, repo, task, exit, gate, steps, cost."""
+    try:
+        found = every_run(runs_dir, batch)
+    except UserError as e:
+        raise fail(e) from e
     if as_json:
-        typer.echo(json.dumps([r.model_dump(mode="json") for r in records]))
+        typer.echo(json.dumps([{**r.model_dump(mode="json"), "batch_id": b} for r, b in found]))
         return
-    if not records:
+    if not found:
         out.print(f"no runs in {safe(runs_dir_of(runs_dir))}")
         return
-    out.print(runs_table(records, out.width if out.is_terminal else None))
+    records, batches = [r for r, _ in found], [b for _, b in found]
+    out.print(runs_table(records, out.width if out.is_terminal else None, batches))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -27,8 +27,8 @@ RESULT_FILE = "result.json"
 PATCH_FILE = "patch.diff"
 TRACE_FILE = "trace.jsonl"
 GATE_LOG = "gate.log"
-ENV_BUILD_LOG = "env-build.log"
-"""The environment's build output, when the run had to build it (not cached)."""
+ENV_LOGS = "env-logs"
+"""The one directory of every environment build log, beside the runs directory."""
 
 
 class RunRequest(Frozen):
@@ -88,6 +88,9 @@ class RunRecord(Frozen):
     omitted: tuple[Omitted, ...] = ()
     """What the workspace held that the patch leaves out, with why (a nested repository's
     ``.git``, an unreadable file, a file past the diff's bounds)."""
+    env_build_log: str | None = None
+    """The log of the run's environment: the build's output, or that it came from the cache
+    (in ``env-logs`` beside the runs directory, the one place of every build log)."""
     version: str = ""
     request: RunRequest = Field(default_factory=RunRequest)
     revised_by: tuple[str, ...] = ()
@@ -102,6 +105,11 @@ def now_iso() -> str:
 def new_run_id() -> str:
     """Sortable by time, unique enough: ``20261130-184512-3fa2c1``."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def env_logs_dir(runs_dir: Path) -> Path:
+    """Where every environment build log is: ``env-logs`` beside the runs directory."""
+    return runs_dir.parent / ENV_LOGS
 
 
 def default_runs_dir(env: Mapping[str, str]) -> Path:
@@ -211,17 +219,22 @@ def list_runs(runs_dir: Path) -> list[RunRecord]:
     return records
 
 
-def find_run(runs_dir: Path, run: str | None) -> RunDir:
-    """A run by directory path, id or unique id prefix; the latest run when ``run`` is None."""
+def find_run(runs_dir: Path, run: str | None, *, also: Sequence[Path] = ()) -> RunDir:
+    """A run by directory path, id or unique id prefix; the latest run when ``run`` is None.
+
+    ``also``: more directories of runs searched after ``runs_dir`` (each batch's ``runs/``).
+    """
     if run is not None and (Path(run) / RESULT_FILE).is_file():
         return RunDir(Path(run))
-    ids = [r.run_id for r in list_runs(runs_dir)]
+    places = {r.run_id: d for d in (runs_dir, *also) for r in list_runs(d)}
+    ids = sorted(places)
+    where = f"{runs_dir} or any batch" if also else str(runs_dir)
     if not ids:
-        raise UserError(f"no runs in {runs_dir}; start one with `sandbox-agent fix` or `demo`")
+        raise UserError(f"no runs in {where}; start one with `sandbox-agent fix` or `demo`")
     if run is None:
-        return RunDir(runs_dir / ids[-1])
+        return RunDir(places[ids[-1]] / ids[-1])
     matches = [i for i in ids if i.startswith(run)]
     if len(matches) != 1:
         what = "no run" if not matches else f"{len(matches)} runs"
-        raise UserError(f"{what} in {runs_dir} match {run!r}; `sandbox-agent runs` lists them")
-    return RunDir(runs_dir / matches[0])
+        raise UserError(f"{what} in {where} match {run!r}; `sandbox-agent runs` lists them")
+    return RunDir(places[matches[0]] / matches[0])

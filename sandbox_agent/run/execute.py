@@ -131,6 +131,7 @@ class Run:
             policy=p.loaded.to_record(),
             version=__version__,
             request=_request(p),
+            env_build_log=_env_log(p),
         )
 
     def execute(self) -> RunRecord:
@@ -377,6 +378,12 @@ def _result_so_far(
 def _outcome(verdict: GateOutcome) -> GateOutcome:
     """A verdict as it is recorded: without what the model was told."""
     return GateOutcome.model_validate(verdict.model_dump(exclude={"feedback"}))
+
+
+def _env_log(prepared: Prepared) -> str | None:
+    """The environment's log (its build's output, or that it came from the cache)."""
+    log = prepared.env.log_path if prepared.env is not None else None
+    return str(log) if log is not None and log.is_file() else None
 
 
 def baseline_note(run: TestRun) -> str:

@@ -199,6 +199,9 @@ def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retri
         base_url=base_url,
         system_prompt=system_prompt(settings),
         temperature=default_temperature(spec),
+        max_completion_tokens=settings.model.max_output_tokens,
+        max_tokens_param=settings.model.max_tokens_param,
+        context_window=settings.model.context_window,
     )
     cls = JsonProtocolModel if settings.model.tool_protocol == "json" else OpenAICompatModel
     return cls(chat, api_key=api_key, on_retry=on_retry)

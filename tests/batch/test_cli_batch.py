@@ -65,7 +65,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         ),
         (
             [str(write_tasks(tmp_path / "d.jsonl", [{**good, "model": "scripted:/nope.jsonl"}]))],
-            "task t: ",
+            "d.jsonl:1: model scripted:/nope.jsonl: no such file /nope.jsonl",
         ),
         (["--resume", "b-nothing"], "--model: --resume keeps the batch's own settings"),
         ([str(tmp_path / "a.jsonl"), "--format", "swebench"], "--format swebench needs --repos"),

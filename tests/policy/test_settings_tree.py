@@ -79,6 +79,9 @@ TABLE: dict[str, Row] = {
     "model.name": Row("gpt-4o-mini", "", "gpt-5"),
     "model.base_url": Row(None, 1, "http://evil.example/v1"),
     "model.tool_protocol": Row("native", "xml", "json"),
+    "model.max_output_tokens": Row(4096, 0, 100_000, 1024),
+    "model.context_window": Row(None, -1, 1_000_000),
+    "model.max_tokens_param": Row("max_completion_tokens", "limit", "max_tokens"),
     "run.approve": Row("never", "sometimes", "ask", "never"),
     "run.trace_content": Row("full", "all", None, "safe"),
 }
@@ -258,9 +261,7 @@ def test_pids_below_what_the_container_accepts_is_refused_at_lint_time(tmp_path:
     file = tmp_path / "p.toml"
     file.write_text("[sandbox]\npids = 8\n")
     problems = lint_policy_file(file)
-    assert problems == [
-        f"{file}:2: [sandbox].pids: Input should be greater than or equal to 16 (got 8)"
-    ]
+    assert problems == [f"{file}:2: [sandbox].pids: must be at least 16 (got 8)"]
 
 
 def test_the_settings_reference_is_generated_from_the_tree() -> None:

@@ -234,7 +234,9 @@ def test_setup_runs_with_network_then_the_agent_has_none_and_the_diff_excludes_i
     texts = [o.content.text or "" for o in observations]
     assert texts[0].split("[stdout]\n")[1].split() == ["lo"]  # the agent has no network
     assert texts[1].split("[stdout]\n")[1].split() == [tmp_path.name]  # setup ran, in the image
-    assert (Path(record.run_dir) / "env-build.log").is_file()  # this run built it
+    # every build log is in one place, beside the runs, and the record (and `show`) names it
+    assert record.env_build_log == str(tmp_path / "env-logs" / f"{record.run_id}.log")
+    assert "sandbox-agent-env:" in Path(record.env_build_log).read_text()  # built, or cached
     patch = Path(record.patch_path).read_text()
     assert "built.txt" not in patch
     assert "kvparse/parser.py" in patch
@@ -255,6 +257,7 @@ def test_failing_setup_stops_before_the_run_naming_the_step_and_its_log(
     assert "no such dependency" in message
     assert info.value.log_path is not None
     assert "no such dependency" in info.value.log_path.read_text()
+    assert info.value.log_path.parent == tmp_path / "env-logs"  # the one place of build logs
     assert not (tmp_path / "runs").exists()  # no run started: nothing was spent
 
 
