@@ -68,7 +68,10 @@ COMMANDS: dict[str, Entry] = {
         "fix",
         "Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.",
     ),
-    "runs": Entry("runs", "List runs: id, date, repo, task, exit reason, gate, steps, cost."),
+    "runs": Entry(
+        "runs",
+        "List every run, batches' included: id, batch, date, repo, task, exit, gate, steps, cost.",
+    ),
     "gc": Entry("sandbox", "Remove containers and workspaces that crashed runs left behind."),
     "doctor": Entry(
         "sandbox",

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -120,19 +121,21 @@ def _opts(command: Any) -> set[str]:
 def _walk(words: list[str]) -> tuple[list[str], Any, list[str]]:
     """The subcommand path the words name, the command it ends at, and the rest.
 
-    Typer may bring its own copy of click: a group is what has ``commands``.
+    Typer may bring its own copy of click: a group is what has ``commands``. A command is
+    looked up as click looks it up (``get_command``), which loads a lazy one.
     """
     command: Any = typer.main.get_command(app)
     path: list[str] = []
     rest = list(words)
+    ctx = click.Context(command)
     while hasattr(command, "commands") and rest:
         word = rest[0]
         if word in command.commands:
-            command = command.commands[word]
+            command = command.get_command(ctx, word)
             path.append(word)
             rest.pop(0)
         elif "run" in command.commands:  # `batch FILE ...` is `batch run FILE ...`
-            command = command.commands["run"]
+            command = command.get_command(ctx, "run")
             path.append("run")
         else:
             raise AssertionError(f"no command {word!r} under {' '.join(path) or 'sandbox-agent'}")
