@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import evidence, harness, harnessfiles
+from sandbox_agent.gate import evidence, harness, harnessfiles, newtests, outcomes, verdict
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -77,6 +77,10 @@ class CompletionGate:
         """Why the harness is not pinned, when it is not."""
         self.judged: Patch | None = None
         """The patch (and its paths) the last verdict judged: what the run saves."""
+        self.judgement: verdict.Judgement | None = None
+        """What each test did in the last verdict (``None``: no per-test report)."""
+        self.new_files: tuple[str, ...] = ()
+        """The new test files of the last patch judged."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -118,41 +122,111 @@ class CompletionGate:
     def _evidence(self, run: TestRun | None) -> GateEvidence | None:
         if run is None:
             return None
-        return evidence.gather(self.baseline, run, harness_note=self.pin_note)
+        found = evidence.gather(self.baseline, run, harness_note=self.pin_note)
+        if self.judgement is None:
+            return found.model_copy(update={"rule": self.config.require})
+        return evidence.with_judgement(found, self.judgement, self.config.require, self.new_files)
 
     def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
         # Nothing the model left running may touch the workspace from here on; the patch is
         # taken once, and it is what is checked, judged in a clean copy and saved.
-        self.judged = None
+        self.judged, self.judgement, self.new_files = None, None, ()
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
-        protected = sorted(p for p in changed if self.is_protected(p))
+        added = tuple(p for p in changed if self.sandbox.baseline_file(p) is None)
         checks = [
             GateCheck(
                 name="diff",
                 passed=bool(changed) or not self.config.require_diff,
                 detail=f"{len(changed)} file(s) changed" if changed else "no file changed",
             ),
-            GateCheck(
-                name="protected_paths",
-                passed=not protected,
-                detail=("changed protected path(s): " + ", ".join(protected)) if protected else "",
-            ),
+            self._protected(changed, added),
         ]
         if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
             checks.append(_omitted(patch))
+        label = f"finish attempt {attempt}"
         with self.judge(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
             if not checks[-1].passed:  # a changed harness proves nothing: not run
                 return checks, None
-            run = self._run_tests(copy, f"finish attempt {attempt}", self._named_plugins())
-        checks.append(run.check())
-        if run.report is not None:
-            checks.append(_compare_counts(run.report, self.baseline))
+            full = self._run_tests(copy, label, self._named_plugins())
+        runs = self._runs(patch.text, added, full, label)
+        checks += self._judge(runs)
+        return checks, runs.now
+
+    def _protected(self, changed: tuple[str, ...], added: tuple[str, ...]) -> GateCheck:
+        """A baseline file under the protect globs may not change; a new test file may be added."""
+        record = self._baseline_harness
+        shadowed = (
+            harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
+        )
+        problems = []
+        for path in sorted(p for p in changed if self.is_protected(p)):
+            if path not in added:
+                problems.append(f"{path} (a protected file of the baseline)")
+            elif (why := harnessfiles.new_test_file_problem(path, shadowed)) is not None:
+                problems.append(f"{path} ({why})")
+        return GateCheck(
+            name="protected_paths",
+            passed=not problems,
+            detail=("changed protected path(s): " + ", ".join(problems)) if problems else "",
+        )
+
+    def _runs(self, patch: str, added: tuple[str, ...], full: TestRun, label: str) -> Runs:
+        """The baseline's tests alone, the new tests apart, and the flaky reruns."""
+        runs = Runs(full=full, now=full)
+        base = self.baseline.report if self.baseline is not None else None
+        if base is None or full.report is None:
+            return runs
+        fresh = [t for t in full.report.ids if t not in base.ids]
+        files = newtests.new_test_files(added, self.is_protected, fresh)
+        without, only, self.new_files = newtests.split(patch, files)
+        if self.new_files:
+            runs.now = self._run_copy(without, f"{label}: the baseline's tests")
+            runs.with_new = full
+            runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
+        if runs.now.report is not None:
+            self._rerun_changed(runs, base, runs.now.report, without, label)
+        return runs
+
+    def _rerun_changed(
+        self, runs: Runs, base: TestReport, now: TestReport, patch: str, label: str
+    ) -> None:
+        """A test whose outcome changed runs again, on the baseline's copy and the patch's."""
+        was, got = outcomes.outcomes(base), outcomes.outcomes(now)
+        pairs = outcomes.match(was, got)
+        changed = [t for t, n in pairs.items() if was[t] != got[n]]
+        if not changed:
+            return
+        runs.base_again = self._run_copy("", f"{label}: the baseline again (flaky?)")
+        if any(was[t] == "passed" for t in changed):
+            runs.now_again = self._run_copy(patch, f"{label}: the patch again (flaky?)")
+
+    def _run_copy(self, patch: str, label: str) -> TestRun:
+        with self.judge(patch) as copy:
+            return self._run_tests(copy, label, self._named_plugins())
+
+    def _judge(self, runs: Runs) -> list[GateCheck]:
+        """The rule's checks of the runs, and the harness of each."""
+        rule = self.config.require
+        made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
+        checks = [_tests_check(runs.now, rule)]
+        if runs.with_new is not None and rule == "all":
+            checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
+        seen = runs.observed(self.baseline, self.new_files)
+        if seen is not None:
+            self.judgement = verdict.judge(seen, self.config.targets)
+            checks += verdict.checks(self.judgement, rule, targets=bool(self.config.targets))
         if self.pin is not None:
-            checks.append(self._harness_check(run))
-        return checks, run
+            checks += [self._harness_check(r) for r in made[:1]]
+            for run in made[1:]:
+                check = self._harness_check(run)
+                if not check.passed:
+                    checks.append(
+                        check.model_copy(update={"detail": f"{run.label}: {check.detail}"})
+                    )
+        return checks
 
     @property
     def _baseline_harness(self) -> HarnessRecord | None:
@@ -220,6 +294,23 @@ class CompletionGate:
                 log.write(self.redact(run.log_text()))
         return run
 
+    def _accepted(self) -> str:
+        said = f"The completion gate accepted the finish (rule: {self.config.require})"
+        found = self.judgement
+        if found is None:
+            return said + ": the tests pass."
+        lines = [said + ":", f"- {verdict.summary(found)}"]
+        if found.pre_existing:
+            lines.append(
+                "- failing before your change and still failing (not blocking): "
+                + ", ".join(found.pre_existing[:20])
+            )
+        if found.flaky:
+            lines.append(
+                "- flaky (their outcome varies without your change): " + ", ".join(found.flaky[:20])
+            )
+        return "\n".join(lines)
+
     def _feedback(
         self,
         passed: bool,
@@ -229,19 +320,24 @@ class CompletionGate:
         left: int,
     ) -> str:
         if passed:
-            return "The completion gate accepted the finish: the tests pass."
+            return self._accepted()
         lines = [f"finish rejected by the completion gate (attempt {attempt}; {left} left):"]
+        failed = [c for c in checks if not c.passed]
         for check in checks:
             state = "ok" if check.passed else "FAILED"
             lines.append(
                 f"- {check.name}: {state}" + (f" ({check.detail})" if check.detail else "")
             )
-        if run is not None and not run.passed:
+        if run is not None and not run.passed and any(c.name in _SHOW_OUTPUT for c in failed):
             lines.append("")
             lines.append(run.feedback_text(MAX_FEEDBACK_CHARS))
         if left == 0:
             lines.append("No finish attempts remain.")
         return "\n".join(lines)
+
+
+_SHOW_OUTPUT = frozenset({"tests", "regressions", "new_tests", "targets", "new_tests_run", "proof"})
+"""Failed checks the test output helps with (not a refused file, not a missing proof)."""
 
 
 def _omitted(patch: Patch) -> GateCheck:
@@ -261,21 +357,48 @@ def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
         return None
 
 
-def _compare_counts(report: TestReport, baseline: TestRun | None) -> GateCheck:
-    base = baseline.report if baseline is not None else None
-    if base is None:
-        return GateCheck(name="test_count", passed=True, detail=f"{report.total} tests ran")
-    problems = []
-    if report.total < base.total:
-        problems.append(f"{report.total} tests ran, fewer than the baseline's {base.total}")
-    missing = sorted(base.ids - report.ids)
-    if missing:
-        problems.append("tests gone: " + ", ".join(missing[:10]))
-    new_skips = sorted(report.skipped - base.skipped)
-    if new_skips:
-        problems.append("newly skipped or xfailed: " + ", ".join(new_skips[:10]))
-    return GateCheck(
-        name="test_count",
-        passed=not problems,
-        detail="; ".join(problems) or f"{report.total} tests ran (baseline {base.total})",
-    )
+def _tests_check(run: TestRun, rule: str) -> GateCheck:
+    """The test run itself: under ``all`` it must exit 0; else it must have run and reported."""
+    if rule == "all" or run.report is None or run.result is None or run.result.timed_out:
+        return run.check()
+    code = run.result.exit_code
+    if code in (0, 1) and run.report_error is None:
+        failing = len(run.report.failures)
+        return GateCheck(
+            name="tests", passed=True, detail=f"`{run.command}` ran, {failing} failing"
+        )
+    return run.check()
+
+
+class Runs:
+    """The test runs one finish is judged from (see ``verdict.Observed``)."""
+
+    def __init__(self, full: TestRun, now: TestRun) -> None:
+        self.full, self.now = full, now
+        self.with_new: TestRun | None = None
+        self.new_on_base: TestRun | None = None
+        self.base_again: TestRun | None = None
+        self.now_again: TestRun | None = None
+
+    def observed(
+        self, baseline: TestRun | None, new_files: tuple[str, ...]
+    ) -> verdict.Observed | None:
+        """The outcomes of every run, or ``None`` without a report of the baseline and now."""
+        base = baseline.report if baseline is not None else None
+        if base is None or self.now.report is None:
+            return None
+        return verdict.Observed(
+            base=outcomes.outcomes(base),
+            now=outcomes.outcomes(self.now.report),
+            base_again=_outcomes_of(self.base_again),
+            now_again=_outcomes_of(self.now_again),
+            with_new=_outcomes_of(self.with_new),
+            new_on_base=_outcomes_of(self.new_on_base),
+            new_modules=tuple(newtests.dotted(f) for f in new_files if f.endswith(".py")),
+        )
+
+
+def _outcomes_of(run: TestRun | None) -> dict[str, outcomes.Outcome] | None:
+    if run is None or run.report is None:
+        return None
+    return outcomes.outcomes(run.report)

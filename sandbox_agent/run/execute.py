@@ -168,7 +168,7 @@ class Run:
             checks=(check,),
             evidence=gather(None, run, harness_note=self.gate.pin_note, judged_in="workspace"),
         )
-        note = baseline_note(run)
+        note = baseline_note(run, self.settings.gate.require)
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
         self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
         return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
@@ -374,15 +374,29 @@ def _outcome(verdict: GateOutcome) -> GateOutcome:
     return GateOutcome.model_validate(verdict.model_dump(exclude={"feedback"}))
 
 
-def baseline_note(run: TestRun) -> str:
-    """What the model is told about the tests before it starts."""
+_RULE_NOTE = {
+    "proof": (
+        "The completion gate accepts `finish` when no test that passes now fails, and a test "
+        "proves your change: a test failing now passes, or a new test module you add fails "
+        "without your change and passes with it. Tests failing now for other reasons may keep "
+        "failing. You may add new test files; existing test files stay as they are."
+    ),
+    "all": "The completion gate accepts `finish` only when this command passes.",
+    "no-regression": (
+        "The completion gate accepts `finish` when no test that passes now fails or is gone."
+    ),
+}
+
+
+def baseline_note(run: TestRun, rule: str = "proof") -> str:
+    """What the model is told about the tests before it starts, and what the gate wants."""
     if run.passed:
-        return f"Before your changes, the test command `{run.command}` passes."
+        return f"Before your changes, the test command `{run.command}` passes. " + _RULE_NOTE[rule]
     lines = [f"Before your changes, the test command `{run.command}` fails."]
     if run.report is not None and run.report.failures:
         lines.append("These tests fail now:")
         lines.extend(f"- {f.id}: {f.message}" for f in run.report.failures[:20])
     elif run.result is not None:
         lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
-    lines.append("The completion gate accepts `finish` only when this command passes.")
+    lines.append(_RULE_NOTE[rule])
     return "\n".join(lines)
