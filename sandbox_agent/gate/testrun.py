@@ -178,6 +178,7 @@ def run_tests(
         return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
+    opts += " " + " ".join(harness.GATE_OPTIONS)
     wrapped = (
         f"{_UNPIN_GIT}mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
         f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"

@@ -39,6 +39,7 @@ from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
     ExitReason,
     Finish,
+    GateCheck,
     GateOutcome,
     GateVerdict,
     ModelFeedback,
@@ -161,16 +162,19 @@ class Run:
     def _before_loop(self) -> list[ModelFeedback]:
         _restore_generated(self.sandbox)
         run = self.gate.run_baseline()
-        check = run.check()
+        diagnosis = classify_baseline(run, local_modules(self.p.repo.root))
+        checks = [run.check()]
+        if diagnosis.broken:  # said with the baseline, so nothing calls it "as expected"
+            checks.append(GateCheck(name="environment", passed=False, detail=diagnosis.message))
         self.baseline = GateOutcome(
             phase="baseline",
             passed=run.passed,
-            checks=(check,),
+            checks=tuple(checks),
             evidence=gather(None, run, harness_note=self.gate.pin_note, judged_in="workspace"),
         )
         note = baseline_note(run, self.settings.gate.require)
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
-        self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
+        self._judge_baseline(diagnosis)
         return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
 
     def _revision_notes(self) -> list[ModelFeedback]:

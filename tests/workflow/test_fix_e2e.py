@@ -108,11 +108,14 @@ def unprotected_tests_repo(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("command", "problem"),
     [
-        ("sed -i '/^def test_bad_line/,$d' checks/check_parser.py", "test_bad_line (gone)"),
+        (
+            "sed -i '/^def test_bad_line/,$d' checks/check_parser.py",
+            "test_bad_line_is_an_error (gone)",
+        ),
         (
             r"sed -i 's/^def test_bad_line/@pytest.mark.skip\ndef test_bad_line/' "
             "checks/check_parser.py",
-            "test_bad_line (newly skipped)",
+            "test_bad_line_is_an_error (newly skipped)",
         ),
     ],
     ids=["deleted", "skipped"],

@@ -8,6 +8,7 @@ under today's default policy.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,46 @@ def test_a_harmless_change_passes_under_no_regression(
     assert outcome.evidence is not None
     assert outcome.evidence.rule == "no-regression"
     assert outcome.evidence.pre_existing == ("tests.test_calc::test_prints",)
+
+
+def bash_sleep(seconds: int) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "bash",
+        "arguments": {"command": f"sleep {seconds}", "timeout_s": seconds + 30},
+    }
+
+
+def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_nothing(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """A timing test passes at the baseline, then fails on every later run, patch or not."""
+    repo = calc_repo(tmp_path)
+    deadline = time.time() + 120  # the baseline runs well before; the gate after the sleeps
+    (repo / "tests" / "test_timing.py").write_text(
+        f"import time\n\n\ndef test_fast_enough():\n    assert time.time() < {deadline}\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a timing test")
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        edit("a - b", "a + b"),
+        write("check_add.py", REGRESSION),
+        bash_sleep(70),
+        bash_sleep(70),
+        finish("fixed, with a regression test"),
+        test_cmd="python -m pytest -q",
+        max_steps=6,
+    )
+    baseline = RunDir(Path(record.run_dir)).read_record().gate_history[0]
+    assert baseline.evidence is not None
+    assert "tests.test_timing::test_fast_enough" not in baseline.evidence.still_failing, (
+        "the baseline ran after the deadline: raise the margin"
+    )
+    assert record.gate_passed, history(record.run_dir)
+    (outcome,) = history(record.run_dir)
+    assert outcome.evidence is not None
+    assert outcome.evidence.flaky == ("tests.test_timing::test_fast_enough",)
+    assert outcome.evidence.broken == ()
