@@ -1,16 +1,17 @@
-"""The completion gate: a finish request is accepted only when the project's tests pass.
+"""The completion gate: a finish request is accepted only when the tests prove the fix.
 
 The gate fails closed. The test command comes from the user's policy or flags, never from the
 model. On a finish it first stops everything the model left running and takes the patch from
 the model's workspace; that patch is what is checked, judged and saved. The checks read the
-patch: it is non-empty (unless ``require_diff = false``), it changes no protected path, and it
-does not change how the tests run (``harnessfiles.py``; unless ``allow_harness_changes``). Then
-the patch is applied to a fresh copy of the baseline in a new container from the same image,
-without network (``judge``), and the tests run there: ignored files, caches and processes the
-model left behind are not there, and nothing the test run writes reaches the patch. Accepting
-needs the test command to exit 0 there; for pytest, no fewer tests than at the baseline and none
-newly skipped, and a pinned harness (``harness.py``) equal to the baseline's. An error or
-timeout of the gate itself is a rejection.
+patch: it is non-empty (unless ``require_diff = false``), it changes no protected file of the
+baseline and adds none that changes how the tests run, and it does not change the harness
+(``harnessfiles.py``; unless ``allow_harness_changes``). Then the patch is applied to a fresh
+copy of the baseline in a new container from the same image, without network (``judge``), and
+the tests run there; the baseline's tests without the model's new test files, the new tests
+apart and on the baseline's code, and a changed outcome again on a fresh baseline copy
+(``runs.py``). The verdict (``verdict.py``) follows ``[gate] require``: by default no test that
+passed breaks and a test proves the change. Every run's pinned harness (``harness.py``) must
+equal the baseline's. An error or timeout of the gate itself is a rejection.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Protocol
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.gate import evidence, harness, harnessfiles, newtests, outcomes, verdict
 from sandbox_agent.gate.harness import HarnessRecord
+from sandbox_agent.gate.runs import Runs, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings import GateSection
@@ -211,7 +213,7 @@ class CompletionGate:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
         made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
-        checks = [_tests_check(runs.now, rule)]
+        checks = [tests_check(runs.now, rule)]
         if runs.with_new is not None and rule == "all":
             checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
         seen = runs.observed(self.baseline, self.new_files)
@@ -355,50 +357,3 @@ def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
         return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8")
     except ToolError:
         return None
-
-
-def _tests_check(run: TestRun, rule: str) -> GateCheck:
-    """The test run itself: under ``all`` it must exit 0; else it must have run and reported."""
-    if rule == "all" or run.report is None or run.result is None or run.result.timed_out:
-        return run.check()
-    code = run.result.exit_code
-    if code in (0, 1) and run.report_error is None:
-        failing = len(run.report.failures)
-        return GateCheck(
-            name="tests", passed=True, detail=f"`{run.command}` ran, {failing} failing"
-        )
-    return run.check()
-
-
-class Runs:
-    """The test runs one finish is judged from (see ``verdict.Observed``)."""
-
-    def __init__(self, full: TestRun, now: TestRun) -> None:
-        self.full, self.now = full, now
-        self.with_new: TestRun | None = None
-        self.new_on_base: TestRun | None = None
-        self.base_again: TestRun | None = None
-        self.now_again: TestRun | None = None
-
-    def observed(
-        self, baseline: TestRun | None, new_files: tuple[str, ...]
-    ) -> verdict.Observed | None:
-        """The outcomes of every run, or ``None`` without a report of the baseline and now."""
-        base = baseline.report if baseline is not None else None
-        if base is None or self.now.report is None:
-            return None
-        return verdict.Observed(
-            base=outcomes.outcomes(base),
-            now=outcomes.outcomes(self.now.report),
-            base_again=_outcomes_of(self.base_again),
-            now_again=_outcomes_of(self.now_again),
-            with_new=_outcomes_of(self.with_new),
-            new_on_base=_outcomes_of(self.new_on_base),
-            new_modules=tuple(newtests.dotted(f) for f in new_files if f.endswith(".py")),
-        )
-
-
-def _outcomes_of(run: TestRun | None) -> dict[str, outcomes.Outcome] | None:
-    if run is None or run.report is None:
-        return None
-    return outcomes.outcomes(run.report)
