@@ -136,7 +136,11 @@ class CompletionGate:
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
-        added = tuple(p for p in changed if self.sandbox.baseline_file(p) is None)
+        added = tuple(  # only these can be new test files
+            p
+            for p in changed
+            if (self.is_protected(p) or p.endswith(".py")) and self.sandbox.baseline_file(p) is None
+        )
         checks = [
             GateCheck(
                 name="diff",

@@ -173,3 +173,30 @@ def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_noth
     assert outcome.evidence is not None
     assert outcome.evidence.flaky == ("tests.test_timing::test_fast_enough",)
     assert outcome.evidence.broken == ()
+
+
+def test_require_all_refuses_the_pre_existing_failure_and_a_target_must_be_fixed(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = calc_repo(tmp_path)
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        edit("a - b", "a + b"),
+        write("check_add.py", REGRESSION),
+        finish("fixed, with a regression test"),
+        test_cmd="python -m pytest -q",
+        require="all",
+        target=("check_add.py::test_add", "tests/test_calc.py::test_prints"),
+        max_steps=3,
+    )
+    assert not record.gate_passed
+    (outcome,) = history(record.run_dir)
+    problems = failed(outcome)
+    assert set(problems) == {"tests", "new_tests_run", "targets"}
+    assert problems["targets"] == (
+        "targets not fixed: tests/test_calc.py::test_prints (failed with the patch)"
+    )
+    assert outcome.evidence is not None
+    assert outcome.evidence.rule == "all"
