@@ -162,8 +162,8 @@ def _evidence(evidence: GateEvidence | None) -> str:
         else "the workspace, before any change"
     )
     return (
-        f'<p class="evidence">evidence: rule <b>{esc(evidence.rule or "-")}</b>, '
-        f"strength <b>{esc(evidence.strength)}</b>, "
+        f'<p class="evidence">evidence: strength <b>{esc(evidence.strength)}</b>, '
+        f"rule <b>{esc(evidence.rule or '-')}</b>, "
         f"{evidence.pass_to_pass} pass-to-pass, harness <code>{esc(harness)}</code>, "
         f"judged in {esc(where)}</p>"
         + (f"<p>fail-to-pass:</p><ul>{fixed}</ul>" if fixed else "")
