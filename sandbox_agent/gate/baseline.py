@@ -45,6 +45,7 @@ _NODE_MODULE = re.compile(r"Cannot find module '([^']+)'")
 _USAGE = re.compile(r"^(?:ERROR|error): (.+)$", re.MULTILINE)
 _RUNNER_ERROR = re.compile(r"^[\w.\-/]+: error: (.+)$", re.MULTILINE)
 _INIFILE = re.compile(r"^\s*(?:inifile|configfile): (\S+)$", re.MULTILINE)
+_COLLECTING = re.compile(r"^_+ ERROR collecting ", re.MULTILINE)
 _COLLECT_ERROR = re.compile(r"^ERROR (\S+?\.py)(?: - (.+))?$", re.MULTILINE)
 PLUGIN_OPTIONS = {
     "--cov": "pytest-cov",
@@ -224,7 +225,10 @@ def _plugin_of(words: str) -> str | None:
 def failed_modules(run: TestRun) -> list[str]:
     """Test modules that failed to collect, each with why (from pytest's summary)."""
     output = run.result.stdout + run.result.stderr if run.result is not None else ""
-    why = {m.group(1): (m.group(2) or "").strip() for m in _COLLECT_ERROR.finditer(output)}
+    why = _collection_reasons(output)
+    why.update(
+        {m.group(1): m.group(2).strip() for m in _COLLECT_ERROR.finditer(output) if m.group(2)}
+    )
     modules = [m for t in (run.report.ids if run.report else ()) if (m := collection_error(t))]
     named = []
     for module in sorted(modules):
@@ -232,6 +236,17 @@ def failed_modules(run: TestRun) -> list[str]:
         reason = why.get(path, "")
         named.append(f"{path} ({reason[:200]})" if reason else path)
     return named
+
+
+def _collection_reasons(output: str) -> dict[str, str]:
+    """Per module, the last ``E`` line of its ``ERROR collecting`` section in pytest's output."""
+    reasons: dict[str, str] = {}
+    for section in _COLLECTING.split(output)[1:]:
+        path, _, body = section.partition("\n")
+        errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
+        if errors:
+            reasons[path.strip(" _")] = errors[-1]
+    return reasons
 
 
 def _nothing_ran(run: TestRun, output: str) -> BaselineDiagnosis | None:
