@@ -224,6 +224,9 @@ class CompletionGate:
         if seen is not None:
             self.judgement = verdict.judge(seen, self.config.targets)
             checks += verdict.checks(self.judgement, rule, targets=bool(self.config.targets))
+        elif self.config.targets:  # fail closed: a target cannot be seen without a report
+            why = "no per-test report of the baseline and of the patch's run to find them in"
+            checks.append(GateCheck(name="targets", passed=False, detail=why))
         if self.pin is not None:
             checks += [self._harness_check(r) for r in made[:1]]
             for run in made[1:]:
