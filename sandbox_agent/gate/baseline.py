@@ -3,10 +3,15 @@
 A pure function of the baseline ``TestRun``. Three verdicts:
 
 * ``broken_environment``: the test command cannot run (a program missing, exit 127; an import
-  of a third-party module failing during pytest's collection, exit 2-4; no test collected, exit
-  5). The run should stop before any model call, with the diagnosis and the setting that fixes it.
-* ``tests_fail``: the normal case; the model is told which.
+  of a third-party module failing during pytest's collection; pytest refusing its options, in
+  its own words; no test ran at all; no test collected, exit 5). The run should stop before
+  any model call, with the diagnosis and the setting that fixes it.
+* ``tests_fail``: the normal case; the model is told which (and which modules failed to
+  collect, with why).
 * ``tests_pass``: the gate can only check that they still pass (gate strength ``weak``).
+
+Also what the model is told about the baseline and the rule before it starts
+(:func:`baseline_note`).
 """
 
 from __future__ import annotations
@@ -318,3 +323,35 @@ def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> Base
         message=f"`{run.command}` fails before any change{named}",
         gate_strength="normal",
     )
+
+
+REVISE_NOTE = (
+    "The gate judges the whole change (the earlier run's and yours) against the original "
+    "code. On the original code:\n"
+)
+_RULE_NOTE = {
+    "proof": (
+        "The completion gate accepts `finish` when no test that passes now fails, and a test "
+        "proves your change: a test failing now passes, or a new test module you add fails "
+        "without your change and passes with it. Tests failing now for other reasons may keep "
+        "failing. You may add new test files; existing test files stay as they are."
+    ),
+    "all": "The completion gate accepts `finish` only when this command passes.",
+    "no-regression": (
+        "The completion gate accepts `finish` when no test that passes now fails or is gone."
+    ),
+}
+
+
+def baseline_note(run: TestRun, rule: str = "proof") -> str:
+    """What the model is told about the tests before it starts, and what the gate wants."""
+    if run.passed:
+        return f"Before your changes, the test command `{run.command}` passes. " + _RULE_NOTE[rule]
+    lines = [f"Before your changes, the test command `{run.command}` fails."]
+    if run.report is not None and run.report.failures:
+        lines.append("These tests fail now:")
+        lines.extend(f"- {f.id}: {f.message}" for f in run.report.failures[:20])
+    elif run.result is not None:
+        lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
+    lines.append(_RULE_NOTE[rule])
+    return "\n".join(lines)

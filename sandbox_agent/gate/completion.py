@@ -61,6 +61,7 @@ class CompletionGate:
         judge: Judge,
         log_path: Path | None = None,
         redact: Callable[[str], str] = str,
+        baseline_in_copy: bool = False,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -72,6 +73,9 @@ class CompletionGate:
         self.redact = redact
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
         self.judge = judge
+        self.baseline_in_copy = baseline_in_copy
+        """Run the baseline in a clean copy of the original code, not in the workspace (a
+        revise: the workspace starts with an earlier run's changes, the patch holds both)."""
         self.baseline: TestRun | None = None
         self.verdicts: list[GateVerdict] = []
         self.pin: Pin | None = None
@@ -98,7 +102,11 @@ class CompletionGate:
         elif pin is None:
             self.pin_note = "not a pytest command: the runner's files are the baseline's"
         self.pin = pin if isinstance(pin, Pin) else None
-        self.baseline = self._run_tests(self.sandbox, "baseline", None)
+        if self.baseline_in_copy:
+            with self.judge("") as copy:
+                self.baseline = self._run_tests(copy, "baseline (the original code)", None)
+        else:
+            self.baseline = self._run_tests(self.sandbox, "baseline", None)
         return self.baseline
 
     def check(self, finish: Finish) -> GateVerdict:

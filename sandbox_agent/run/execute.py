@@ -23,14 +23,15 @@ from sandbox_agent.errors import (
     SandboxError,
 )
 from sandbox_agent.gate.baseline import (
+    REVISE_NOTE,
     BaselineDiagnosis,
     BaselineVerdict,
+    baseline_note,
     classify_baseline,
     local_modules,
 )
 from sandbox_agent.gate.completion import CompletionGate, Gate
 from sandbox_agent.gate.evidence import gather
-from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from sandbox_agent.run.prepare import Prepared
@@ -47,7 +48,7 @@ from sandbox_agent.types import (
     Task,
 )
 
-__all__ = ["Run", "WrapBudget", "baseline_note"]
+__all__ = ["Run", "WrapBudget"]
 
 Warn = Callable[[str], None]
 WrapBudget = Callable[[RunBudget], Budget]
@@ -106,6 +107,7 @@ class Run:
             judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
+            baseline_in_copy=prepared.options.revises is not None,
         )
 
     def _initial_record(self) -> RunRecord:
@@ -170,9 +172,16 @@ class Run:
             phase="baseline",
             passed=run.passed,
             checks=tuple(checks),
-            evidence=gather(None, run, harness_note=self.gate.pin_note, judged_in="workspace"),
+            evidence=gather(
+                None,
+                run,
+                harness_note=self.gate.pin_note,
+                judged_in="clean_copy" if self.gate.baseline_in_copy else "workspace",
+            ),
         )
         note = baseline_note(run, self.settings.gate.require)
+        if self.p.options.revises is not None:
+            note = REVISE_NOTE + note
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
         self._judge_baseline(diagnosis)
         return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
@@ -376,31 +385,3 @@ def _result_so_far(
 def _outcome(verdict: GateOutcome) -> GateOutcome:
     """A verdict as it is recorded: without what the model was told."""
     return GateOutcome.model_validate(verdict.model_dump(exclude={"feedback"}))
-
-
-_RULE_NOTE = {
-    "proof": (
-        "The completion gate accepts `finish` when no test that passes now fails, and a test "
-        "proves your change: a test failing now passes, or a new test module you add fails "
-        "without your change and passes with it. Tests failing now for other reasons may keep "
-        "failing. You may add new test files; existing test files stay as they are."
-    ),
-    "all": "The completion gate accepts `finish` only when this command passes.",
-    "no-regression": (
-        "The completion gate accepts `finish` when no test that passes now fails or is gone."
-    ),
-}
-
-
-def baseline_note(run: TestRun, rule: str = "proof") -> str:
-    """What the model is told about the tests before it starts, and what the gate wants."""
-    if run.passed:
-        return f"Before your changes, the test command `{run.command}` passes. " + _RULE_NOTE[rule]
-    lines = [f"Before your changes, the test command `{run.command}` fails."]
-    if run.report is not None and run.report.failures:
-        lines.append("These tests fail now:")
-        lines.extend(f"- {f.id}: {f.message}" for f in run.report.failures[:20])
-    elif run.result is not None:
-        lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
-    lines.append(_RULE_NOTE[rule])
-    return "\n".join(lines)

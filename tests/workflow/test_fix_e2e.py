@@ -85,7 +85,7 @@ def test_protected_test_changed_through_bash_is_rejected(
     assert record.exit_reason == "max_steps_exceeded"
     # tests/ is a read-only mount: the write fails, so the import (and every test) fails and
     # the protected file is not in the patch at all
-    assert "tests" in failed_checks(Path(record.run_dir))[0]
+    assert "regressions" in failed_checks(Path(record.run_dir))[0]
     assert "Read-only file system" in (Path(record.run_dir) / "trace.jsonl").read_text()
     patch = Path(record.patch_path).read_text() if record.patch_path else ""
     assert "a/tests/test_parser.py" not in patch
@@ -153,7 +153,7 @@ def test_empty_diff_is_rejected_and_max_attempts_end_the_run(
     assert record.exit_reason == "budget_exceeded"
     assert not record.gate_passed
     assert record.steps == 3  # [gate] max_attempts = 3 in the demo's policy
-    assert failed_checks(Path(record.run_dir)) == [["diff", "tests"]] * 3
+    assert failed_checks(Path(record.run_dir)) == [["diff", "proof"]] * 3
     assert "rejected all 3 finish attempts" in (record.error or "")
 
 
