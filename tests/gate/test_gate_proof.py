@@ -176,3 +176,24 @@ def test_targets_without_a_per_test_report_fail_closed(sandbox: TempDirSandbox) 
     sandbox.write_file("calc.py", FIXED)
     verdict = gate.check(FINISH)
     assert list(failed(verdict)) == ["targets"]
+
+
+def test_a_revise_is_judged_against_the_original_code(sandbox: TempDirSandbox) -> None:
+    """The workspace starts with an earlier run's fix; the baseline is the original code."""
+    sandbox.write_file("calc.py", FIXED)
+    sandbox.write_file("tests/test_add.py", REGRESSION)
+    gate = CompletionGate(
+        sandbox,
+        GateSection.model_validate({"test_command": "python -m pytest -q"}),
+        is_protected=lambda path: path.startswith("tests/"),
+        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
+        baseline_in_copy=True,
+    )
+    baseline = gate.run_baseline()
+    assert baseline.report is not None
+    assert "tests.test_add::test_add" not in baseline.report.ids  # the original code's tests
+    sandbox.write_file("CHANGES.md", "- add adds\n")
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.proven_by_new_tests == ("tests.test_add::test_add",)
