@@ -223,6 +223,18 @@ class GateSection(_Section):
     ``conftest.py``, the pytest sections of ``pyproject.toml``/``setup.cfg``/``tox.ini``),
     packaging metadata (``*.dist-info``, ``*.egg-info``, ``*.pth``), ``.gitignore``, or the
     files defining another runner's command. Off: such a patch is refused, naming the files."""
+    require: Annotated[
+        Literal["proof", "all", "no-regression"], Rule(Merge.TRUSTED, flag="--require")
+    ] = "proof"
+    """What a finish must show. ``proof``: no test that passed at the baseline fails or is gone,
+    and a test proves the change (one that failed at the baseline passes, or a test the model
+    added fails on the baseline's code and passes with the patch); tests that failed at the
+    baseline and still fail are listed, not refused. ``all``: every test passes (the command
+    exits 0), none lost. ``no-regression``: no test that passed breaks, no proof needed (docs,
+    refactors)."""
+    targets: Annotated[tuple[str, ...], Rule(Merge.UNION, flag="--target")] = ()
+    """Test ids (``tests/test_x.py::test_y``) that must fail at the baseline and pass with the
+    patch (SWE-bench's FAIL_TO_PASS), whatever ``require`` says."""
 
 
 class EnvironmentSection(_Section):

@@ -172,6 +172,20 @@ def fix(
             "`sandbox-agent doctor` says whether it is registered)."
         ),
     ] = None,
+    require: Annotated[
+        Literal["proof", "all", "no-regression"] | None,
+        typer.Option(
+            help="What a finish must show: proof (a test proves the fix, none breaks), all "
+            "(every test passes) or no-regression (policy: gate.require; default proof)."
+        ),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A test id that must go from failing to passing; repeatable "
+            "(policy: gate.targets)."
+        ),
+    ] = None,
 ) -> None:
     """Fix an issue in a repository; your checkout changes only through `apply`."""
     if task_file is not None:
@@ -202,6 +216,8 @@ def fix(
             tool_protocol=tool_protocol,
             runtime=runtime,
             allow_broken_baseline=True if allow_broken_baseline else None,
+            require=require,
+            target=tuple(target) if target else None,
         ),
     )
     raise typer.Exit(_exit_code(_run(options, as_json=as_json)))

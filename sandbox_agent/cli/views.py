@@ -23,6 +23,7 @@ from sandbox_agent.cli.output import safe
 from sandbox_agent.gate.evidence import summary as evidence_summary
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.text import visible
+from sandbox_agent.types import GateEvidence
 
 
 def cost_text(cost: float | None) -> str:
@@ -130,9 +131,29 @@ def gates_view(record: RunRecord) -> RenderableType:
         if verdict.evidence is not None:
             said = visible(evidence_summary(verdict.evidence))
             lines.append(Text(f"    evidence: {said}", style="dim"))
+            lines.extend(_evidence_lists(verdict.evidence))
     if len(lines) == 1:
         lines.append(Text("  (none: no finish was judged)", style="dim"))
     return Text("\n").join(lines)
+
+
+def _evidence_lists(evidence: GateEvidence) -> list[Text]:
+    """The tests named by what they did, and the new test files to review."""
+    named = (
+        ("fail-to-pass", evidence.fail_to_pass, "green"),
+        ("proven by the model's new tests (review them)", evidence.proven_by_new_tests, "yellow"),
+        ("new tests that pass without the change", evidence.new_tests_not_proving, "dim"),
+        ("broken", evidence.broken, "red"),
+        ("pre-existing failures", evidence.pre_existing, "dim"),
+        ("flaky", evidence.flaky, "dim"),
+        ("new test files", evidence.new_test_files, "yellow"),
+    )
+    lines = []
+    for label, ids, style in named:
+        if ids:
+            shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+            lines.append(Text(f"    {label}: {visible(shown)}", style=style))
+    return lines
 
 
 def decisions_view(events: Sequence[TraceEvent]) -> RenderableType:
