@@ -25,8 +25,9 @@ from sandbox_agent.batch.records import (
 from sandbox_agent.batch.tasks import TaskSpec
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import now_iso
-from sandbox_agent.run.prepare import prepare
+from sandbox_agent.run.prepare import Prepared, prepare
 from sandbox_agent.run.runner import environment
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
 
@@ -59,14 +60,22 @@ def check_tasks(
                 prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
                 key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
                 if key not in built:
-                    log = Path(tempfile.gettempdir()) / f"sandbox-agent-env-{task.id}.log"
-                    prepared = environment(prepared, log, on_build_line)
-                    log.unlink(missing_ok=True)  # kept, and named in the error, when it fails
+                    prepared = _build_once(prepared, task, on_build_line)
                     built.add(key)
             finally:
                 prepared.model.close()
         except UserError as e:
             raise UserError(f"task {task.id}: {e}") from e
+
+
+def _build_once(prepared: Prepared, task: TaskSpec, on_build_line: Progress) -> Prepared:
+    """Build a task's environment, its log in a private directory (kept when it fails)."""
+    logs = Path(tempfile.mkdtemp(prefix="sandbox-agent-env-"))
+    log = child_path(logs, task.id, "task id", suffix=".log")
+    prepared = environment(prepared, log, on_build_line)
+    log.unlink(missing_ok=True)
+    logs.rmdir()
+    return prepared
 
 
 def _check_base(repo: Path, base: str) -> None:

@@ -8,7 +8,9 @@ The native format (``--format native``, the default)::
 ``task_file`` may replace ``task``. Relative paths are relative to the tasks file. The
 SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
 ``base_commit`` and ``problem_statement`` and ignores the other fields; its repos are found in a
-local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it).
+local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it). A task id names
+files, so it is a safe name (``sandbox_agent.names``); an ``instance_id`` that is not one is
+escaped reversibly (``decode_name`` gives it back).
 
 Every problem is a ``UserError`` naming the file, the line and the field.
 """
@@ -16,7 +18,6 @@ Every problem is a ``UserError`` naming the file, the line and the field.
 from __future__ import annotations
 
 import json
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,10 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import encode_name, name_problem
 from sandbox_agent.types import Frozen
 
 __all__ = ["TaskFormat", "TaskSpec", "parse_tasks"]
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+=-]{0,199}$")
 
 
 class TaskFormat(StrEnum):
@@ -53,8 +53,9 @@ class TaskSpec(Frozen):
     @field_validator("id")
     @classmethod
     def _id(cls, value: str) -> str:
-        if not _ID.match(value):
-            raise ValueError("letters, digits and ._@/+=- only, starting with a letter or digit")
+        problem = name_problem(value)  # it names the task's log files and its worker
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     def overrides(self) -> dict[str, Any]:
@@ -168,11 +169,19 @@ def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
         raise UserError(f"{where}: repo {name!r}: no local clone (tried {tried})")
     return _spec(
         where,
-        id=data["instance_id"],
+        id=_swebench_id(data["instance_id"], where),
         repo=found.resolve(),
         task=data["problem_statement"],
         base=data["base_commit"],
     )
+
+
+def _swebench_id(instance_id: str, where: str) -> str:
+    """The instance id as a task id: unchanged when safe, else escaped reversibly."""
+    try:
+        return encode_name(instance_id)
+    except UserError as e:
+        raise UserError(f"{where}: instance_id: {e}") from e
 
 
 def _spec(where: str, **fields: Any) -> TaskSpec:
