@@ -155,39 +155,36 @@ def run(
         tool_protocol=tool_protocol,
     )
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    fixed = {"--max-cost-total": max_cost_total, "--max-tokens-total": max_tokens_total}
     try:
-        if (tasks is None) == (resume is None):
-            raise UserError("give a tasks file, or --resume BATCH (not both)")
+        if tasks is None:
+            raise UserError(
+                "give a tasks file (with --resume BATCH, the same one again: a batch "
+                "directory does not choose repos, policies or models)"
+            )
         if ray is not None:
             _require_ray()
         if max_cost_total == 0:
             raise UserError("--max-cost-total must be more than 0")
         auto, why = default_workers()
         chosen = workers or auto
+        settings = BatchSettings(
+            overrides=overrides,
+            policy_file=str(policy.resolve()) if policy else None,
+            trust_repo_policy=trust_repo_policy,
+            max_cost_total=max_cost_total,
+            max_tokens_total=max_tokens_total,
+            workers=chosen,
+            ray=ray,
+            format=task_format,
+            tasks_file=str(tasks.resolve()),
+        )
+        parsed = parse_tasks(tasks, task_format, repos)
+        batches = batches_dir or default_batches_dir(os.environ)
         if resume is not None:
-            given = [k for k, v in {**overrides, **fixed}.items() if v is not None]
-            given += ["--policy"] if policy else []
-            if given:
-                raise UserError(f"{given[0]}: --resume keeps the batch's own settings")
-            batch_dir = find_batch(batches_dir or default_batches_dir(os.environ), resume)
-            log, specs = resume_specs(batch_dir, {"workers": chosen, "ray": ray})
+            log, specs = resume_specs(find_batch(batches, resume), settings, parsed)
         else:
-            assert tasks is not None
-            settings = BatchSettings(
-                overrides=overrides,
-                policy_file=str(policy.resolve()) if policy else None,
-                trust_repo_policy=trust_repo_policy,
-                max_cost_total=max_cost_total,
-                max_tokens_total=max_tokens_total,
-                workers=chosen,
-                ray=ray,
-                format=task_format,
-                tasks_file=str(tasks.resolve()),
-            )
-            parsed = parse_tasks(tasks, task_format, repos)
             check_tasks(parsed, settings, os.environ)
-            log, specs = new_batch(parsed, settings, batches_dir or default_batches_dir(os.environ))
+            log, specs = new_batch(parsed, settings, batches)
         backend = _backend(log, ray, chosen)
     except UserError as e:
         raise _fail(e) from e

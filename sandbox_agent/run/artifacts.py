@@ -62,6 +62,8 @@ class RunRecord(Frozen):
     task: str
     repo: str
     model: str
+    base_url: str | None = None
+    """The endpoint the model was called at (``None``: the client's default)."""
     started_at: str
     ended_at: str | None = None
     duration_s: float | None = None
