@@ -71,4 +71,4 @@ def test_fix_and_env_build_show_a_setup_script_output_inert(
     finally:
         for image in docker_client.images.list(filters={"label": cache.REPO_LABEL}):
             if (image.labels or {}).get(cache.REPO_LABEL) == str(repo):
-                docker_client.images.remove(image.id, force=True)
+                docker_client.images.remove(str(image.id), force=True)
