@@ -113,6 +113,8 @@ def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None
     else:
         try:
             key, cached = _key(client, resolved, plan)
+        except UserError as e:  # a Dockerfile reading outside the repository
+            raise _fail(e) from e
         finally:
             client.close()
     if as_json:
