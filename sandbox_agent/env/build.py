@@ -104,15 +104,15 @@ def ensure_environment(
         repo = repo.resolve()
         base_ref = resolve_base(client, repo, plan.base, log.line)
         base = client.images.get(base_ref)
-        key = cache.cache_key(repo, plan, str(base.id))
+        built_from = cache.origin(repo, plan)
+        key = cache.cache_key(repo, plan, str(base.id), built_from)
         tag = cache.env_tag(key)
-        if not rebuild:
-            found = _cached(client, tag, key, log_path)
-            if found is not None:
-                log.line(f"environment {tag} is cached: no setup step runs")
-                return found
         old = _cached(client, tag, key, log_path)
-        built = _build(client, repo, plan, base.attrs, tag, key, host_env or os.environ, log)
+        if old is not None and not rebuild and _same_origin(client, tag, built_from, log):
+            log.line(f"environment {tag} is cached: no setup step runs")
+            return old
+        labels = {cache.LABEL: key, cache.ORIGIN_LABEL: built_from, cache.REPO_LABEL: str(repo)}
+        built = _build(client, repo, plan, base.attrs, tag, labels, host_env or os.environ, log)
         if old is not None:
             _drop_replaced(client, old.image_id)
         return built
@@ -128,6 +128,15 @@ def _drop_replaced(client: docker.DockerClient, image_id: str) -> None:
     """Remove the image a rebuild replaced (its tag moved); one still in use stays."""
     with contextlib.suppress(docker.errors.DockerException):
         client.images.remove(image_id, force=False)
+
+
+def _same_origin(client: docker.DockerClient, tag: str, built_from: str, log: BuildLog) -> bool:
+    """Whether the cached image says it was built from exactly this repository and tree."""
+    recorded = (client.images.get(tag).labels or {}).get(cache.ORIGIN_LABEL)
+    if recorded == built_from:
+        return True
+    log.line(f"environment {tag} was built from another repository or tree: not used, rebuilt")
+    return False
 
 
 def _cached(client: docker.DockerClient, tag: str, key: str, log: Path | None) -> EnvImage | None:
@@ -188,10 +197,12 @@ def _build(
     plan: EnvPlan,
     base: dict[str, Any],
     tag: str,
-    key: str,
+    origin: dict[str, str],
     host_env: Mapping[str, str],
     log: BuildLog,
 ) -> EnvImage:
+    """Run the steps on a snapshot of ``repo`` and commit; ``origin``: the cache's labels."""
+    key = origin[cache.LABEL]
     path = _path_value(plan, _image_env(base))
     net = "with" if plan.network_during_setup else "without"
     log.line(f"building {tag} from {plan.base.describe()}: {len(plan.steps)} steps, {net} network")
@@ -206,8 +217,7 @@ def _build(
             labels = {
                 **(base.get("Config", {}).get("Labels") or {}),
                 BUILD_LABEL: "",
-                cache.LABEL: key,
-                cache.REPO_LABEL: str(repo),
+                **origin,
                 cache.TEST_LABEL: test_command or "",
                 cache.NOTE_LABEL: note,
                 cache.PATH_LABEL: path,
