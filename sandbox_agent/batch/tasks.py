@@ -5,7 +5,9 @@ The native format (``--format native``, the default)::
     {"id": "t1", "repo": "path/to/repo", "task": "the issue text", "base": "v1.2",
      "test_command": "pytest -q", "policy": "policy.toml", "model": "gpt-4o-mini"}
 
-``task_file`` may replace ``task``. Relative paths are relative to the tasks file. The
+``task_file`` may replace ``task``: a file under the tasks file's directory (its text goes to
+the model, so a tasks file cannot name ``~/.ssh/id_rsa``). Relative paths are relative to the
+tasks file. The
 SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
 ``base_commit`` and ``problem_statement`` and ignores the other fields; its repos are found in a
 local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it). A task id names
@@ -136,7 +138,7 @@ def _native(data: dict[str, Any], where: str, base_dir: Path) -> TaskSpec:
         raise UserError(f"{where}: give exactly one of task and task_file")
     task = line.task
     if line.task_file is not None:
-        file = _resolve(base_dir, line.task_file)
+        file = _beside(base_dir, line.task_file, where)
         try:
             task = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
@@ -191,6 +193,17 @@ def _spec(where: str, **fields: Any) -> TaskSpec:
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise UserError(f"{where}: {field}: {first['msg']}") from e
+
+
+def _beside(base_dir: Path, value: str, where: str) -> Path:
+    """A ``task_file``: under the tasks file's directory (its text is sent to the model)."""
+    path = _resolve(base_dir, value)
+    if Path(value).is_absolute() or not path.is_relative_to(base_dir.resolve()):
+        raise UserError(
+            f"{where}: task_file {value!r} is outside {base_dir} (through '..', an absolute "
+            "path or a symlink): a tasks file reads task files only beside it"
+        )
+    return path
 
 
 def _resolve(base_dir: Path, value: str) -> Path:

@@ -247,7 +247,7 @@ def show(
     out.print(batch_table(record))
     out.print(visible(headline(record)), markup=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
-    out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)
+    out.print(visible(f"exit reasons: {counts or 'none yet'}"), markup=False, soft_wrap=True)
 
 
 @batch_app.command("report")
