@@ -85,7 +85,7 @@ def test_a_tasks_file_reads_task_files_only_beside_it(tmp_path: Path, task_file:
     (tmp_path / "secret.txt").write_text("the user's secret\n")
     (here / "link.md").symlink_to(tmp_path / "secret.txt")
     (here / "t.jsonl").write_text(json.dumps({"id": "t", "repo": "repo", "task_file": task_file}))
-    with pytest.raises(UserError, match="task_file .* is outside"):
+    with pytest.raises(UserError, match=r"task_file .* is outside"):
         parse_tasks(here / "t.jsonl")
     (here / "issue.md").write_text("fix it\n")
     (here / "t.jsonl").write_text(json.dumps({"id": "t", "repo": "repo", "task_file": "issue.md"}))
