@@ -60,6 +60,13 @@ class TaskSpec(Frozen):
             raise ValueError(problem)
         return value
 
+    @field_validator("base")
+    @classmethod
+    def _base(cls, value: str | None) -> str | None:
+        if value is not None and (value.startswith("-") or not value.isprintable()):
+            raise ValueError("a git ref or commit, not an option (no leading '-')")
+        return value
+
     def overrides(self) -> dict[str, Any]:
         """The ``fix`` flags this task sets (they win over the batch's flags)."""
         return {
@@ -164,6 +171,8 @@ def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
             raise UserError(f"{where}: {key}: missing or not a non-empty string")
     name: str = data["repo"]
     owner, _, short = name.rpartition("/")
+    if name_problem(owner) or name_problem(short):  # the clone is looked up under repos_dir
+        raise UserError(f"{where}: repo {name!r}: not owner/name (each a safe name)")
     candidates = [repos_dir / name.replace("/", "__"), repos_dir / short, repos_dir / name]
     found = next((c for c in candidates if (c / ".git").exists()), None)
     if found is None or not owner:

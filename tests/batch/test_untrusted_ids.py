@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
 from sandbox_agent.cli.app import app
+from sandbox_agent.errors import UserError
 from sandbox_agent.names import decode_name
 from tests.batch.helpers import calc_repo, demo_flags, write_tasks
 
@@ -76,3 +77,24 @@ def test_a_run_id_in_result_json_never_becomes_a_path(tmp_path: Path) -> None:
     assert "OUTSIDE THE RUNS DIR" not in result.output
     assert result.exit_code == 2, result.output
     assert "no runs in" in result.stderr
+
+
+@pytest.mark.parametrize("repo", ["../../elsewhere", "o/../../elsewhere", "/abs/x", "o/"])
+def test_a_swebench_repo_name_never_leaves_the_clones_directory(tmp_path: Path, repo: str) -> None:
+    calc_repo(tmp_path / "elsewhere")  # a git repository outside the clones directory
+    clones = tmp_path / "clones" / "inner"
+    clones.mkdir(parents=True)
+    line = {"instance_id": "x-1", "repo": repo, "base_commit": "v1", "problem_statement": "p"}
+    tasks = write_tasks(tmp_path / "swe.jsonl", [line])
+    with pytest.raises(UserError, match="not owner/name"):
+        parse_tasks(tasks, TaskFormat.SWEBENCH, clones)
+
+
+@pytest.mark.parametrize("base", ["--orphan=x", "-f", "v1\nmain"])
+def test_a_base_ref_is_never_an_option(tmp_path: Path, base: str) -> None:
+    repo = calc_repo(tmp_path / "calc")
+    tasks = write_tasks(
+        tmp_path / "t.jsonl", [{"id": "t", "repo": str(repo), "task": "x", "base": base}]
+    )
+    with pytest.raises(UserError, match="base: Value error, a git ref or commit"):
+        parse_tasks(tasks)
