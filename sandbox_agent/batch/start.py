@@ -103,7 +103,7 @@ def new_batch(
 ) -> tuple[BatchLog, list[WorkerSpec]]:
     """Create the batch directory and its ``batch.json``; return it and the work to do."""
     batch_id = new_batch_id()
-    batch_dir = BatchDir(batches_dir / batch_id)
+    batch_dir = BatchDir(child_path(batches_dir, batch_id, "batch id"))
     try:
         batch_dir.runs_dir.mkdir(parents=True)
     except OSError as e:
