@@ -26,7 +26,7 @@ from sandbox_agent.batch.records import (
 )
 from sandbox_agent.batch.scheduler import Backend, LocalBackend, default_workers, run_batch
 from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_specs
-from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
+from sandbox_agent.batch.tasks import TaskFormat, TaskSpec, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
 from sandbox_agent.cli.options import as_flags
@@ -179,12 +179,7 @@ def run(
             tasks_file=str(tasks.resolve()),
         )
         parsed = parse_tasks(tasks, task_format, repos)
-        batches = batches_dir or default_batches_dir(os.environ)
-        if resume is not None:
-            log, specs = resume_specs(find_batch(batches, resume), settings, parsed)
-        else:
-            check_tasks(parsed, settings, os.environ)
-            log, specs = new_batch(parsed, settings, batches)
+        log, specs = _open(parsed, settings, resume, batches_dir)
         backend = _backend(log, ray, chosen)
     except UserError as e:
         raise _fail(e) from e
@@ -196,6 +191,17 @@ def run(
     if as_json:
         typer.echo(json.dumps(record.summary()))
     raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _open(
+    tasks: list[TaskSpec], settings: BatchSettings, resume: str | None, batches_dir: Path | None
+) -> tuple[BatchLog, list[WorkerSpec]]:
+    """A new batch (every task checked first), or the one ``--resume`` names."""
+    batches = batches_dir or default_batches_dir(os.environ)
+    if resume is not None:
+        return resume_specs(find_batch(batches, resume), settings, tasks)
+    check_tasks(tasks, settings, os.environ)
+    return new_batch(tasks, settings, batches)
 
 
 def _require_ray() -> None:

@@ -26,9 +26,10 @@ from docker.types import Mount
 
 from sandbox_agent.env import cache, hostca
 from sandbox_agent.env.base import resolve_base
+from sandbox_agent.env.limits import BUILD_CAPABILITIES, SANITISE, broken_limit, raise_limit
 from sandbox_agent.env.model import VENV, BuildLimits, EnvImage, EnvPlan, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
-from sandbox_agent.errors import EnvBuildError, EnvLimitError, SandboxError
+from sandbox_agent.errors import EnvBuildError, SandboxError
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
 from sandbox_agent.sandbox.workspace import Workspace, remove_workspace, snapshot
@@ -48,22 +49,6 @@ _KEEP_GENERATED = (
     f"if [ $(stat -c %s {GENERATED_TAR}) -gt 67108864 ]; then rm -f {GENERATED_TAR}; fi"
 )
 """Kept only when under 64 MiB (a build tree that large is output, not something to import)."""
-
-
-BUILD_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL")
-"""The only capabilities setup keeps (every other is dropped, MKNOD and NET_RAW among them).
-
-CHOWN: package managers give files their owners (dpkg, npm, tar). DAC_OVERRIDE: root writes
-files whatever their mode (apt's lists, a package's read-only files). FOWNER: chmod and utime
-on files root does not own (dpkg, tar extracting as root). SETUID/SETGID: apt drops to its
-``_apt`` user to download, and ``su``/``runuser`` in install scripts. KILL: apt and npm stop
-their helpers running as another user."""
-_SANITISE = (
-    "find /workspace -xdev \\( -type b -o -type c -o -type p -o -type s \\) -delete; "
-    "find /workspace -xdev \\( -perm -4000 -o -perm -2000 \\) -exec chmod ug-s {} +"
-)
-"""Run after setup: no device node, fifo, socket or set-id file is left in the host's copy
-(nor carried into the image's generated files)."""
 
 
 def owner_label() -> str:
@@ -274,7 +259,7 @@ def _run_all(
         deadline = log.elapsed + plan.limits.build_timeout_s
         for i, step in enumerate(plan.steps, 1):
             _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan, deadline)
-        run_in(client, cid, _SANITISE, env, quiet, 600)
+        run_in(client, cid, SANITISE, env, quiet, 600)
         chosen = _choose_test(client, cid, plan, env)
         run_in(client, cid, _KEEP_GENERATED, env, quiet, 600)
         run_in(client, cid, _CLEANUP, env, quiet, 600)
@@ -330,57 +315,20 @@ def _run_step(
     started = log.elapsed
     timeout_s = min(plan.timeout_s, deadline - started)
     if timeout_s <= 0:
-        _limit_broken("time", step, position, "", log, plan.limits)
+        raise_limit("time", step, position, "", log, plan.limits)
     code, timed_out, tail = run_in(client, cid, step.command, env, log, timeout_s)
     if code == 0 and not timed_out:
         log.line(f"step {position} done in {log.elapsed - started:.1f}s")
         return
-    limit = _broken_limit(client, cid, code, timed_out, tail, timeout_s < plan.timeout_s)
+    limit = broken_limit(client, cid, code, timed_out, tail, timeout_s < plan.timeout_s)
     if limit is not None:
-        _limit_broken(limit, step, position, tail, log, plan.limits)
+        raise_limit(limit, step, position, tail, log, plan.limits)
     status = f"timed out after {timeout_s:.0f}s" if timed_out else f"exited {code}"
     where = f"\nthe full log is in {log.path}" if log.path else ""
     raise EnvBuildError(
         f"environment setup failed at step {position} ({step.why}): `{step.command}` "
         f"{status}\n{tail}{where}",
         step=step.command,
-        log_path=log.path,
-    )
-
-
-_PIDS_SIGNS = ("Resource temporarily unavailable", "Cannot fork", "can't fork")
-
-
-def _broken_limit(
-    client: docker.DockerClient, cid: str, code: int, timed_out: bool, tail: str, cut: bool
-) -> str | None:
-    """Which limit of the build a failed step broke: ``memory``, ``pids``, ``time`` or none."""
-    if timed_out and cut:  # the whole build's time ran out, not the step's own
-        return "time"
-    with contextlib.suppress(docker.errors.DockerException):
-        if client.api.inspect_container(cid).get("State", {}).get("OOMKilled") or code == 137:
-            return "memory" if not timed_out else None
-    if any(sign in tail for sign in _PIDS_SIGNS):
-        return "pids"
-    return None
-
-
-def _limit_broken(
-    limit: str, step: SetupStep, position: str, tail: str, log: BuildLog, limits: BuildLimits
-) -> None:
-    value = {
-        "memory": f"[environment] memory = {limits.memory!r}",
-        "pids": f"[environment] pids = {limits.pids}",
-        "time": f"[environment] build_timeout_s = {limits.build_timeout_s:g}",
-    }[limit]
-    where = f"\nthe full log is in {log.path}" if log.path else ""
-    log.line(f"step {position} broke the build's {limit} limit ({value})")
-    raise EnvLimitError(
-        f"environment setup broke its {limit} limit at step {position} ({step.why}): "
-        f"`{step.command}` ({value}; raise it in your policy if the project needs more)"
-        f"\n{tail}{where}",
-        step=step.command,
-        limit=limit,
         log_path=log.path,
     )
 
