@@ -195,8 +195,25 @@ def _build_container(
         container.start()
         yield str(container.id)
     finally:
+        _remove(client, str(container.id))
+
+
+def _remove(client: docker.DockerClient, cid: str) -> None:
+    """Remove the build container; a busy engine gets a second, patient try.
+
+    Removing a container whose layer holds a toolchain can outlast the client's 30 s read
+    timeout on a loaded machine (docker-py raises ``requests``' timeout, an ``OSError``).
+    """
+    try:
         with contextlib.suppress(docker.errors.NotFound):
-            client.api.remove_container(str(container.id), force=True, v=True)
+            client.api.remove_container(cid, force=True, v=True)
+    except OSError:
+        patient = engine.connect(timeout_s=600)
+        try:
+            with contextlib.suppress(docker.errors.NotFound):
+                patient.api.remove_container(cid, force=True, v=True)
+        finally:
+            patient.close()
 
 
 def _build(
