@@ -16,6 +16,7 @@ import shlex
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -198,22 +199,30 @@ def _build_container(
         _remove(client, str(container.id))
 
 
-def _remove(client: docker.DockerClient, cid: str) -> None:
-    """Remove the build container; a busy engine gets a second, patient try.
+def _remove(client: docker.DockerClient, cid: str, patience_s: float = 600.0) -> None:
+    """Remove the build container, waiting for a removal the engine is slow to finish.
 
     Removing a container whose layer holds a toolchain can outlast the client's 30 s read
-    timeout on a loaded machine (docker-py raises ``requests``' timeout, an ``OSError``).
+    timeout on a loaded machine (docker-py raises ``requests``' timeout, an ``OSError``); the
+    engine goes on removing it (a second request is a 409, "already in progress").
     """
     try:
         with contextlib.suppress(docker.errors.NotFound):
             client.api.remove_container(cid, force=True, v=True)
-    except OSError:
-        patient = engine.connect(timeout_s=600)
+        return
+    except (OSError, docker.errors.APIError):
+        pass
+    deadline = time.monotonic() + patience_s
+    while time.monotonic() < deadline:
         try:
-            with contextlib.suppress(docker.errors.NotFound):
-                patient.api.remove_container(cid, force=True, v=True)
-        finally:
-            patient.close()
+            client.api.inspect_container(cid)
+        except docker.errors.NotFound:
+            return
+        except (OSError, docker.errors.DockerException):
+            pass
+        time.sleep(2)
+    with contextlib.suppress(docker.errors.NotFound):  # still there: this one's error says why
+        client.api.remove_container(cid, force=True, v=True)
 
 
 def _build(
