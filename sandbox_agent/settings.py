@@ -256,6 +256,14 @@ class EnvironmentSection(_Section):
     """Detect installs from the repo's files (``pyproject.toml``, ``package.json``, ...)."""
     timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=1800.0, gt=0)
     """Most time one setup step may take."""
+    build_timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=3600.0, gt=0)
+    """Most time the whole build may take (every step together)."""
+    memory: Annotated[str, Rule(Merge.LOWER)] = Field(default="4g", pattern=_MEMORY_PATTERN)
+    """Memory limit of the build container, swap included (``512m``, ``4g``)."""
+    cpus: Annotated[float, Rule(Merge.LOWER)] = Field(default=2.0, gt=0)
+    """CPU limit of the build container, in CPUs."""
+    pids: Annotated[int, Rule(Merge.LOWER)] = Field(default=4096, ge=64)
+    """Most processes and threads alive at once in the build container."""
 
 
 class ModelSection(_Section):

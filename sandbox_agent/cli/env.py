@@ -55,8 +55,11 @@ def _fail(error: Exception) -> typer.Exit:
 
 
 def _echo(text: str, *, err: bool = False) -> None:
-    """Print text that holds names from the repo: control characters made visible."""
-    typer.echo(visible(text, multiline=True), err=err)
+    """Print one line that holds text from the repo or a build: controls and newlines visible.
+
+    A step's command from a ``devcontainer.json`` may hold a newline; it never fakes a line.
+    """
+    typer.echo(visible(text), err=err)
 
 
 def _plan(repo: Path) -> tuple[Path, EnvPlan]:
@@ -121,6 +124,8 @@ def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None
     else:
         try:
             key, cached = _key(client, resolved, plan)
+        except UserError as e:  # a Dockerfile reading outside the repository
+            raise _fail(e) from e
         finally:
             client.close()
     if as_json:
@@ -184,7 +189,7 @@ def list_command(as_json: JsonOption = False) -> None:
     if as_json:
         typer.echo(json.dumps([row.model_dump() for row in rows]))
         return
-    for row in rows:
+    for row in rows:  # labels are data: each row stays one line
         _echo(
             f"{row.tag}  {row.created}  {row.size_mb:>8.1f} MB  {row.repo}  "
             f"test: {row.test_command or '-'}"

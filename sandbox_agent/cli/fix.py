@@ -28,7 +28,7 @@ from sandbox_agent.cli.views import show, summary
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.run.artifacts import RunRecord
-from sandbox_agent.run.prepare import Revision
+from sandbox_agent.run.revision import ignored_request, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.settings import DEFAULT_MODEL
 from sandbox_agent.types import ToolCall
@@ -227,8 +227,16 @@ def fix(
 def revise(
     run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
     feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
-    model: Annotated[str | None, typer.Option(help="Model (default: the earlier run's).")] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(help="The repository (default: here, which must be the run's)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model (default: your settings').")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
+    trust_repo_policy: Annotated[
+        bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
+    ] = False,
     max_steps: Annotated[int | None, typer.Option(help="Model calls at most.")] = None,
     max_cost: Annotated[float | None, typer.Option(help="US dollars at most.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Tokens at most.")] = None,
@@ -240,41 +248,35 @@ def revise(
 
     The new run starts from the earlier run's final state (its patch on the same repository),
     is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
-    alone.
+    alone. Its settings are yours (settings files and these flags), never the earlier run's.
     """
+    flags = as_flags(
+        model=model,
+        base_url=base_url,
+        max_steps=max_steps,
+        max_cost=max_cost,
+        max_tokens=max_tokens,
+        max_wall=max_wall,
+    )
     try:
-        if not feedback.strip():
-            raise UserError("revise: FEEDBACK is empty; say what to change")
         run_dir = find_any_run(runs_dir, run)
-        record = run_dir.read_record()
-        if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
-            raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
-        request = record.request
-        flags = as_flags(
-            model=model,
-            base_url=base_url,
-            max_steps=max_steps,
-            max_cost=max_cost,
-            max_tokens=max_tokens,
-            max_wall=max_wall,
-        )
-        options = FixOptions(
-            repo=Path(record.repo),
-            task=record.task,
-            policy_file=Path(request.policy_file) if request.policy_file else None,
-            trust_repo_policy=request.trust_repo_policy,
+        options = revise_options(
+            run_dir,
+            feedback,
+            repo=repo,
+            policy_file=policy,
+            trust_repo_policy=trust_repo_policy,
+            overrides={k: v for k, v in flags.items() if v is not None},
             runs_dir=runs_dir,
-            overrides={**request.overrides, **{k: v for k, v in flags.items() if v is not None}},
-            revises=Revision(
-                run_id=record.run_id,
-                run_dir=run_dir.path,
-                patch=run_dir.read_patch(),
-                answer=record.answer,
-                feedback=feedback,
-            ),
         )
+        ignored = ignored_request(run_dir.read_record())
     except UserError as e:
         raise fail(e) from e
+    if ignored:
+        warn(
+            f"the earlier run's own settings are not used ({', '.join(ignored)}): give them "
+            "as flags to use them"
+        )
     raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
 
 

@@ -20,6 +20,7 @@ from pydantic_core import PydanticSerializationError
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.baseline import BaselineDiagnosis
+from sandbox_agent.names import child_path, name_problem
 from sandbox_agent.sandbox.base import Omitted
 from sandbox_agent.types import Frozen, GateOutcome, Usage
 
@@ -61,6 +62,8 @@ class RunRecord(Frozen):
     task: str
     repo: str
     model: str
+    base_url: str | None = None
+    """The endpoint the model was called at (``None``: the client's default)."""
     started_at: str
     ended_at: str | None = None
     duration_s: float | None = None
@@ -126,7 +129,7 @@ class RunDir:
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str) -> RunDir:
-        path = runs_dir / run_id
+        path = child_path(runs_dir, run_id, "run id")
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as e:
@@ -206,16 +209,22 @@ def _record_json(record: RunRecord) -> str:
 
 
 def list_runs(runs_dir: Path) -> list[RunRecord]:
-    """Every readable run under ``runs_dir``, oldest first."""
+    """Every readable run under ``runs_dir``, oldest first.
+
+    A run is listed only when its directory's name is a safe name and its ``result.json``
+    says the same id: a record's ``run_id`` never becomes a path of its own.
+    """
     if not runs_dir.is_dir():
         return []
     records = []
     for path in sorted(runs_dir.iterdir()):
-        if (path / RESULT_FILE).is_file():
+        if name_problem(path.name) is None and (path / RESULT_FILE).is_file():
             try:
-                records.append(RunDir(path).read_record())
+                record = RunDir(path).read_record()
             except UserError:
                 continue
+            if record.run_id == path.name:
+                records.append(record)
     return records
 
 
@@ -232,9 +241,9 @@ def find_run(runs_dir: Path, run: str | None, *, also: Sequence[Path] = ()) -> R
     if not ids:
         raise UserError(f"no runs in {where}; start one with `sandbox-agent fix` or `demo`")
     if run is None:
-        return RunDir(places[ids[-1]] / ids[-1])
+        return RunDir(child_path(places[ids[-1]], ids[-1], "run id"))
     matches = [i for i in ids if i.startswith(run)]
     if len(matches) != 1:
         what = "no run" if not matches else f"{len(matches)} runs"
         raise UserError(f"{what} in {where} match {run!r}; `sandbox-agent runs` lists them")
-    return RunDir(places[matches[0]] / matches[0])
+    return RunDir(child_path(places[matches[0]], matches[0], "run id"))

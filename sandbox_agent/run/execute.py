@@ -126,6 +126,7 @@ class Run:
             task=self.redactor.text(p.options.task),
             repo=str(p.repo.root),
             model=p.model.name,
+            base_url=p.base_url,
             started_at=now_iso(),
             test_command=p.test_command,
             limits=self.settings.budget.model_dump(exclude={"prices"}),

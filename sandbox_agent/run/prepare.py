@@ -16,7 +16,7 @@ from pydantic import Field
 
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
-from sandbox_agent.errors import MissingApiKeyError, UserError
+from sandbox_agent.errors import MissingApiKeyError, StoredRunMismatchError, UserError
 from sandbox_agent.models.base import Model
 from sandbox_agent.models.catalog import resolve_price
 from sandbox_agent.models.chat_model import ChatModelSettings, default_temperature
@@ -49,6 +49,8 @@ class Revision(Frozen):
     patch: bytes
     answer: str | None
     feedback: str = Field(min_length=1)
+    recorded_base_url: str | None = None
+    """The endpoint the earlier run says it used: compared with the user's, never used."""
 
 
 class FixOptions(Frozen):
@@ -146,6 +148,8 @@ def prepare(
         settings = settings.model_copy(update={"gate": gate})
     api_key = env.get("OPENAI_API_KEY", "")
     base_url = settings.model.base_url or env.get("OPENAI_BASE_URL") or None
+    if not settings.model.name.startswith(SCRIPTED_PREFIX):  # a script calls no endpoint
+        _same_endpoint(options, base_url)
     model = _model(settings, base_url, api_key, on_retry)
     return Prepared(
         options=options,
@@ -161,6 +165,20 @@ def prepare(
         base_url=base_url,
         on_retry=on_retry,
     )
+
+
+def _same_endpoint(options: FixOptions, base_url: str | None) -> None:
+    """A revision whose earlier run used another endpoint goes on only with ``--base-url``."""
+    revises = options.revises
+    if revises is None or options.overrides.get("--base-url") is not None:
+        return
+    if (revises.recorded_base_url or None) != base_url:
+        raise StoredRunMismatchError(
+            f"run {revises.run_id} says it used the endpoint "
+            f"{revises.recorded_base_url or 'the default'}; your settings give "
+            f"{base_url or 'the default'}. A run directory does not choose where your key and "
+            "code go: pass --base-url with the endpoint you mean"
+        )
 
 
 def _price(settings: Policy, base_url: str | None) -> ModelPrice | None:

@@ -12,7 +12,7 @@ STANDALONE = {"sandbox/incontainer.py", "sandbox/diffscan.py"}
 """Scripts that run inside the container with its python: they import nothing of ours."""
 
 LAYERS = [
-    {"types", "errors", "text", "resources", "settings", "redact"},
+    {"types", "errors", "text", "resources", "settings", "redact", "names"},
     {"models", "sandbox", "policy", "tools"},
     {"gate", "env"},
     {"agent"},
