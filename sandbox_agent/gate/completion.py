@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import evidence, harness, harnessfiles
+from sandbox_agent.gate import evidence, harness, harnessfiles, outcomes
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -148,6 +148,8 @@ class CompletionGate:
                 return checks, None
             run = self._run_tests(copy, f"finish attempt {attempt}", self._named_plugins())
         checks.append(run.check())
+        if run.channel is not None:
+            checks.append(run.outcome_check())
         if run.report is not None:
             checks.append(_compare_counts(run.report, self.baseline))
         if self.pin is not None:
@@ -212,8 +214,10 @@ class CompletionGate:
     def _run_tests(
         self, sandbox: Sandbox, label: str, named_plugins: tuple[str, ...] | None
     ) -> TestRun:
-        run = run_tests(
-            sandbox, self.test_command, self.config.timeout_s, label, self.pin, named_plugins
+        run = outcomes.settle(
+            run_tests(
+                sandbox, self.test_command, self.config.timeout_s, label, self.pin, named_plugins
+            )
         )
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:

@@ -166,6 +166,7 @@ def boot_script(config: dict[str, Any]) -> str:
 
 _BOOT = """\
 import importlib, json, os, sys
+os.set_inheritable(3, False)
 cfg = json.loads(@CONFIG@)
 ws = os.getcwd()
 def inside(p):
@@ -179,13 +180,15 @@ import pytest
 probe = importlib.import_module(cfg["probe"])
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]
 probe.EARLY_WORKSPACE_MODULES = early
+probe.CHANNEL_FD = 3
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
 sys.argv = [main if cfg["launcher"] == "module" else cfg["script"], *cfg["args"]]
-code = pytest.main(plugins=[probe])
+code = int(pytest.main(plugins=[probe]))
+probe.send({"t": "end", "exit": code})
 sys.stdout.flush()
-sys.exit(int(code))
+sys.exit(code)
 """
 
 
@@ -217,7 +220,8 @@ def pinned_command(
         "args": args,
     }
     words = [*invocation.assignments, *env, interpreter.python, "-c", boot_script(config)]
-    return " ".join(shlex.quote(w) for w in words)  # a sandbox runs commands in its workspace
+    # fd 3: the gate's outcome channel (the exec's stdout); the tests' own output to stderr
+    return " ".join(shlex.quote(w) for w in words) + " 3>&1 1>&2"
 
 
 HARNESS_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", PROBE_MODULE})

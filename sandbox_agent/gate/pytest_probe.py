@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 import pytest
+from _pytest.junitxml import mangle_test_address
 
 OUTPUT_PATH = ""
 """Set by the boot script before pytest starts: where the record is written."""
@@ -25,6 +26,9 @@ JUNIT_PATH = ""
 """Set by the boot script: where pytest's JUnit report goes (set on the config, not argv)."""
 EARLY_WORKSPACE_MODULES: list[str] = []
 """Set by the boot script: modules already loaded from the workspace when it started."""
+CHANNEL_FD = -1
+"""Set by the boot script: the gate's outcome channel (a pipe; ``-1``: none)."""
+_CONFIG: list[Any] = []
 
 INI_KEYS = (
     "addopts",
@@ -105,11 +109,42 @@ def record(config: Any) -> dict[str, Any]:
     }
 
 
+def send(message: dict[str, Any]) -> None:
+    """One line to the gate's channel, written through at once."""
+    if CHANNEL_FD < 0:
+        return
+    data = (json.dumps(message) + "\n").encode("utf-8")
+    while data:
+        data = data[os.write(CHANNEL_FD, data) :]
+
+
+def junit_id(nodeid: str) -> str:
+    """The id the JUnit report gives this node (``classname::name``, as junitxml makes it)."""
+    names = mangle_test_address(nodeid)
+    prefix = getattr(_CONFIG[0].option, "junitprefix", None) if _CONFIG else None
+    classnames = [prefix, *names[:-1]] if prefix else names[:-1]
+    return ".".join(classnames) + "::" + names[-1]
+
+
 @pytest.hookimpl(tryfirst=True)  # before junitxml reads it
 def pytest_configure(config: Any) -> None:
     """Point the JUnit report at the gate's path (on the config: nothing on the command line)."""
+    _CONFIG[:] = [config]
     if JUNIT_PATH:
         config.option.xmlpath = JUNIT_PATH
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: Any) -> None:
+    """Each phase's outcome leaves the process as the phase ends."""
+    send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectreport(report: Any) -> None:
+    """A collector that failed or skipped is a test case of the report too."""
+    if not report.passed:
+        send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
 
 
 def pytest_sessionfinish(session: Any) -> None:

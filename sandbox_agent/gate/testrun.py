@@ -68,6 +68,10 @@ class TestRun(Frozen):
     """What the pinned harness recorded (``None``: not pinned, or pytest never got that far)."""
     harness_error: str | None = None
     """Why a pinned run left no harness record."""
+    channel: str | None = None
+    """What a pinned run streamed to the gate's channel as it ran (``outcomes.py``)."""
+    outcome_problems: tuple[str, ...] = ()
+    """How the streamed outcomes, the report, the exit status and the session's end disagree."""
 
     @property
     def passed(self) -> bool:
@@ -76,6 +80,8 @@ class TestRun(Frozen):
             and not self.result.timed_out
             and self.result.exit_code == 0
             and self.report_error is None
+            and not (self.report is not None and self.report.failures)
+            and not self.outcome_problems
         )
 
     def check(self) -> GateCheck:
@@ -90,7 +96,19 @@ class TestRun(Frozen):
             return GateCheck(name="tests", passed=False, detail=detail)
         if self.report_error is not None:
             return GateCheck(name="tests", passed=False, detail=self.report_error)
+        if self.report is not None and self.report.failures:
+            detail = f"`{self.command}` exited 0, but {len(self.report.failures)} test(s) failed"
+            return GateCheck(name="tests", passed=False, detail=detail)
         return GateCheck(name="tests", passed=True, detail=f"`{self.command}` exited 0")
+
+    def outcome_check(self) -> GateCheck:
+        """Whether the streamed outcomes, the report, the exit status and the end agree."""
+        if self.channel is None:
+            return GateCheck(name="outcomes", passed=False, detail="nothing was streamed")
+        if self.outcome_problems:
+            return GateCheck(name="outcomes", passed=False, detail="; ".join(self.outcome_problems))
+        detail = "the streamed outcomes, the report, the exit status and the session's end agree"
+        return GateCheck(name="outcomes", passed=True, detail=detail)
 
     def feedback_text(self, limit: int) -> str:
         """Test output for the model: failures first, then the tail of the output."""
@@ -209,9 +227,11 @@ def _run_pinned(
     pinned = harness.pinned_command(
         pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
     )
-    result = _exec(sandbox, _UNPIN_GIT + pinned, timeout_s)
+    result = _exec(sandbox, _UNPIN_GIT + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None or result.timed_out:
         return TestRun(label=label, command=command, result=result)
+    channel = result.stdout  # the test output itself went to stderr
+    result = result.model_copy(update={"stdout": ""})
     record: HarnessRecord | str
     raw = _exec(sandbox, f"cat {run_dir}/harness.json", 60.0, 1 << 20)
     if raw is None or raw.exit_code != 0 or raw.stdout_dropped:
@@ -219,6 +239,7 @@ def _run_pinned(
     else:
         record = harness.parse_record(raw.stdout)
     run = _read_report(sandbox, command, label, result, f"{run_dir}/junit.xml")
+    run = run.model_copy(update={"channel": channel})
     if isinstance(record, str):
         return run.model_copy(update={"harness_error": record})
     return run.model_copy(update={"harness": record})

@@ -89,6 +89,7 @@ def test_fix_is_accepted(sandbox: TempDirSandbox, tmp_path: Path) -> None:
         "protected_paths",
         "harness_files",
         "tests",
+        "outcomes",
         "test_count",
         "harness",
     }
