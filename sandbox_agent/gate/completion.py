@@ -144,7 +144,8 @@ class CompletionGate:
             checks.append(_omitted(patch))
         with self.judge(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
-            if not checks[-1].passed:  # a changed harness proves nothing: not run
+            checks.append(self._compiled_files(changed, copy))
+            if not all(c.passed for c in checks[-2:]):  # a changed harness proves nothing
                 return checks, None
             run = self._run_tests(copy, f"finish attempt {attempt}", self._named_plugins())
         checks.append(run.check())
@@ -188,6 +189,21 @@ class CompletionGate:
             detail="the patch changes how the tests run, which must stay the baseline's: "
             + "; ".join(found)
             + " (revert these; a user can allow it with [gate] allow_harness_changes)",
+        )
+
+    def _compiled_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
+        """Refuse compiled files the patch adds or changes: Python may run them, not the source."""
+        found = harnessfiles.compiled_present(changed, copy)
+        if not found or self.config.allow_harness_changes:
+            detail = ("allowed: " + ", ".join(found)) if found else ""
+            return GateCheck(name="compiled_files", passed=True, detail=detail)
+        return GateCheck(
+            name="compiled_files",
+            passed=False,
+            detail="the patch adds compiled code, which can run in place of the source "
+            "and cannot be reviewed: "
+            + ", ".join(found[:20])
+            + " (delete these; the gate's runs compile from source)",
         )
 
     def _harness_check(self, run: TestRun) -> GateCheck:

@@ -34,6 +34,9 @@ from pydantic import ValidationError
 from sandbox_agent.types import Frozen
 
 PROBE_MODULE = "sandbox_agent_probe"
+PYCACHE = "/tmp/sandbox-agent-gate/pycache"
+"""Where the gate's runs keep bytecode (``PYTHONPYCACHEPREFIX``): outside the workspace, so no
+``__pycache__`` in the tree is ever read, and nothing is written there."""
 WORKSPACE = "/workspace"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR_CHARS = set(";&|<>()`$\n")
@@ -205,7 +208,7 @@ def pinned_command(
     else autoloading is off and exactly these entry-point plugins are loaded, by name.
     """
     args = [*invocation.args, "-p", "no:cacheprovider"]
-    env = ["PYTHONDONTWRITEBYTECODE=1"]
+    env = ["PYTHONDONTWRITEBYTECODE=1", f"PYTHONPYCACHEPREFIX={PYCACHE}"]
     if named_plugins is not None:
         env.append("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
         for name in named_plugins:

@@ -25,6 +25,9 @@ from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
+from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.base import Sandbox
+
 Reader = Callable[[str], bytes | None]
 """Reads a file's bytes (``None``: absent, unreadable, or not a regular file)."""
 
@@ -162,3 +165,28 @@ _SECTIONS: dict[str, Callable[[bytes | None], Any]] = {
     "package.json": _package_scripts,
 }
 """Files where only one part defines the tests; a change elsewhere in them is the model's."""
+
+
+COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd")
+"""Compiled code an import can pick over (or without) the ``.py`` beside it."""
+
+
+def compiled_present(paths: Iterable[str], copy: Sandbox) -> list[str]:
+    """The patch's compiled files that exist with the patch applied (deletions are fine).
+
+    The suffix is matched without regard to case; a file the check cannot stat counts as
+    present.
+    """
+    wanted = sorted(p for p in set(paths) if p.lower().endswith(COMPILED_SUFFIXES))
+    if not wanted:
+        return []
+    script = 'for p in "$@"; do [ -e "$p" ] || [ -L "$p" ] || printf "%s\\0" "$p"; done'
+    command = f"bash -c {shlex.quote(script)} - " + " ".join(shlex.quote(p) for p in wanted)
+    try:
+        result = copy.exec(command, timeout_s=60.0, max_output_bytes=1 << 20)
+    except SandboxError:
+        return wanted
+    if result.exit_code != 0 or result.stdout_dropped:
+        return wanted
+    gone = set(result.stdout.split("\0"))
+    return [p for p in wanted if p not in gone]

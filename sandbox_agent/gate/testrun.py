@@ -18,14 +18,23 @@ import defusedxml.ElementTree
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import harness
-from sandbox_agent.gate.harness import HarnessRecord, Interpreter, Invocation
+from sandbox_agent.gate.harness import PYCACHE, HarnessRecord, Interpreter, Invocation
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
-from sandbox_agent.sandbox.gitops import REPO_PINNING
+from sandbox_agent.sandbox.gitops import MODEL_GIT_ENV, NO_EXEC_CONFIG
 from sandbox_agent.types import Frozen, GateCheck
 
 REPORT_DIR = "/tmp/sandbox-agent-gate"
-_UNPIN_GIT = f"unset {' '.join(REPO_PINNING)}; "
-"""Before every test run of the gate: git in the tests finds repositories as usual."""
+_MODEL_ONLY = sorted(
+    {*MODEL_GIT_ENV}
+    | {f"GIT_CONFIG_{kind}_{i}" for kind in ("KEY", "VALUE") for i in range(len(NO_EXEC_CONFIG))}
+)
+_GATE_ENV = (
+    f"unset {' '.join(_MODEL_ONLY)}; "
+    f"export PYTHONDONTWRITEBYTECODE=1 PYTHONPYCACHEPREFIX={PYCACHE}; "
+)
+"""Before every test run of the gate. What restricts the model's own commands (git pinned to
+the workspace, ``protocol.allow=never``, no global config) does not reach the tests: git in
+them works as it does outside the sandbox. Bytecode in the tree never decides what runs."""
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
 
@@ -190,13 +199,13 @@ def run_tests(
     if pin is not None:
         return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins)
     if not is_pytest(command):
-        result = _exec(sandbox, _UNPIN_GIT + command, timeout_s)
+        result = _exec(sandbox, _GATE_ENV + command, timeout_s)
         return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
     wrapped = (
-        f"{_UNPIN_GIT}mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
-        f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
+        f"{_GATE_ENV}mkdir -p {REPORT_DIR} && "
+        f"export PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
     )
     result = _exec(sandbox, wrapped, timeout_s)
     if result is None or result.timed_out:
@@ -227,7 +236,7 @@ def _run_pinned(
     pinned = harness.pinned_command(
         pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
     )
-    result = _exec(sandbox, _UNPIN_GIT + pinned, timeout_s, MAX_REPORT_BYTES)
+    result = _exec(sandbox, _GATE_ENV + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None or result.timed_out:
         return TestRun(label=label, command=command, result=result)
     channel = result.stdout  # the test output itself went to stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def failed(verdict: GateOutcome) -> dict[str, str]:
 
 
 def run_attack(
-    tmp_path: Any, workspace_root: Any, *actions: dict[str, object], **options: object
+    tmp_path: Any, workspace_root: Any, *actions: Mapping[str, object], **options: object
 ) -> RunRecord:
     """One finish attempt on the demo project after ``actions``."""
     repo = options.pop("repo", None) or demo_repo(Path(tmp_path))
@@ -48,3 +49,13 @@ def run_attack(
         max_steps=len(actions) + 1,
         **options,
     )
+
+
+def allowing_harness_changes(tmp_path: Path) -> Path:
+    """The user's own policy file (trusted to loosen the gate): harness changes allowed."""
+    policy = tmp_path / "mine.toml"
+    policy.write_text(
+        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
+        "max_attempts = 1\nallow_harness_changes = true\n"
+    )
+    return policy
