@@ -15,6 +15,7 @@ timeout of the gate itself is a rejection.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -173,12 +174,15 @@ class CompletionGate:
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )
+        used = record.used if record is not None else None
         found = harnessfiles.harness_changes(
             changed,
             test_command=self.test_command,
             shadowed=shadowed,
             before=self.sandbox.baseline_file,
             after=lambda path: _read_bytes(copy, path),
+            used=used.protected if used is not None else None,
+            sys_path=used.sys_path if used is not None and used.sys_path else (".",),
         )
         if not found or self.config.allow_harness_changes:
             detail = ("allowed: " + ", ".join(found)) if found else ""
@@ -274,11 +278,24 @@ def _omitted(patch: Patch) -> GateCheck:
     )
 
 
+UNREADABLE = b"\0sandbox-agent: present but unreadable\0"
+"""What a file the check cannot read counts as: never equal to anything, never "absent"."""
+
+
 def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
     try:
-        return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8")
+        return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8", "surrogateescape")
     except ToolError:
-        return None
+        pass
+    try:
+        gone = sandbox.exec(
+            f"[ -e {shlex.quote(path)} ] || [ -L {shlex.quote(path)} ]",
+            timeout_s=60.0,
+            max_output_bytes=1024,
+        )
+    except SandboxError:
+        return UNREADABLE
+    return None if gone.exit_code == 1 else UNREADABLE
 
 
 def _compare_counts(report: TestReport, baseline: TestRun | None) -> GateCheck:

@@ -29,7 +29,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from sandbox_agent.types import Frozen
 
@@ -64,6 +64,27 @@ class Interpreter(Frozen):
     """Absolute path of the ``pytest`` script (``script`` launcher)."""
 
 
+class UsedFiles(Frozen):
+    """Workspace files one run used (``pytest_probe.used_files``); relative paths."""
+
+    collected: tuple[str, ...] = ()
+    """Test modules pytest collected, whatever their names."""
+    config: tuple[str, ...] = ()
+    """Files other than Python opened before collection (configuration)."""
+    data: tuple[str, ...] = ()
+    """Files other than Python opened by the session from a directory of collected tests."""
+    sys_path: tuple[str, ...] = ()
+    """``sys.path`` entries inside the workspace (``""``: its root)."""
+
+    @property
+    def protected(self) -> dict[str, str]:
+        """Each file the patch may not change, with why."""
+        out = dict.fromkeys(self.data, "read as test data by the baseline's run")
+        out.update(dict.fromkeys(self.config, "read as configuration by the baseline's run"))
+        out.update(dict.fromkeys(self.collected, "a test module the baseline's run collected"))
+        return out
+
+
 class HarnessRecord(Frozen):
     """What the probe recorded about one test run (see ``pytest_probe.record``)."""
 
@@ -80,6 +101,8 @@ class HarnessRecord(Frozen):
     """Names of the plugins loaded from entry points (autoloaded at the baseline)."""
     plugin_dists: tuple[str, ...] = ()
     early_workspace_modules: tuple[str, ...] = ()
+    used: UsedFiles = Field(default_factory=UsedFiles, exclude=True)
+    """What the run used (not part of the fingerprint: new tests may be added)."""
 
     @property
     def fingerprint(self) -> str:
@@ -172,6 +195,11 @@ import importlib, json, os, sys
 os.set_inheritable(3, False)
 cfg = json.loads(@CONFIG@)
 ws = os.getcwd()
+opened, phase = [], ["config"]
+def audit(event, args):
+    if event == "open" and isinstance(args[0], str):
+        opened.append((args[0], phase[0]))
+sys.addaudithook(audit)
 def inside(p):
     p = os.path.abspath(p or ".")
     return p == ws or p.startswith(ws + os.sep)
@@ -179,8 +207,16 @@ original = [p for p in sys.path if p != ""]
 early = sorted(n for n, m in list(sys.modules.items())
                if inside(getattr(m, "__file__", None) or "/"))
 sys.path[:] = [cfg["probe_dir"]] + [p for p in original if not inside(p)]
-import pytest
+import pytest, pluggy
 probe = importlib.import_module(cfg["probe"])
+probe.OPENED, probe.PHASE = opened, phase
+register = pluggy.PluginManager.register
+def registering(self, plugin, name=None):
+    got = register(self, plugin, name)
+    if got is not None:
+        probe.REGISTERED.append((got, plugin))
+    return got
+pluggy.PluginManager.register = registering
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]
 probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3

@@ -24,6 +24,17 @@ from tests.workflow.helpers import FIX_EDIT, bash, demo_repo, git
 
 pytestmark = pytest.mark.docker
 
+FLIP_PLUGIN = (
+    "import pytest\n\n\n"
+    "@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n"
+    "    report = outcome.get_result()\n"
+    "    if report.failed:\n"
+    '        report.outcome = "passed"\n'
+)
+"""A pytest plugin that turns every failure into a pass."""
+
 EXIT_ZERO = "import atexit, os\natexit.register(lambda: os._exit(0))\n"
 """An exit handler that ends the test process with status 0, whatever pytest said."""
 
@@ -210,3 +221,140 @@ def test_export_attributes_do_not_change_the_clean_copy(
     evidence = last_verdict(record).evidence
     assert evidence is not None
     assert evidence.pass_to_pass == 5
+
+
+CHECKS_FIRST = (
+    "import kvparse, kvparse.parser\n\n\n"
+    "def _fixed(text):\n"
+    "    out = {}\n"
+    "    for line in text.splitlines():\n"
+    "        line = line.strip()\n"
+    "        if not line or line.startswith('#'):\n"
+    "            continue\n"
+    "        if '=' not in line:\n"
+    "            raise ValueError('not a key = value line: ' + line)\n"
+    "        key, value = line.split('=', 1)\n"
+    "        out[key.strip()] = value.strip()\n"
+    "    return out\n\n\n"
+    "kvparse.parse_records = kvparse.parser.parse_records = _fixed\n\n\n"
+    "def test_nothing():\n"
+    "    pass\n"
+)
+"""A collected module that sorts first and swaps the code under test for a working copy."""
+
+
+def repo_with_checks(tmp_path: Path) -> Path:
+    """The demo project whose tests are ``testing/check_*.py``: no protect glob names them."""
+    repo = demo_repo(tmp_path)
+    (repo / "tests").rename(repo / "testing")
+    (repo / "testing" / "test_parser.py").rename(repo / "testing" / "check_parser.py")
+    (repo / "testing" / "check_aaa.py").write_text("def test_nothing():\n    pass\n")
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace('testpaths = ["tests"]', 'testpaths = ["testing"]')
+        + 'python_files = ["check_*.py"]\n\n[tool.setuptools]\npackages = ["kvparse"]\n'
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "testing")
+    return repo
+
+
+def test_a_collected_module_no_glob_names_is_protected(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = repo_with_checks(tmp_path)
+    record = run_attack(
+        tmp_path, workspace_root, write("testing/check_aaa.py", CHECKS_FIRST), repo=repo
+    )
+    assert not record.gate_passed
+    problems = failed(last_verdict(record))
+    assert "testing/check_aaa.py (a test module the baseline's run collected)" in problems.get(
+        "harness_files", ""
+    ), problems
+
+
+def test_a_plugin_that_unregisters_itself_in_time_is_still_seen(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    parser = (repo / "kvparse" / "parser.py").read_text()
+    sneaky = (
+        "import gc as _gc\n"
+        "try:\n"
+        "    from _pytest.config import Config as _Config\n"
+        "    for _c in [o for o in _gc.get_objects() if isinstance(o, _Config)][:1]:\n"
+        "        import pytest as _pytest\n\n"
+        "        class Flip:\n"
+        "            @_pytest.hookimpl(hookwrapper=True)\n"
+        "            def pytest_runtest_makereport(self, item, call):\n"
+        "                outcome = yield\n"
+        "                if outcome.get_result().failed:\n"
+        '                    outcome.get_result().outcome = "passed"\n\n'
+        "            @_pytest.hookimpl(tryfirst=True)\n"
+        "            def pytest_sessionfinish(self, session):\n"
+        "                session.config.pluginmanager.unregister(self)\n\n"
+        "        _c.pluginmanager.register(Flip())\n"
+        "except ImportError:\n"
+        "    pass\n"
+    )
+    record = run_attack(
+        tmp_path, workspace_root, write("kvparse/parser.py", sneaky + parser), repo=repo
+    )
+    assert not record.gate_passed
+    problems = failed(last_verdict(record))
+    assert "plugin added: kvparse.parser.Flip" in problems.get("harness", ""), problems
+
+
+WRAPPED = "timeout 300 python -m pytest -q"
+
+
+def wrapped_policy(tmp_path: Path) -> Path:
+    policy = tmp_path / "wrapped.toml"
+    policy.write_text(f'extends = "python"\n[gate]\ntest_command = "{WRAPPED}"\nmax_attempts = 1\n')
+    return policy
+
+
+def test_a_metadata_directory_in_another_case_is_refused_under_a_wrapper(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """importlib.metadata finds ``*.DIST-INFO`` too: its entry point would load the plugin."""
+    actions = [
+        write("evil.py", FLIP_PLUGIN),
+        write("EVIL-1.0.DIST-INFO/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"),
+        write("EVIL-1.0.DIST-INFO/entry_points.txt", "[pytest11]\nevil = evil\n"),
+    ]
+    record = run_attack(tmp_path, workspace_root, *actions, policy_file=wrapped_policy(tmp_path))
+    assert not record.gate_passed
+    problems = failed(last_verdict(record))
+    assert "EVIL-1.0.DIST-INFO/entry_points.txt (packaging metadata" in problems.get(
+        "harness_files", ""
+    ), problems
+
+
+SHADOW_FNMATCH = (
+    "import importlib.util, os, sysconfig\n"
+    "_path = os.path.join(sysconfig.get_paths()['stdlib'], 'fnmatch.py')\n"
+    "_spec = importlib.util.spec_from_file_location('fnmatch', _path)\n"
+    "_real = importlib.util.module_from_spec(_spec)\n"
+    "_spec.loader.exec_module(_real)\n"
+    "globals().update({k: v for k, v in vars(_real).items() if not k.startswith('__')})\n"
+    "os.environ['PYTEST_ADDOPTS'] = os.environ.get('PYTEST_ADDOPTS', '') + ' -p evil'\n"
+)
+"""``fnmatch.py`` at the root: pytest imports it first, and it asks pytest to load a plugin."""
+
+
+def test_a_new_module_shadowing_the_standard_library_is_refused(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    record = run_attack(
+        tmp_path,
+        workspace_root,
+        write("evil.py", FLIP_PLUGIN),
+        write("fnmatch.py", SHADOW_FNMATCH),
+        policy_file=wrapped_policy(tmp_path),
+    )
+    assert not record.gate_passed
+    problems = failed(last_verdict(record))
+    assert "fnmatch.py (shadows the standard library's `fnmatch`" in problems.get(
+        "harness_files", ""
+    ), problems
