@@ -193,9 +193,12 @@ class GateEvidence(Frozen):
     """Fingerprint of the pinned test harness (equal to the baseline's when accepted)."""
     harness_note: str | None = None
     """Why the harness is not pinned (not a plain pytest command, runner not found, ...)."""
-    strength: Literal["strong", "weak", "unknown"] = "unknown"
+    strength: Literal["strong", "weak", "unknown", "suspect"] = "unknown"
     """``strong``: a test that failed at the baseline passes now; ``weak``: the tests already
-    passed at the baseline, so only "still passes" is shown; ``unknown``: no per-test report."""
+    passed at the baseline, so only "still passes" is shown; ``unknown``: no per-test report;
+    ``suspect``: strong, but the patch holds what in-process tampering needs (``tampering``)."""
+    tampering: tuple[str, ...] = ()
+    """Added lines holding a tool of in-process tampering (``path:line: what``), for review."""
     judged_in: Literal["clean_copy", "workspace"] = "clean_copy"
     """Where the tests ran: a fresh copy of the baseline with the patch applied, in a new
     container without network (finish), or the model's own workspace (the baseline run)."""

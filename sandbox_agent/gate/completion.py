@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import evidence, harness, harnessfiles, outcomes
+from sandbox_agent.gate import evidence, harness, harnessfiles, outcomes, tamper
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -119,7 +119,10 @@ class CompletionGate:
     def _evidence(self, run: TestRun | None) -> GateEvidence | None:
         if run is None:
             return None
-        return evidence.gather(self.baseline, run, harness_note=self.pin_note)
+        hits = tamper.scan(self.judged.text) if self.judged is not None else []
+        return evidence.gather(
+            self.baseline, run, harness_note=self.pin_note, tampering=tuple(map(str, hits))
+        )
 
     def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
         # Nothing the model left running may touch the workspace from here on; the patch is

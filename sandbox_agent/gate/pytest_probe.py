@@ -188,9 +188,13 @@ def pytest_collection(session: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_itemcollected(item: Any) -> None:
-    """Each collected test's module is a file of the harness."""
+    """Each collected test's module is a file of the harness.
+
+    A module's doctests are not: that module is the code under test.
+    """
     rel = _inside(str(getattr(item, "path", None) or item.fspath))
-    if rel is not None:
+    doctest = type(item).__name__ == "DoctestItem"
+    if rel is not None and not (doctest and rel.endswith(".py")):
         _COLLECTED.add(rel)
 
 
