@@ -53,6 +53,9 @@ class Invocation(Frozen):
     """The interpreter word (``module``) or the script word (``script``), as written."""
     args: tuple[str, ...]
     """pytest's own arguments."""
+    wrapper: tuple[str, ...] = ()
+    """Words of the programs the command runs pytest under (``timeout 300``, ``nice -n 5``,
+    ``env A=1``, ``xvfb-run -a``), kept before the pinned interpreter."""
 
 
 class Interpreter(Frozen):
@@ -116,27 +119,74 @@ def parse_invocation(command: str) -> Invocation | None:
 
     Plain means one simple command, no shell operators or expansions: ``pytest ...``,
     ``py.test ...``, ``python[3[.N]] -m pytest ...`` (a path to either too), with ``VAR=value``
-    words first.
+    words first; under wrappers (``timeout``, ``nice``, ``env``, ``xvfb-run``) or as the
+    whole of ``bash -c '...'``/``sh -c '...'``, the same harness applies.
     """
-    if any(c in _OPERATOR_CHARS for c in command):
-        return None
     try:
         words = shlex.split(command)
     except ValueError:
         return None
+    if len(words) == 3 and Path(words[0]).name in ("bash", "sh") and words[1] == "-c":
+        return parse_invocation(words[2])
+    if any(c in _OPERATOR_CHARS for c in command):
+        return None
     i = 0
     while i < len(words) and _ASSIGNMENT.match(words[i]):
         i += 1
-    if i == len(words):
+    wrapper = _wrapper(words[i:])
+    if wrapper is None or i + len(wrapper) == len(words):
         return None
-    head, rest = words[i], tuple(words[i + 1 :])
+    at = i + len(wrapper)
+    head, rest = words[at], tuple(words[at + 1 :])
     name = Path(head).name
-    assignments = tuple(words[:i])
+    common: dict[str, Any] = {"assignments": tuple(words[:i]), "wrapper": wrapper}
     if name in ("pytest", "py.test"):
-        return Invocation(assignments=assignments, launcher="script", program=head, args=rest)
+        return Invocation(**common, launcher="script", program=head, args=rest)
     if re.fullmatch(r"python(\d+(\.\d+)?)?", name) and rest[:2] == ("-m", "pytest"):
-        return Invocation(assignments=assignments, launcher="module", program=head, args=rest[2:])
+        return Invocation(**common, launcher="module", program=head, args=rest[2:])
     return None
+
+
+_WRAPPER_OPTIONS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "timeout": (
+        frozenset({"--foreground", "--preserve-status", "-v", "--verbose"}),
+        frozenset({"-s", "-k", "--signal", "--kill-after"}),
+        1,
+    ),
+    "nice": (frozenset(), frozenset({"-n", "--adjustment"}), 0),
+    "env": (frozenset(), frozenset(), 0),
+    "xvfb-run": (frozenset({"-a", "--auto-servernum"}), frozenset({"-s", "--server-args"}), 0),
+}
+"""Per wrapper: flags, options taking a value, and how many operands come before the command."""
+
+
+def _wrapper(words: list[str]) -> tuple[str, ...] | None:
+    """The leading wrapper words (``()`` for none), or ``None`` when one cannot be read."""
+    out: list[str] = []
+    while words and Path(words[0]).name in _WRAPPER_OPTIONS:
+        flags, valued, operands = _WRAPPER_OPTIONS[Path(words[0]).name]
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            option = words[i].split("=", 1)[0]
+            if option in valued and "=" not in words[i]:
+                i += 1
+            elif option not in flags and option not in valued and not _nice(words, i):
+                return None
+            i += 1
+        if Path(words[0]).name == "env":
+            while i < len(words) and _ASSIGNMENT.match(words[i]):
+                i += 1
+        i += operands
+        if i >= len(words):
+            return None
+        out += words[:i]
+        words = words[i:]
+    return tuple(out)
+
+
+def _nice(words: list[str], i: int) -> bool:
+    """``nice -5``: the old spelling of an adjustment."""
+    return Path(words[0]).name == "nice" and words[i][1:].isdigit()
 
 
 def resolve_command(invocation: Invocation) -> str:
@@ -258,7 +308,14 @@ def pinned_command(
         "script": interpreter.script or "",
         "args": args,
     }
-    words = [*invocation.assignments, *env, interpreter.python, "-c", boot_script(config)]
+    words = [
+        *invocation.assignments,
+        *env,
+        *invocation.wrapper,
+        interpreter.python,
+        "-c",
+        boot_script(config),
+    ]
     # fd 3: the gate's outcome channel (the exec's stdout); the tests' own output to stderr
     return " ".join(shlex.quote(w) for w in words) + " 3>&1 1>&2"
 

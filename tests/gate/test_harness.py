@@ -60,6 +60,36 @@ def test_other_commands_are_run_as_written(command: str) -> None:
     assert harness.parse_invocation(command) is None
 
 
+@pytest.mark.parametrize(
+    ("command", "wrapper", "args"),
+    [
+        ("timeout 300 python -m pytest -q", ("timeout", "300"), ("-q",)),
+        ("timeout -s KILL -k 5 300 pytest", ("timeout", "-s", "KILL", "-k", "5", "300"), ()),
+        ("nice -n 5 env A=1 pytest -x", ("nice", "-n", "5", "env", "A=1"), ("-x",)),
+        ("xvfb-run -a python3 -m pytest t/", ("xvfb-run", "-a"), ("t/",)),
+        ("bash -c 'timeout 9 pytest -q'", ("timeout", "9"), ("-q",)),
+    ],
+)
+def test_wrapped_pytest_commands_get_the_same_harness(
+    command: str, wrapper: tuple[str, ...], args: tuple[str, ...]
+) -> None:
+    invocation = harness.parse_invocation(command)
+    assert invocation is not None
+    assert invocation.wrapper == wrapper
+    assert invocation.args == args
+    pinned = harness.pinned_command(
+        invocation, harness.Interpreter(python="/usr/bin/python3"), run_dir="/r", named_plugins=()
+    )
+    assert pinned.index(" ".join(wrapper)) < pinned.index("/usr/bin/python3 -c")
+
+
+@pytest.mark.parametrize(
+    "command", ["timeout 300", "timeout --bogus 3 pytest", "env -i pytest", "bash -c 'make test'"]
+)
+def test_wrappers_that_cannot_be_read_are_run_as_written(command: str) -> None:
+    assert harness.parse_invocation(command) is None
+
+
 def test_the_interpreter_comes_from_the_scripts_shebang_and_never_the_workspace() -> None:
     script = harness.Invocation(launcher="script", program="pytest", args=())
     head = base64.b64encode(b"#!/opt/venv/bin/python\nimport re\n").decode()
@@ -83,7 +113,11 @@ def test_the_gate_run_tells_the_tests_nothing_through_the_environment() -> None:
     )
     assert "PYTEST_ADDOPTS" not in command
     assert "--junitxml" not in command  # set on the config by the probe, not in argv
-    assert command.startswith("PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ")
+    assert command.startswith(
+        "PYTHONDONTWRITEBYTECODE=1 PYTHONPYCACHEPREFIX=/tmp/sandbox-agent-gate/pycache "
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
+    )
+    assert command.endswith(" 3>&1 1>&2")  # fd 3: the outcome channel; the output to stderr
     assert "'-p', 'pytest_cov'" in command or '"-p", "pytest_cov"' in command
 
 

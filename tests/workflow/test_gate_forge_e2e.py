@@ -359,3 +359,18 @@ def test_a_new_module_shadowing_the_standard_library_is_refused(
     assert "fnmatch.py (shadows the standard library's `fnmatch`" in problems.get(
         "harness_files", ""
     ), problems
+
+
+def test_a_wrapped_pytest_command_gets_the_same_harness(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """``timeout 300 python -m pytest``: pinned, streamed and recorded like the plain one."""
+    record = run_attack(
+        tmp_path, workspace_root, init_with(EXIT_ZERO), policy_file=wrapped_policy(tmp_path)
+    )
+    assert not record.gate_passed
+    verdict = last_verdict(record)
+    problems = failed(verdict)
+    assert "exit status 0" in problems.get("outcomes", ""), problems
+    assert verdict.evidence is not None
+    assert verdict.evidence.harness is not None
