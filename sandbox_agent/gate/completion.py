@@ -91,7 +91,10 @@ class CompletionGate:
         elif pin is None and is_pytest(self.test_command):
             self.pin_note = "the test command is not a plain pytest invocation"
         elif pin is None:
-            self.pin_note = "not a pytest command: the runner's files are the baseline's"
+            self.pin_note = (
+                "not a pytest command: no run-time record, file-level evidence only (the "
+                "runner's files and the scripts it runs or sources are the baseline's)"
+            )
         self.pin = pin if isinstance(pin, Pin) else None
         self.baseline = self._run_tests(self.sandbox, "baseline", None)
         return self.baseline
