@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import posixpath
 import re
 import shlex
 import sys
@@ -163,15 +164,16 @@ def _sourced(scripts: set[str], before: Reader) -> set[str]:
     while todo and len(found) < MAX_SOURCED:
         script = todo.pop()
         text = before(script) or b""
-        base = PurePosixPath(script).parent
         for raw in _SOURCE.findall(text):
             word = raw.decode("utf-8", "replace")
             if word.startswith("/") or "$" in word:
                 continue
-            path = str(base / word.removeprefix("./"))
-            if path not in found:
-                found.add(path)
-                todo.append(path)
+            # relative to the working directory (as bash reads it) or to the script's own
+            for base in ("", posixpath.dirname(script)):
+                path = posixpath.normpath(posixpath.join(base, word))
+                if path not in found and not path.startswith("../"):
+                    found.add(path)
+                    todo.append(path)
     return found
 
 

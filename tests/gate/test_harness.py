@@ -207,3 +207,75 @@ def test_other_runners_files_count_for_their_runner_only() -> None:
     assert changes({"go.sum": b""}, "go test ./...") != []
     assert changes({"scripts/test.sh": b"exit 0"}, "bash scripts/test.sh") != []
     assert changes({"scripts/other.sh": b"exit 0"}, "bash scripts/test.sh") == []
+
+
+def test_what_the_baseline_used_is_harness_whatever_its_name() -> None:
+    used = harness.UsedFiles(
+        collected=("checks/check_a.py",), config=("setup.cfg",), data=("checks/data.json",)
+    )
+    found = harness_changes(
+        {"checks/check_a.py": b"x", "checks/data.json": b"{}", "src/m.py": b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: b"old",
+        after=lambda p: b"new",
+        used=used.protected,
+    )
+    assert found == [
+        "checks/check_a.py (a test module the baseline's run collected)",
+        "checks/data.json (read as test data by the baseline's run)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("EVIL-1.0.DIST-INFO/entry_points.txt", "packaging metadata"),
+        ("x.Egg-Info/PKG-INFO", "packaging metadata"),
+        ("evil.PTH", "packaging metadata"),
+        ("fnmatch.py", "shadows the standard library's `fnmatch`"),
+        ("src/json/__init__.py", "shadows the standard library's `json` (from sys.path entry src)"),
+        (".github/workflows/ci.yml", "a new CI workflow"),
+    ],
+)
+def test_names_follow_the_platforms_rules(path: str, why: str) -> None:
+    (found,) = harness_changes(
+        {path: b"x"},
+        test_command="timeout 9 python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: None,
+        after=lambda p: b"x",
+        sys_path=(".", "src"),
+    )
+    assert why in found
+
+
+def test_an_existing_module_named_like_the_standard_library_stays_editable() -> None:
+    found = harness_changes(
+        {"test/test_x.py": b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: b"old",
+        after=lambda p: b"new",
+    )
+    assert found == []
+
+
+def test_a_script_and_every_file_it_sources_define_the_command() -> None:
+    files = {
+        "ci/test.sh": b"#!/bin/sh\nset -e\nsource ./env.sh\n. lib/common.sh && pytest\n",
+        "ci/env.sh": b"export A=1\n",
+        "ci/lib/common.sh": b"source ../more.sh\n",
+        "ci/more.sh": b"true\n",
+    }
+    found = harness_changes(
+        {"ci/env.sh": b"x", "ci/more.sh": b"x", "ci/other.sh": b"x"},
+        test_command="bash ci/test.sh",
+        shadowed=harness.HARNESS_MODULES,
+        before=files.get,
+        after=lambda p: b"x",
+    )
+    assert found == [
+        "ci/env.sh (defines the test command)",
+        "ci/more.sh (defines the test command)",
+    ]
