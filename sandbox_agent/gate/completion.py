@@ -242,7 +242,13 @@ class CompletionGate:
     ) -> TestRun:
         run = outcomes.settle(
             run_tests(
-                sandbox, self.test_command, self.config.timeout_s, label, self.pin, named_plugins
+                sandbox,
+                self.test_command,
+                self.config.timeout_s,
+                label,
+                self.pin,
+                named_plugins,
+                ignore_tree_bytecode=self.config.allow_harness_changes,
             )
         )
         if self.log_path is not None:

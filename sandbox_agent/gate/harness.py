@@ -35,8 +35,8 @@ from sandbox_agent.types import Frozen
 
 PROBE_MODULE = "sandbox_agent_probe"
 PYCACHE = "/tmp/sandbox-agent-gate/pycache"
-"""Where the gate's runs keep bytecode (``PYTHONPYCACHEPREFIX``): outside the workspace, so no
-``__pycache__`` in the tree is ever read, and nothing is written there."""
+"""Where a gate's run looks for bytecode when the tree's must not be read
+(``PYTHONPYCACHEPREFIX``): outside the workspace, and nothing is written there."""
 WORKSPACE = "/workspace"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR_CHARS = set(";&|<>()`$\n")
@@ -249,7 +249,8 @@ opened, phase = [], ["config"]
 def audit(event, args):
     if event == "open" and isinstance(args[0], str):
         opened.append((args[0], phase[0]))
-sys.addaudithook(audit)
+if cfg["audit"]:
+    sys.addaudithook(audit)
 def inside(p):
     p = os.path.abspath(p or ".")
     return p == ws or p.startswith(ws + os.sep)
@@ -294,7 +295,7 @@ def pinned_command(
     else autoloading is off and exactly these entry-point plugins are loaded, by name.
     """
     args = [*invocation.args, "-p", "no:cacheprovider"]
-    env = ["PYTHONDONTWRITEBYTECODE=1", f"PYTHONPYCACHEPREFIX={PYCACHE}"]
+    env = ["PYTHONDONTWRITEBYTECODE=1"]
     if named_plugins is not None:
         env.append("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
         for name in named_plugins:
@@ -307,6 +308,7 @@ def pinned_command(
         "launcher": invocation.launcher,
         "script": interpreter.script or "",
         "args": args,
+        "audit": named_plugins is None,  # what was used is read at the baseline only
     }
     words = [
         *invocation.assignments,

@@ -28,13 +28,15 @@ _MODEL_ONLY = sorted(
     {*MODEL_GIT_ENV}
     | {f"GIT_CONFIG_{kind}_{i}" for kind in ("KEY", "VALUE") for i in range(len(NO_EXEC_CONFIG))}
 )
-_GATE_ENV = (
-    f"unset {' '.join(_MODEL_ONLY)}; "
-    f"export PYTHONDONTWRITEBYTECODE=1 PYTHONPYCACHEPREFIX={PYCACHE}; "
-)
+_GATE_ENV = f"unset {' '.join(_MODEL_ONLY)}; export PYTHONDONTWRITEBYTECODE=1; "
 """Before every test run of the gate. What restricts the model's own commands (git pinned to
 the workspace, ``protocol.allow=never``, no global config) does not reach the tests: git in
-them works as it does outside the sandbox. Bytecode in the tree never decides what runs."""
+them works as it does outside the sandbox. No bytecode is written."""
+_IGNORE_TREE_BYTECODE = f"export PYTHONPYCACHEPREFIX={PYCACHE}; "
+"""Added where compiled files may be in the tree (the user allowed harness changes, so
+``compiled_files`` lets them through): no ``__pycache__`` there is read. Not always: with an
+empty prefix every module, the standard library's included, is compiled from source in every
+run (about 1.5 s of CPU for pytest alone)."""
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
 
@@ -190,22 +192,25 @@ def run_tests(
     label: str,
     pin: Pin | None = None,
     named_plugins: tuple[str, ...] | None = None,
+    *,
+    ignore_tree_bytecode: bool = False,
 ) -> TestRun:
     """Run the test command in the sandbox; for pytest, read back its JUnit XML report.
 
     With ``pin``, pytest runs under the pinned harness, which also records itself; with
     ``named_plugins`` too, entry-point plugins are not autoloaded: exactly these are loaded.
+    ``ignore_tree_bytecode``: no ``__pycache__`` in the tree is read (``PYTHONPYCACHEPREFIX``).
     """
+    env = _GATE_ENV + (_IGNORE_TREE_BYTECODE if ignore_tree_bytecode else "")
     if pin is not None:
-        return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins)
+        return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins, env)
     if not is_pytest(command):
-        result = _exec(sandbox, _GATE_ENV + command, timeout_s)
+        result = _exec(sandbox, env + command, timeout_s)
         return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
     wrapped = (
-        f"{_GATE_ENV}mkdir -p {REPORT_DIR} && "
-        f"export PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
+        f"{env}mkdir -p {REPORT_DIR} && export PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
     )
     result = _exec(sandbox, wrapped, timeout_s)
     if result is None or result.timed_out:
@@ -223,6 +228,7 @@ def _run_pinned(
     label: str,
     pin: Pin,
     named_plugins: tuple[str, ...] | None,
+    env: str,
 ) -> TestRun:
     run_dir = f"{REPORT_DIR}/{uuid.uuid4().hex}"
     probe = f"{run_dir}/probe/{harness.PROBE_MODULE}.py"
@@ -236,7 +242,7 @@ def _run_pinned(
     pinned = harness.pinned_command(
         pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
     )
-    result = _exec(sandbox, _GATE_ENV + pinned, timeout_s, MAX_REPORT_BYTES)
+    result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None or result.timed_out:
         return TestRun(label=label, command=command, result=result)
     channel = result.stdout  # the test output itself went to stderr

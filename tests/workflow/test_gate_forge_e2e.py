@@ -341,7 +341,10 @@ SHADOW_FNMATCH = (
     "globals().update({k: v for k, v in vars(_real).items() if not k.startswith('__')})\n"
     "os.environ['PYTEST_ADDOPTS'] = os.environ.get('PYTEST_ADDOPTS', '') + ' -p evil'\n"
 )
-"""``fnmatch.py`` at the root: pytest imports it first, and it asks pytest to load a plugin."""
+"""``fnmatch.py`` at the root, standing in for the standard library's in any process that puts
+the root first on ``sys.path``; it asks pytest to load a plugin. (Against this demo and image
+the plugin did not load before the fix either; the name check refuses it before anything runs.)
+"""
 
 
 def test_a_new_module_shadowing_the_standard_library_is_refused(
