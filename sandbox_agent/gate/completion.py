@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import evidence, harness, harnessfiles, outcomes, tamper
+from sandbox_agent.gate import evidence, harness, harnessfiles, streamed, tamper
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -240,7 +240,7 @@ class CompletionGate:
     def _run_tests(
         self, sandbox: Sandbox, label: str, named_plugins: tuple[str, ...] | None
     ) -> TestRun:
-        run = outcomes.settle(
+        run = streamed.settle(
             run_tests(
                 sandbox,
                 self.test_command,

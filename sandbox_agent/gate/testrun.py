@@ -80,7 +80,7 @@ class TestRun(Frozen):
     harness_error: str | None = None
     """Why a pinned run left no harness record."""
     channel: str | None = None
-    """What a pinned run streamed to the gate's channel as it ran (``outcomes.py``)."""
+    """What a pinned run streamed to the gate's channel as it ran (``streamed.py``)."""
     outcome_problems: tuple[str, ...] = ()
     """How the streamed outcomes, the report, the exit status and the session's end disagree."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sandbox_agent.gate.outcomes import disagreements, parse_stream, report_of
+from sandbox_agent.gate.streamed import disagreements, parse_stream, report_of
 from sandbox_agent.gate.testrun import Failure, TestReport
 
 
