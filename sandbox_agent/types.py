@@ -193,11 +193,14 @@ class GateEvidence(Frozen):
     """Fingerprint of the pinned test harness (equal to the baseline's when accepted)."""
     harness_note: str | None = None
     """Why the harness is not pinned (not a plain pytest command, runner not found, ...)."""
-    strength: Literal["strong", "model_tests", "weak", "unknown"] = "unknown"
+    strength: Literal["strong", "model_tests", "weak", "unknown", "suspect"] = "unknown"
     """``strong``: a test of the baseline that failed there passes now; ``model_tests``: only
     tests the model wrote show the change works (they fail on the baseline's code and pass with
     the patch: review them); ``weak``: no test went from failing to passing, so only "still
-    passes" is shown; ``unknown``: no per-test report."""
+    passes" is shown; ``unknown``: no per-test report; ``suspect``: the patch holds what
+    in-process tampering needs (``tampering``), so review decides."""
+    tampering: tuple[str, ...] = ()
+    """Added lines holding a tool of in-process tampering (``path:line: what``), for review."""
     judged_in: Literal["clean_copy", "workspace"] = "clean_copy"
     """Where the tests ran: a fresh copy of the baseline with the patch applied, in a new
     container without network (finish), or the model's own workspace (the baseline run)."""

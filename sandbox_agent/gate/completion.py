@@ -16,13 +16,23 @@ equal the baseline's. An error or timeout of the gate itself is a rejection.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import evidence, harness, harnessfiles, newtests, outcomes, verdict
+from sandbox_agent.gate import (
+    evidence,
+    harness,
+    harnessfiles,
+    newtests,
+    outcomes,
+    streamed,
+    tamper,
+    verdict,
+)
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.runs import Runs, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
@@ -100,7 +110,10 @@ class CompletionGate:
         elif pin is None and is_pytest(self.test_command):
             self.pin_note = "the test command is not a plain pytest invocation"
         elif pin is None:
-            self.pin_note = "not a pytest command: the runner's files are the baseline's"
+            self.pin_note = (
+                "not a pytest command: no run-time record, file-level evidence only (the "
+                "runner's files and the scripts it runs or sources are the baseline's)"
+            )
         self.pin = pin if isinstance(pin, Pin) else None
         if self.baseline_in_copy:
             with self.judge("") as copy:
@@ -132,7 +145,10 @@ class CompletionGate:
     def _evidence(self, run: TestRun | None) -> GateEvidence | None:
         if run is None:
             return None
-        found = evidence.gather(self.baseline, run, harness_note=self.pin_note)
+        hits = tamper.scan(self.judged.text) if self.judged is not None else []
+        found = evidence.gather(
+            self.baseline, run, harness_note=self.pin_note, tampering=tuple(map(str, hits))
+        )
         if self.judgement is None:
             return found.model_copy(update={"rule": self.config.require})
         return evidence.with_judgement(found, self.judgement, self.config.require, self.new_files)
@@ -162,7 +178,8 @@ class CompletionGate:
         label = f"finish attempt {attempt}"
         with self.judge(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
-            if not checks[-1].passed:  # a changed harness proves nothing: not run
+            checks.append(self._compiled_files(changed, copy))
+            if not all(c.passed for c in checks[-2:]):  # a changed harness proves nothing
                 return checks, None
             full = self._run_tests(copy, label, self._named_plugins())
         runs = self._runs(patch.text, added, full, label)
@@ -225,7 +242,7 @@ class CompletionGate:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
         made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
-        checks = [tests_check(runs.now, rule)]
+        checks = [tests_check(runs.now, rule), *_outcome_checks(runs)]
         if runs.with_new is not None and rule == "all":
             checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
         seen = runs.observed(self.baseline, self.new_files)
@@ -261,12 +278,15 @@ class CompletionGate:
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )
+        used = record.used if record is not None else None
         found = harnessfiles.harness_changes(
             changed,
             test_command=self.test_command,
             shadowed=shadowed,
             before=self.sandbox.baseline_file,
             after=lambda path: _read_bytes(copy, path),
+            used=used.protected if used is not None else None,
+            sys_path=used.sys_path if used is not None and used.sys_path else (".",),
         )
         if not found or self.config.allow_harness_changes:
             detail = ("allowed: " + ", ".join(found)) if found else ""
@@ -277,6 +297,21 @@ class CompletionGate:
             detail="the patch changes how the tests run, which must stay the baseline's: "
             + "; ".join(found)
             + " (revert these; a user can allow it with [gate] allow_harness_changes)",
+        )
+
+    def _compiled_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
+        """Refuse compiled files the patch adds or changes: Python may run them, not the source."""
+        found = harnessfiles.compiled_present(changed, copy)
+        if not found or self.config.allow_harness_changes:
+            detail = ("allowed: " + ", ".join(found)) if found else ""
+            return GateCheck(name="compiled_files", passed=True, detail=detail)
+        return GateCheck(
+            name="compiled_files",
+            passed=False,
+            detail="the patch adds compiled code, which can run in place of the source "
+            "and cannot be reviewed: "
+            + ", ".join(found[:20])
+            + " (delete these; the gate's runs compile from source)",
         )
 
     def _harness_check(self, run: TestRun) -> GateCheck:
@@ -303,8 +338,16 @@ class CompletionGate:
     def _run_tests(
         self, sandbox: Sandbox, label: str, named_plugins: tuple[str, ...] | None
     ) -> TestRun:
-        run = run_tests(
-            sandbox, self.test_command, self.config.timeout_s, label, self.pin, named_plugins
+        run = streamed.settle(
+            run_tests(
+                sandbox,
+                self.test_command,
+                self.config.timeout_s,
+                label,
+                self.pin,
+                named_plugins,
+                ignore_tree_bytecode=self.config.allow_harness_changes,
+            )
         )
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:
@@ -367,8 +410,36 @@ def _omitted(patch: Patch) -> GateCheck:
     )
 
 
+def _outcome_checks(runs: Runs) -> list[GateCheck]:
+    """Each run's streamed outcomes against its report, exit status and session end.
+
+    The first run's check always shows; another run's only when it disagrees, named by label.
+    """
+    made = [runs.now, runs.with_new, runs.new_on_base, runs.base_again, runs.now_again]
+    streamed_runs = [r for r in made if r is not None and r.channel is not None]
+    checks = [c.outcome_check() for c in streamed_runs[:1]]
+    for run in streamed_runs[1:]:
+        check = run.outcome_check()
+        if not check.passed:
+            checks.append(check.model_copy(update={"detail": f"{run.label}: {check.detail}"}))
+    return checks
+
+
+UNREADABLE = b"\0sandbox-agent: present but unreadable\0"
+"""What a file the check cannot read counts as: never equal to anything, never "absent"."""
+
+
 def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
     try:
-        return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8")
+        return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8", "surrogateescape")
     except ToolError:
-        return None
+        pass
+    try:
+        gone = sandbox.exec(
+            f"[ -e {shlex.quote(path)} ] || [ -L {shlex.quote(path)} ]",
+            timeout_s=60.0,
+            max_output_bytes=1024,
+        )
+    except SandboxError:
+        return UNREADABLE
+    return None if gone.exit_code == 1 else UNREADABLE

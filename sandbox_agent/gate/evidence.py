@@ -24,8 +24,13 @@ def gather(
     *,
     harness_note: str | None,
     judged_in: str = "clean_copy",
+    tampering: tuple[str, ...] = (),
 ) -> GateEvidence:
-    """The evidence of ``now`` against the baseline run."""
+    """The evidence of ``now`` against the baseline run.
+
+    ``tampering``: what ``tamper.scan`` found in the patch; a strong verdict becomes
+    ``suspect``, naming it.
+    """
     harness = now.harness.fingerprint if now.harness is not None else None
     base = baseline.report if baseline is not None else None
     report = now.report
@@ -33,6 +38,7 @@ def gather(
         "harness": harness,
         "harness_note": harness_note,
         "judged_in": judged_in,
+        "tampering": tampering,
     }
     if report is None:
         return GateEvidence.model_validate(common)
@@ -43,6 +49,8 @@ def gather(
     kept = _passed(base) & _passed(report)
     new = sorted(set(report.ids) - set(base.ids))
     strength = "strong" if fixed else ("weak" if not _failed(base) else "unknown")
+    if strength == "strong" and tampering:
+        strength = "suspect"
     return GateEvidence.model_validate(
         {
             **common,
@@ -63,6 +71,9 @@ def with_judgement(
     def ids(values: list[str]) -> tuple[str, ...]:
         return tuple(values[:MAX_IDS])
 
+    judged_strength: str = strength(judged)
+    if found.tampering and judged_strength in ("strong", "model_tests"):
+        judged_strength = "suspect"  # what the patch holds could forge it: review decides
     return found.model_copy(
         update={
             "rule": rule,
@@ -75,7 +86,7 @@ def with_judgement(
             "proven_by_new_tests": ids(judged.proving),
             "new_tests_not_proving": ids(judged.not_proving),
             "new_test_files": new_files[:MAX_IDS],
-            "strength": strength(judged),
+            "strength": judged_strength,
         }
     )
 
@@ -98,4 +109,8 @@ def summary(evidence: GateEvidence) -> str:
     harness = evidence.harness or f"not pinned ({evidence.harness_note or 'no record'})"
     parts.append(f"harness {harness}")
     parts.append(f"strength {evidence.strength}")
+    if evidence.tampering:
+        shown = "; ".join(evidence.tampering[:5])
+        more = f" and {len(evidence.tampering) - 5} more" if len(evidence.tampering) > 5 else ""
+        parts.append(f"review (in-process tampering needs): {shown}{more}")
     return ", ".join(parts)

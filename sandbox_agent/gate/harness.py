@@ -29,11 +29,14 @@ import shlex
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from sandbox_agent.types import Frozen
 
 PROBE_MODULE = "sandbox_agent_probe"
+PYCACHE = "/tmp/sandbox-agent-gate/pycache"
+"""Where a gate's run looks for bytecode when the tree's must not be read
+(``PYTHONPYCACHEPREFIX``): outside the workspace, and nothing is written there."""
 WORKSPACE = "/workspace"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR_CHARS = set(";&|<>()`$\n")
@@ -50,6 +53,9 @@ class Invocation(Frozen):
     """The interpreter word (``module``) or the script word (``script``), as written."""
     args: tuple[str, ...]
     """pytest's own arguments."""
+    wrapper: tuple[str, ...] = ()
+    """Words of the programs the command runs pytest under (``timeout 300``, ``nice -n 5``,
+    ``env A=1``, ``xvfb-run -a``), kept before the pinned interpreter."""
 
 
 class Interpreter(Frozen):
@@ -59,6 +65,27 @@ class Interpreter(Frozen):
     """Absolute path of the interpreter, outside the workspace."""
     script: str | None = None
     """Absolute path of the ``pytest`` script (``script`` launcher)."""
+
+
+class UsedFiles(Frozen):
+    """Workspace files one run used (``pytest_probe.used_files``); relative paths."""
+
+    collected: tuple[str, ...] = ()
+    """Test modules pytest collected, whatever their names."""
+    config: tuple[str, ...] = ()
+    """Files other than Python opened before collection (configuration)."""
+    data: tuple[str, ...] = ()
+    """Files other than Python opened by the session from a directory of collected tests."""
+    sys_path: tuple[str, ...] = ()
+    """``sys.path`` entries inside the workspace (``""``: its root)."""
+
+    @property
+    def protected(self) -> dict[str, str]:
+        """Each file the patch may not change, with why."""
+        out = dict.fromkeys(self.data, "read as test data by the baseline's run")
+        out.update(dict.fromkeys(self.config, "read as configuration by the baseline's run"))
+        out.update(dict.fromkeys(self.collected, "a test module the baseline's run collected"))
+        return out
 
 
 class HarnessRecord(Frozen):
@@ -77,6 +104,8 @@ class HarnessRecord(Frozen):
     """Names of the plugins loaded from entry points (autoloaded at the baseline)."""
     plugin_dists: tuple[str, ...] = ()
     early_workspace_modules: tuple[str, ...] = ()
+    used: UsedFiles = Field(default_factory=UsedFiles, exclude=True)
+    """What the run used (not part of the fingerprint: new tests may be added)."""
 
     @property
     def fingerprint(self) -> str:
@@ -90,27 +119,74 @@ def parse_invocation(command: str) -> Invocation | None:
 
     Plain means one simple command, no shell operators or expansions: ``pytest ...``,
     ``py.test ...``, ``python[3[.N]] -m pytest ...`` (a path to either too), with ``VAR=value``
-    words first.
+    words first; under wrappers (``timeout``, ``nice``, ``env``, ``xvfb-run``) or as the
+    whole of ``bash -c '...'``/``sh -c '...'``, the same harness applies.
     """
-    if any(c in _OPERATOR_CHARS for c in command):
-        return None
     try:
         words = shlex.split(command)
     except ValueError:
         return None
+    if len(words) == 3 and Path(words[0]).name in ("bash", "sh") and words[1] == "-c":
+        return parse_invocation(words[2])
+    if any(c in _OPERATOR_CHARS for c in command):
+        return None
     i = 0
     while i < len(words) and _ASSIGNMENT.match(words[i]):
         i += 1
-    if i == len(words):
+    wrapper = _wrapper(words[i:])
+    if wrapper is None or i + len(wrapper) == len(words):
         return None
-    head, rest = words[i], tuple(words[i + 1 :])
+    at = i + len(wrapper)
+    head, rest = words[at], tuple(words[at + 1 :])
     name = Path(head).name
-    assignments = tuple(words[:i])
+    common: dict[str, Any] = {"assignments": tuple(words[:i]), "wrapper": wrapper}
     if name in ("pytest", "py.test"):
-        return Invocation(assignments=assignments, launcher="script", program=head, args=rest)
+        return Invocation(**common, launcher="script", program=head, args=rest)
     if re.fullmatch(r"python(\d+(\.\d+)?)?", name) and rest[:2] == ("-m", "pytest"):
-        return Invocation(assignments=assignments, launcher="module", program=head, args=rest[2:])
+        return Invocation(**common, launcher="module", program=head, args=rest[2:])
     return None
+
+
+_WRAPPER_OPTIONS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "timeout": (
+        frozenset({"--foreground", "--preserve-status", "-v", "--verbose"}),
+        frozenset({"-s", "-k", "--signal", "--kill-after"}),
+        1,
+    ),
+    "nice": (frozenset(), frozenset({"-n", "--adjustment"}), 0),
+    "env": (frozenset(), frozenset(), 0),
+    "xvfb-run": (frozenset({"-a", "--auto-servernum"}), frozenset({"-s", "--server-args"}), 0),
+}
+"""Per wrapper: flags, options taking a value, and how many operands come before the command."""
+
+
+def _wrapper(words: list[str]) -> tuple[str, ...] | None:
+    """The leading wrapper words (``()`` for none), or ``None`` when one cannot be read."""
+    out: list[str] = []
+    while words and Path(words[0]).name in _WRAPPER_OPTIONS:
+        flags, valued, operands = _WRAPPER_OPTIONS[Path(words[0]).name]
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            option = words[i].split("=", 1)[0]
+            if option in valued and "=" not in words[i]:
+                i += 1
+            elif option not in flags and option not in valued and not _nice(words, i):
+                return None
+            i += 1
+        if Path(words[0]).name == "env":
+            while i < len(words) and _ASSIGNMENT.match(words[i]):
+                i += 1
+        i += operands
+        if i >= len(words):
+            return None
+        out += words[:i]
+        words = words[i:]
+    return tuple(out)
+
+
+def _nice(words: list[str], i: int) -> bool:
+    """``nice -5``: the old spelling of an adjustment."""
+    return Path(words[0]).name == "nice" and words[i][1:].isdigit()
 
 
 def resolve_command(invocation: Invocation) -> str:
@@ -166,8 +242,15 @@ def boot_script(config: dict[str, Any]) -> str:
 
 _BOOT = """\
 import importlib, json, os, sys
+os.set_inheritable(3, False)
 cfg = json.loads(@CONFIG@)
 ws = os.getcwd()
+opened, phase = [], ["config"]
+def audit(event, args):
+    if event == "open" and isinstance(args[0], str):
+        opened.append((args[0], phase[0]))
+if cfg["audit"]:
+    sys.addaudithook(audit)
 def inside(p):
     p = os.path.abspath(p or ".")
     return p == ws or p.startswith(ws + os.sep)
@@ -175,17 +258,27 @@ original = [p for p in sys.path if p != ""]
 early = sorted(n for n, m in list(sys.modules.items())
                if inside(getattr(m, "__file__", None) or "/"))
 sys.path[:] = [cfg["probe_dir"]] + [p for p in original if not inside(p)]
-import pytest
+import pytest, pluggy
 probe = importlib.import_module(cfg["probe"])
+probe.OPENED, probe.PHASE = opened, phase
+register = pluggy.PluginManager.register
+def registering(self, plugin, name=None):
+    got = register(self, plugin, name)
+    if got is not None:
+        probe.REGISTERED.append((got, plugin))
+    return got
+pluggy.PluginManager.register = registering
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]
 probe.EARLY_WORKSPACE_MODULES = early
+probe.CHANNEL_FD = 3
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
 sys.argv = [main if cfg["launcher"] == "module" else cfg["script"], *cfg["args"]]
-code = pytest.main(plugins=[probe])
+code = int(pytest.main(plugins=[probe]))
+probe.send({"t": "end", "exit": code})
 sys.stdout.flush()
-sys.exit(int(code))
+sys.exit(code)
 """
 
 
@@ -215,9 +308,18 @@ def pinned_command(
         "launcher": invocation.launcher,
         "script": interpreter.script or "",
         "args": args,
+        "audit": named_plugins is None,  # what was used is read at the baseline only
     }
-    words = [*invocation.assignments, *env, interpreter.python, "-c", boot_script(config)]
-    return " ".join(shlex.quote(w) for w in words)  # a sandbox runs commands in its workspace
+    words = [
+        *invocation.assignments,
+        *env,
+        *invocation.wrapper,
+        interpreter.python,
+        "-c",
+        boot_script(config),
+    ]
+    # fd 3: the gate's outcome channel (the exec's stdout); the tests' own output to stderr
+    return " ".join(shlex.quote(w) for w in words) + " 3>&1 1>&2"
 
 
 GATE_OPTIONS = ("--continue-on-collection-errors",)

@@ -19,11 +19,17 @@ from __future__ import annotations
 
 import configparser
 import json
+import posixpath
+import re
 import shlex
+import sys
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
+
+from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.base import Sandbox
 
 Reader = Callable[[str], bytes | None]
 """Reads a file's bytes (``None``: absent, unreadable, or not a regular file)."""
@@ -46,6 +52,75 @@ RUNNER_FILES: dict[str, frozenset[str]] = {
 """Per program of the test command: file names whose every change redefines the command."""
 
 
+class Harness:
+    """What defines the test harness of one gate: names, the command's files, what was used."""
+
+    def __init__(
+        self,
+        test_command: str,
+        *,
+        shadowed: frozenset[str],
+        before: Reader,
+        used: Mapping[str, str] | None = None,
+        sys_path: Iterable[str] = (".",),
+    ) -> None:
+        words = _command_words(test_command)
+        self.runner_files = frozenset().union(*(RUNNER_FILES.get(w, frozenset()) for w in words))
+        self.scripts = _sourced(_scripts(words), before)
+        self.shadowed = shadowed
+        self.before = before
+        self.used = dict(used or {})
+        self.sys_path = tuple(p.strip("/") for p in sys_path)
+
+    def why(self, path: str, after: Reader) -> str | None:
+        """Why changing ``path`` (as ``after`` reads it now) redefines the harness, or ``None``."""
+        pure = PurePosixPath(path)
+        name, lower = pure.name, pure.name.lower()
+        if name in ANY_CHANGE:
+            return "test configuration" if name != ".gitignore" else "decides what the patch holds"
+        if any(p.lower().endswith((".dist-info", ".egg-info")) for p in pure.parts) or (
+            lower.endswith(".pth")
+        ):
+            return "packaging metadata can register pytest plugins and run code at start"
+        if name in START_FILES:
+            return "runs at interpreter start"
+        top = pure.parts[0].removesuffix(".py")
+        if top in self.shadowed or (pure.stem in self.shadowed and name.endswith(".py")):
+            return "named like a module of the test harness"
+        if name in self.runner_files or path in self.scripts or path.startswith(".cargo/config"):
+            return "defines the test command"
+        section = _SECTIONS.get(name)
+        if section is not None:
+            return "its test-runner section changed" if self._section_changed(path, after) else None
+        if path in self.used and self.before(path) != after(path):
+            return self.used[path]
+        return self._new_file(path, after)
+
+    def _section_changed(self, path: str, after: Reader) -> bool:
+        section = _SECTIONS[PurePosixPath(path).name]
+        return bool(section(self.before(path)) != section(after(path)))
+
+    def _new_file(self, path: str, after: Reader) -> str | None:
+        """Names that change how the tests run, for files the baseline did not have."""
+        if self.before(path) is not None:
+            return None
+        if path.startswith(".github/workflows/") or path in CI_FILES:
+            return "a new CI workflow"
+        for entry in self.sys_path:
+            prefix = "" if entry in ("", ".") else entry + "/"
+            if not path.startswith(prefix):
+                continue
+            top = path[len(prefix) :].split("/", 1)[0].removesuffix(".py")
+            if top in sys.stdlib_module_names:
+                return (
+                    f"shadows the standard library's `{top}` (from sys.path entry {entry or '.'})"
+                )
+        return None
+
+
+CI_FILES = frozenset({".gitlab-ci.yml", ".travis.yml", "azure-pipelines.yml", "noxfile.py"})
+
+
 def harness_changes(
     paths: Iterable[str],
     *,
@@ -53,6 +128,8 @@ def harness_changes(
     shadowed: frozenset[str],
     before: Reader,
     after: Reader,
+    used: Mapping[str, str] | None = None,
+    sys_path: Iterable[str] = (".",),
 ) -> list[str]:
     """Each changed path that redefines the test harness, with why.
 
@@ -62,43 +139,42 @@ def harness_changes(
         shadowed: Top-level module names a workspace file must not take (pytest, plugins).
         before: Reads a file at the baseline.
         after: Reads a file with the patch applied.
+        used: Files the baseline's run used, with why (``harness.UsedFiles.protected``).
+        sys_path: ``sys.path`` entries inside the workspace at the baseline (``.``: its root).
     """
-    words = _command_words(test_command)
-    runner_files = frozenset().union(*(RUNNER_FILES.get(w, frozenset()) for w in words))
-    scripts = _scripts(words)
+    harness = Harness(test_command, shadowed=shadowed, before=before, used=used, sys_path=sys_path)
     out: list[str] = []
     for path in sorted(set(paths)):
-        why = _why(path, runner_files, scripts, shadowed, before, after)
+        why = harness.why(path, after)
         if why:
             out.append(f"{path} ({why})")
     return out
 
 
-def _why(
-    path: str,
-    runner_files: frozenset[str],
-    scripts: set[str],
-    shadowed: frozenset[str],
-    before: Reader,
-    after: Reader,
-) -> str | None:
-    pure = PurePosixPath(path)
-    name = pure.name
-    if name in ANY_CHANGE:
-        return "test configuration" if name != ".gitignore" else "decides what the patch holds"
-    if any(p.endswith((".dist-info", ".egg-info")) for p in pure.parts) or name.endswith(".pth"):
-        return "packaging metadata can register pytest plugins and run code at start"
-    if name in START_FILES:
-        return "runs at interpreter start"
-    top = pure.parts[0].removesuffix(".py")
-    if top in shadowed or (pure.stem in shadowed and name.endswith(".py")):
-        return "named like a module of the test harness"
-    if name in runner_files or path in scripts or path.startswith(".cargo/config"):
-        return "defines the test command"
-    section = _SECTIONS.get(name)
-    if section is not None and section(before(path)) != section(after(path)):
-        return "its test-runner section changed"
-    return None
+_SOURCE = re.compile(rb"^\s*(?:source|\.)\s+['\"]?([^\s;'\"&|]+)", re.MULTILINE)
+MAX_SOURCED = 50
+
+
+def _sourced(scripts: set[str], before: Reader) -> set[str]:
+    """``scripts`` and every workspace file they source, transitively.
+
+    ``source F`` and ``. F`` lines, read at the baseline (file-level: no run-time record).
+    """
+    found, todo = set(scripts), list(scripts)
+    while todo and len(found) < MAX_SOURCED:
+        script = todo.pop()
+        text = before(script) or b""
+        for raw in _SOURCE.findall(text):
+            word = raw.decode("utf-8", "replace")
+            if word.startswith("/") or "$" in word:
+                continue
+            # relative to the working directory (as bash reads it) or to the script's own
+            for base in ("", posixpath.dirname(script)):
+                path = posixpath.normpath(posixpath.join(base, word))
+                if path not in found and not path.startswith("../"):
+                    found.add(path)
+                    todo.append(path)
+    return found
 
 
 def _scripts(words: list[str]) -> set[str]:
@@ -202,3 +278,28 @@ def new_test_file_problem(path: str, shadowed: frozenset[str]) -> str | None:
     ):
         return "named like a module of the test harness"
     return None
+
+
+COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd")
+"""Compiled code an import can pick over (or without) the ``.py`` beside it."""
+
+
+def compiled_present(paths: Iterable[str], copy: Sandbox) -> list[str]:
+    """The patch's compiled files that exist with the patch applied (deletions are fine).
+
+    The suffix is matched without regard to case; a file the check cannot stat counts as
+    present.
+    """
+    wanted = sorted(p for p in set(paths) if p.lower().endswith(COMPILED_SUFFIXES))
+    if not wanted:
+        return []
+    script = 'for p in "$@"; do [ -e "$p" ] || [ -L "$p" ] || printf "%s\\0" "$p"; done'
+    command = f"bash -c {shlex.quote(script)} - " + " ".join(shlex.quote(p) for p in wanted)
+    try:
+        result = copy.exec(command, timeout_s=60.0, max_output_bytes=1 << 20)
+    except SandboxError:
+        return wanted
+    if result.exit_code != 0 or result.stdout_dropped:
+        return wanted
+    gone = set(result.stdout.split("\0"))
+    return [p for p in wanted if p not in gone]

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 import pytest
+from _pytest.junitxml import mangle_test_address
 
 OUTPUT_PATH = ""
 """Set by the boot script before pytest starts: where the record is written."""
@@ -25,6 +26,17 @@ JUNIT_PATH = ""
 """Set by the boot script: where pytest's JUnit report goes (set on the config, not argv)."""
 EARLY_WORKSPACE_MODULES: list[str] = []
 """Set by the boot script: modules already loaded from the workspace when it started."""
+CHANNEL_FD = -1
+"""Set by the boot script: the gate's outcome channel (a pipe; ``-1``: none)."""
+OPENED: list[tuple[str, str]] = []
+"""Filled by the boot script's audit hook: ``(path, phase)`` of each file opened."""
+PHASE = ["config"]
+"""``config`` until collection starts, then ``session`` (read by the audit hook)."""
+REGISTERED: list[tuple[str, Any]] = []
+"""Filled by the boot script's wrapper of ``PluginManager.register``: every registration as
+it happened, including plugins unregistered later."""
+_CONFIG: list[Any] = []
+_COLLECTED: set[str] = set()
 
 INI_KEYS = (
     "addopts",
@@ -75,16 +87,53 @@ def _ini(config: Any) -> dict[str, Any]:
     return values
 
 
+def _plugins(manager: Any) -> list[tuple[str, str]]:
+    """Every plugin registered now or at any time during the session, with its file."""
+    seen = [*manager.list_name_plugin(), *REGISTERED]
+    return sorted(
+        {
+            (_relative(_plugin_name(str(name), plugin)), _file_of(plugin))
+            for name, plugin in seen
+            if plugin is not None and name != __name__ and plugin is not sys.modules[__name__]
+        }
+    )
+
+
+def _inside(path: str) -> str | None:
+    rel = _relative(os.path.abspath(path))  # noqa: PTH100 -- standalone, plain strings
+    return rel[2:] if rel.startswith("./") else None
+
+
+def used_files() -> dict[str, list[str]]:
+    """Workspace files this run used: collected, configuration, and test data.
+
+    Configuration: files other than Python opened before collection started. Test data: files
+    other than Python opened later from a directory holding a collected test module.
+    """
+    collected = sorted(_COLLECTED)
+    dirs = {os.path.dirname(p) for p in collected}  # noqa: PTH120
+    config, data = set(), set()
+    for path, phase in OPENED:
+        rel = _inside(path)
+        if rel is None or rel.endswith(".py") or not os.path.isfile(path):  # noqa: PTH113
+            continue
+        if phase == "config":
+            config.add(rel)
+        elif any(d == "" or rel.startswith(d + "/") for d in dirs):
+            data.add(rel)
+    paths = sorted({p for p in (_inside(e) for e in sys.path if e) if p is not None})
+    return {
+        "collected": collected,
+        "config": sorted(config),
+        "data": sorted(data),
+        "sys_path": paths,
+    }
+
+
 def record(config: Any) -> dict[str, Any]:
     """What decides how the tests ran, as plain data."""
     manager = config.pluginmanager
-    plugins = sorted(
-        {
-            (_relative(_plugin_name(name, plugin)), _file_of(plugin))
-            for name, plugin in manager.list_name_plugin()
-            if plugin is not None and name != __name__
-        }
-    )
+    plugins = _plugins(manager)
     dists = sorted(
         {f"{dist.metadata['name']}=={dist.version}" for _, dist in manager.list_plugin_distinfo()}
     )
@@ -102,14 +151,67 @@ def record(config: Any) -> dict[str, Any]:
         "entry_points": entry_points,
         "plugin_dists": dists,
         "early_workspace_modules": list(EARLY_WORKSPACE_MODULES),
+        "used": used_files(),
     }
+
+
+def send(message: dict[str, Any]) -> None:
+    """One line to the gate's channel, written through at once."""
+    if CHANNEL_FD < 0:
+        return
+    data = (json.dumps(message) + "\n").encode("utf-8")
+    while data:
+        data = data[os.write(CHANNEL_FD, data) :]
+
+
+def junit_id(nodeid: str) -> str:
+    """The id the JUnit report gives this node (``classname::name``, as junitxml makes it)."""
+    names = mangle_test_address(nodeid)
+    prefix = getattr(_CONFIG[0].option, "junitprefix", None) if _CONFIG else None
+    classnames = [prefix, *names[:-1]] if prefix else names[:-1]
+    return ".".join(classnames) + "::" + names[-1]
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml reads it
 def pytest_configure(config: Any) -> None:
     """Point the JUnit report at the gate's path (on the config: nothing on the command line)."""
+    _CONFIG[:] = [config]
     if JUNIT_PATH:
         config.option.xmlpath = JUNIT_PATH
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: Any) -> None:
+    """Configuration is read: what is opened from now on is the session's."""
+    PHASE[0] = "session"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_itemcollected(item: Any) -> None:
+    """Each collected test's module is a file of the harness.
+
+    A module's doctests are not: that module is the code under test.
+    """
+    rel = _inside(str(getattr(item, "path", None) or item.fspath))
+    doctest = type(item).__name__ == "DoctestItem"
+    if rel is not None and not (doctest and rel.endswith(".py")):
+        _COLLECTED.add(rel)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: Any) -> None:
+    """Each phase's outcome leaves the process as the phase ends."""
+    send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectreport(report: Any) -> None:
+    """A collector that failed or skipped is a test case of the report too."""
+    if not report.passed:
+        send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
+    rel = _inside(str(report.fspath)) if report.fspath else None
+    if rel is not None and rel.endswith(".py") and not report.passed:
+        _COLLECTED.add(rel)  # a test module that failed to collect
 
 
 def pytest_sessionfinish(session: Any) -> None:

@@ -18,14 +18,25 @@ import defusedxml.ElementTree
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import harness
-from sandbox_agent.gate.harness import HarnessRecord, Interpreter, Invocation
+from sandbox_agent.gate.harness import PYCACHE, HarnessRecord, Interpreter, Invocation
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
-from sandbox_agent.sandbox.gitops import REPO_PINNING
+from sandbox_agent.sandbox.gitops import MODEL_GIT_ENV, NO_EXEC_CONFIG
 from sandbox_agent.types import Frozen, GateCheck
 
 REPORT_DIR = "/tmp/sandbox-agent-gate"
-_UNPIN_GIT = f"unset {' '.join(REPO_PINNING)}; "
-"""Before every test run of the gate: git in the tests finds repositories as usual."""
+_MODEL_ONLY = sorted(
+    {*MODEL_GIT_ENV}
+    | {f"GIT_CONFIG_{kind}_{i}" for kind in ("KEY", "VALUE") for i in range(len(NO_EXEC_CONFIG))}
+)
+_GATE_ENV = f"unset {' '.join(_MODEL_ONLY)}; export PYTHONDONTWRITEBYTECODE=1; "
+"""Before every test run of the gate. What restricts the model's own commands (git pinned to
+the workspace, ``protocol.allow=never``, no global config) does not reach the tests: git in
+them works as it does outside the sandbox. No bytecode is written."""
+_IGNORE_TREE_BYTECODE = f"export PYTHONPYCACHEPREFIX={PYCACHE}; "
+"""Added where compiled files may be in the tree (the user allowed harness changes, so
+``compiled_files`` lets them through): no ``__pycache__`` there is read. Not always: with an
+empty prefix every module, the standard library's included, is compiled from source in every
+run (about 1.5 s of CPU for pytest alone)."""
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
 
@@ -70,6 +81,10 @@ class TestRun(Frozen):
     """What the pinned harness recorded (``None``: not pinned, or pytest never got that far)."""
     harness_error: str | None = None
     """Why a pinned run left no harness record."""
+    channel: str | None = None
+    """What a pinned run streamed to the gate's channel as it ran (``streamed.py``)."""
+    outcome_problems: tuple[str, ...] = ()
+    """How the streamed outcomes, the report, the exit status and the session's end disagree."""
 
     @property
     def passed(self) -> bool:
@@ -78,6 +93,8 @@ class TestRun(Frozen):
             and not self.result.timed_out
             and self.result.exit_code == 0
             and self.report_error is None
+            and not (self.report is not None and self.report.failures)
+            and not self.outcome_problems
         )
 
     def check(self) -> GateCheck:
@@ -92,7 +109,19 @@ class TestRun(Frozen):
             return GateCheck(name="tests", passed=False, detail=detail)
         if self.report_error is not None:
             return GateCheck(name="tests", passed=False, detail=self.report_error)
+        if self.report is not None and self.report.failures:
+            detail = f"`{self.command}` exited 0, but {len(self.report.failures)} test(s) failed"
+            return GateCheck(name="tests", passed=False, detail=detail)
         return GateCheck(name="tests", passed=True, detail=f"`{self.command}` exited 0")
+
+    def outcome_check(self) -> GateCheck:
+        """Whether the streamed outcomes, the report, the exit status and the end agree."""
+        if self.channel is None:
+            return GateCheck(name="outcomes", passed=False, detail="nothing was streamed")
+        if self.outcome_problems:
+            return GateCheck(name="outcomes", passed=False, detail="; ".join(self.outcome_problems))
+        detail = "the streamed outcomes, the report, the exit status and the session's end agree"
+        return GateCheck(name="outcomes", passed=True, detail=detail)
 
     def feedback_text(self, limit: int) -> str:
         """Test output for the model: failures first, then the tail of the output."""
@@ -165,23 +194,26 @@ def run_tests(
     label: str,
     pin: Pin | None = None,
     named_plugins: tuple[str, ...] | None = None,
+    *,
+    ignore_tree_bytecode: bool = False,
 ) -> TestRun:
     """Run the test command in the sandbox; for pytest, read back its JUnit XML report.
 
     With ``pin``, pytest runs under the pinned harness, which also records itself; with
     ``named_plugins`` too, entry-point plugins are not autoloaded: exactly these are loaded.
+    ``ignore_tree_bytecode``: no ``__pycache__`` in the tree is read (``PYTHONPYCACHEPREFIX``).
     """
+    env = _GATE_ENV + (_IGNORE_TREE_BYTECODE if ignore_tree_bytecode else "")
     if pin is not None:
-        return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins)
+        return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins, env)
     if not is_pytest(command):
-        result = _exec(sandbox, _UNPIN_GIT + command, timeout_s)
+        result = _exec(sandbox, env + command, timeout_s)
         return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
     opts += " " + " ".join(harness.GATE_OPTIONS)
     wrapped = (
-        f"{_UNPIN_GIT}mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
-        f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
+        f"{env}mkdir -p {REPORT_DIR} && export PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
     )
     result = _exec(sandbox, wrapped, timeout_s)
     if result is None or result.timed_out:
@@ -199,6 +231,7 @@ def _run_pinned(
     label: str,
     pin: Pin,
     named_plugins: tuple[str, ...] | None,
+    env: str,
 ) -> TestRun:
     run_dir = f"{REPORT_DIR}/{uuid.uuid4().hex}"
     probe = f"{run_dir}/probe/{harness.PROBE_MODULE}.py"
@@ -212,9 +245,11 @@ def _run_pinned(
     pinned = harness.pinned_command(
         pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
     )
-    result = _exec(sandbox, _UNPIN_GIT + pinned, timeout_s)
+    result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None or result.timed_out:
         return TestRun(label=label, command=command, result=result)
+    channel = result.stdout  # the test output itself went to stderr
+    result = result.model_copy(update={"stdout": ""})
     record: HarnessRecord | str
     raw = _exec(sandbox, f"cat {run_dir}/harness.json", 60.0, 1 << 20)
     if raw is None or raw.exit_code != 0 or raw.stdout_dropped:
@@ -222,6 +257,7 @@ def _run_pinned(
     else:
         record = harness.parse_record(raw.stdout)
     run = _read_report(sandbox, command, label, result, f"{run_dir}/junit.xml")
+    run = run.model_copy(update={"channel": channel})
     if isinstance(record, str):
         return run.model_copy(update={"harness_error": record})
     return run.model_copy(update={"harness": record})

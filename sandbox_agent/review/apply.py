@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sandbox_agent.errors import ApplyError
 from sandbox_agent.review.patchfile import NULL_SHA, FileChange, parse_changes
-from sandbox_agent.review.risks import Risk, find_risks
+from sandbox_agent.review.risks import Risk, find_risks, tampering_risks
 from sandbox_agent.text import visible
 
 __all__ = ["ApplyPlan", "FileChange", "Risk", "apply_patch", "parse_changes", "plan_apply"]
@@ -170,7 +170,7 @@ def plan_apply(
     paths = sorted({p for c in changes for p in (c.old_path, c.new_path)})
     if recorded is not None and set(paths) != set(recorded):
         _refuse_unrecorded(set(paths), set(recorded))
-    risks = find_risks(repo, changes)
+    risks = find_risks(repo, changes) + tampering_risks(patch)
     differing = [c for c in changes if not _matches_preimage(repo, c)]
     if differing and _already_applied(repo, changes):
         return ApplyPlan(three_way=False, paths=paths, already_applied=True, risks=risks)

@@ -155,6 +155,7 @@ def _evidence(evidence: GateEvidence | None) -> str:
         return ""
     fixed = "".join(f"<li><code>{esc(t)}</code></li>" for t in evidence.fail_to_pass)
     failing = "".join(f"<li><code>{esc(t)}</code></li>" for t in evidence.still_failing)
+    tampering = "".join(f"<li><code>{esc(t)}</code></li>" for t in evidence.tampering)
     harness = evidence.harness or f"not pinned ({evidence.harness_note or 'no record'})"
     where = (
         "a clean copy of the baseline with the patch"
@@ -168,6 +169,11 @@ def _evidence(evidence: GateEvidence | None) -> str:
         f"judged in {esc(where)}</p>"
         + (f"<p>fail-to-pass:</p><ul>{fixed}</ul>" if fixed else "")
         + (f"<p>failing:</p><ul>{failing}</ul>" if failing and not evidence.rule else "")
+        + (
+            f"<p>review: the patch holds what in-process tampering needs:</p><ul>{tampering}</ul>"
+            if tampering
+            else ""
+        )
         + _named_lists(evidence)
     )
 

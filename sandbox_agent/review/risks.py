@@ -15,10 +15,13 @@ import unicodedata
 from pathlib import Path
 from typing import Literal
 
+from sandbox_agent.gate import tamper
 from sandbox_agent.review.patchfile import NULL_SHA, SYMLINK_MODE, FileChange
 from sandbox_agent.types import Frozen
 
-RiskKind = Literal["symlink", "executable", "runs code", "hidden characters"]
+RiskKind = Literal[
+    "symlink", "executable", "runs code", "hidden characters", "in-process tampering"
+]
 
 _RUN_BY_NAME = {
     ".envrc": "direnv runs it when you enter the directory",
@@ -116,3 +119,12 @@ def find_risks(repo: Path, changes: list[FileChange]) -> list[Risk]:
             detail = "the name holds control or invisible characters"
             risks.append(Risk(path=path, kind="hidden characters", detail=detail))
     return risks
+
+
+def tampering_risks(patch: bytes) -> list[Risk]:
+    """Added lines holding what in-process tampering needs (``gate/tamper.py``), one per hit."""
+    hits = tamper.scan(patch.decode("utf-8", "replace"))
+    return [
+        Risk(path=h.path, kind="in-process tampering", detail=f"line {h.line}: {h.what}")
+        for h in hits
+    ]

@@ -116,3 +116,61 @@ class BaselineWriter:
     def abort(self) -> None:
         """Drop the half-written pack (on a failed copy)."""
         self._pack.abort()
+
+
+def export_tree(git_dir: Path, commit: str, dest: Path) -> None:
+    """Write ``commit``'s files into the new directory ``dest``, byte for byte.
+
+    Blobs are written as stored: no ``export-ignore``, ``export-subst``, ``eol`` or filter
+    attribute applies (``git archive`` and ``checkout`` would apply them). Symlinks stay
+    symlinks, executables executable; a submodule is an empty directory.
+
+    Raises:
+        SandboxError: git failed, or the tree holds a path that is not a plain relative one.
+    """
+    listing = host_git(git_dir, "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit)
+    entries = [_entry(line) for line in listing.split(b"\0") if line]
+    blobs = [sha for mode, sha, _ in entries if mode != b"160000"]
+    contents = _blobs(git_dir, blobs)
+    dest.mkdir()
+    for mode, sha, path in entries:
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode == b"160000":
+            target.mkdir(exist_ok=True)
+        elif mode == b"120000":
+            target.symlink_to(os.fsdecode(contents[sha]))
+        else:
+            target.write_bytes(contents[sha])
+            target.chmod(0o755 if mode == b"100755" else 0o644)
+
+
+def _entry(line: bytes) -> tuple[bytes, bytes, str]:
+    meta, _, raw = line.partition(b"\t")
+    mode, _, sha = meta.split(b" ")
+    path = os.fsdecode(raw)
+    if path.startswith("/") or any(p in ("", ".", "..", ".git") for p in path.split("/")):
+        raise SandboxError(f"the baseline holds an unsafe path: {path!r}", op="gate")
+    return mode, sha, path
+
+
+def _blobs(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
+    """Each blob's bytes, read by one ``git cat-file --batch``."""
+    try:
+        done = subprocess.run(
+            [*HOST_GIT, "--git-dir", str(git_dir), "cat-file", "--batch"],
+            input=b"".join(sha + b"\n" for sha in dict.fromkeys(shas)),
+            env=host_git_env(),
+            capture_output=True,
+            check=True,
+        )
+    except subprocess.CalledProcessError as e:
+        raise SandboxError(f"git cat-file failed: {e.stderr!r}", op="gate") from e
+    out, at, found = done.stdout, 0, {}
+    while at < len(out):
+        header_end = out.index(b"\n", at)
+        sha, _, size = out[at:header_end].split(b" ")
+        start = header_end + 1
+        found[sha] = out[start : start + int(size)]
+        at = start + int(size) + 1
+    return found

@@ -86,8 +86,8 @@ REPO_PINNING = (
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
 )
 """The part of :data:`MODEL_GIT_ENV` that pins git to the workspace's repository. The gate's
-test runs drop it (only there: in a clean copy, or before the model ran anything), so a test
-suite that makes its own repositories in temporary directories works; the rest stays."""
+test runs drop all of :data:`MODEL_GIT_ENV` (only there: in a clean copy, or before the model
+ran anything), so a test suite that makes, clones or fetches its own repositories works."""
 
 GIT_ENV = {
     **config_env(),

@@ -12,14 +12,12 @@ model cannot change it) says which process owns it, for ``gc``.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
 import socket
 import stat
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.errors import RepoNotFoundError, SandboxError, UserError
-from sandbox_agent.sandbox.baseline import BaselineWriter, host_git, host_git_env
+from sandbox_agent.sandbox.baseline import BaselineWriter, export_tree, host_git, host_git_env
 from sandbox_agent.sandbox.gitops import NO_DRIVERS
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
@@ -273,11 +271,7 @@ def export_baseline(ws: Workspace, dest: Path) -> None:
     Raises:
         SandboxError: git failed.
     """
-    shadow = str(ws.shadow)
-    data = host_git(ws.shadow, "--git-dir", shadow, "archive", "--format=tar", ws.baseline)
-    dest.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="tar")  # our own archive of the baseline
+    export_tree(ws.shadow, ws.baseline, dest)  # byte for byte: no export attributes apply
 
 
 def baseline_blob(ws: Workspace, path: str) -> bytes | None:

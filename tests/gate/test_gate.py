@@ -89,9 +89,11 @@ def test_fix_is_accepted(sandbox: TempDirSandbox, tmp_path: Path) -> None:
         "diff",
         "protected_paths",
         "harness_files",
+        "compiled_files",
         "tests",
         "regressions",
         "proof",
+        "outcomes",
         "harness",
     }
     assert verdict.evidence is not None
@@ -111,8 +113,17 @@ def test_protected_path_changed_through_bash_is_rejected(
     assert "tests/data.txt" in verdict.feedback
 
 
-def test_deleted_test_is_rejected_as_gone(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+def test_a_collected_test_module_is_harness(sandbox: TempDirSandbox, tmp_path: Path) -> None:
     gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file("test_mod.py", TESTS.replace("assert last([7]) == 7", "pass"))
+    sandbox.write_file("mod.py", FIXED)
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["harness_files"]
+    assert "test_mod.py (a test module the baseline's run collected)" in verdict.feedback
+
+
+def test_deleted_test_is_rejected_by_the_count(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    gate = make_gate(sandbox, tmp_path, allow_harness_changes=True)  # the layer below
     sandbox.write_file(
         "test_mod.py", TESTS.replace("def test_single():\n    assert last([7]) == 7\n\n", "")
     )
@@ -123,7 +134,7 @@ def test_deleted_test_is_rejected_as_gone(sandbox: TempDirSandbox, tmp_path: Pat
 
 
 def test_newly_skipped_test_is_rejected(sandbox: TempDirSandbox, tmp_path: Path) -> None:
-    gate = make_gate(sandbox, tmp_path)
+    gate = make_gate(sandbox, tmp_path, allow_harness_changes=True)  # the layer below
     skipping = "import pytest\n" + TESTS.replace(
         "def test_single", "@pytest.mark.skip\ndef test_single"
     ).replace("def test_last", "@pytest.mark.xfail\ndef test_last")

@@ -60,6 +60,36 @@ def test_other_commands_are_run_as_written(command: str) -> None:
     assert harness.parse_invocation(command) is None
 
 
+@pytest.mark.parametrize(
+    ("command", "wrapper", "args"),
+    [
+        ("timeout 300 python -m pytest -q", ("timeout", "300"), ("-q",)),
+        ("timeout -s KILL -k 5 300 pytest", ("timeout", "-s", "KILL", "-k", "5", "300"), ()),
+        ("nice -n 5 env A=1 pytest -x", ("nice", "-n", "5", "env", "A=1"), ("-x",)),
+        ("xvfb-run -a python3 -m pytest t/", ("xvfb-run", "-a"), ("t/",)),
+        ("bash -c 'timeout 9 pytest -q'", ("timeout", "9"), ("-q",)),
+    ],
+)
+def test_wrapped_pytest_commands_get_the_same_harness(
+    command: str, wrapper: tuple[str, ...], args: tuple[str, ...]
+) -> None:
+    invocation = harness.parse_invocation(command)
+    assert invocation is not None
+    assert invocation.wrapper == wrapper
+    assert invocation.args == args
+    pinned = harness.pinned_command(
+        invocation, harness.Interpreter(python="/usr/bin/python3"), run_dir="/r", named_plugins=()
+    )
+    assert pinned.index(" ".join(wrapper)) < pinned.index("/usr/bin/python3 -c")
+
+
+@pytest.mark.parametrize(
+    "command", ["timeout 300", "timeout --bogus 3 pytest", "env -i pytest", "bash -c 'make test'"]
+)
+def test_wrappers_that_cannot_be_read_are_run_as_written(command: str) -> None:
+    assert harness.parse_invocation(command) is None
+
+
 def test_the_interpreter_comes_from_the_scripts_shebang_and_never_the_workspace() -> None:
     script = harness.Invocation(launcher="script", program="pytest", args=())
     head = base64.b64encode(b"#!/opt/venv/bin/python\nimport re\n").decode()
@@ -84,6 +114,7 @@ def test_the_gate_run_tells_the_tests_nothing_through_the_environment() -> None:
     assert "PYTEST_ADDOPTS" not in command
     assert "--junitxml" not in command  # set on the config by the probe, not in argv
     assert command.startswith("PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ")
+    assert command.endswith(" 3>&1 1>&2")  # fd 3: the outcome channel; the output to stderr
     assert "'-p', 'pytest_cov'" in command or '"-p", "pytest_cov"' in command
 
 
@@ -173,3 +204,75 @@ def test_other_runners_files_count_for_their_runner_only() -> None:
     assert changes({"go.sum": b""}, "go test ./...") != []
     assert changes({"scripts/test.sh": b"exit 0"}, "bash scripts/test.sh") != []
     assert changes({"scripts/other.sh": b"exit 0"}, "bash scripts/test.sh") == []
+
+
+def test_what_the_baseline_used_is_harness_whatever_its_name() -> None:
+    used = harness.UsedFiles(
+        collected=("checks/check_a.py",), config=("setup.cfg",), data=("checks/data.json",)
+    )
+    found = harness_changes(
+        {"checks/check_a.py": b"x", "checks/data.json": b"{}", "src/m.py": b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: b"old",
+        after=lambda p: b"new",
+        used=used.protected,
+    )
+    assert found == [
+        "checks/check_a.py (a test module the baseline's run collected)",
+        "checks/data.json (read as test data by the baseline's run)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("EVIL-1.0.DIST-INFO/entry_points.txt", "packaging metadata"),
+        ("x.Egg-Info/PKG-INFO", "packaging metadata"),
+        ("evil.PTH", "packaging metadata"),
+        ("fnmatch.py", "shadows the standard library's `fnmatch`"),
+        ("src/json/__init__.py", "shadows the standard library's `json` (from sys.path entry src)"),
+        (".github/workflows/ci.yml", "a new CI workflow"),
+    ],
+)
+def test_names_follow_the_platforms_rules(path: str, why: str) -> None:
+    (found,) = harness_changes(
+        {path: b"x"},
+        test_command="timeout 9 python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: None,
+        after=lambda p: b"x",
+        sys_path=(".", "src"),
+    )
+    assert why in found
+
+
+def test_an_existing_module_named_like_the_standard_library_stays_editable() -> None:
+    found = harness_changes(
+        {"test/test_x.py": b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: b"old",
+        after=lambda p: b"new",
+    )
+    assert found == []
+
+
+def test_a_script_and_every_file_it_sources_define_the_command() -> None:
+    files = {
+        "ci/test.sh": b"#!/bin/sh\nset -e\nsource ./env.sh\n. lib/common.sh && pytest\n",
+        "ci/env.sh": b"export A=1\n",
+        "ci/lib/common.sh": b"source ../more.sh\n",
+        "ci/more.sh": b"true\n",
+    }
+    found = harness_changes(
+        {"ci/env.sh": b"x", "ci/more.sh": b"x", "ci/other.sh": b"x"},
+        test_command="bash ci/test.sh",
+        shadowed=harness.HARNESS_MODULES,
+        before=files.get,
+        after=lambda p: b"x",
+    )
+    assert found == [
+        "ci/env.sh (defines the test command)",
+        "ci/more.sh (defines the test command)",
+    ]

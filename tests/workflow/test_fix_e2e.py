@@ -123,12 +123,22 @@ def unprotected_tests_repo(tmp_path: Path) -> Path:
 def test_weakened_unprotected_tests_are_rejected_as_regressions(
     tmp_path: Path, workspace_root: Path, docker_client: object, command: str, problem: str
 ) -> None:
+    """A collected test module is harness whatever its name; allowed, the count still holds."""
     repo = unprotected_tests_repo(tmp_path)
-    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash(command), FINISH, max_steps=3)
+    policy = tmp_path / "mine.toml"  # the user's own file: trusted to loosen the gate
+    policy.write_text(
+        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
+        "max_attempts = 1\nallow_harness_changes = true\n"
+    )
+    record = fix(
+        tmp_path, repo, workspace_root, FIX_EDIT, bash(command), FINISH, policy_file=policy
+    )
     assert not record.gate_passed
     assert failed_checks(Path(record.run_dir)) == [["regressions"]]
     last = RunDir(Path(record.run_dir)).read_record().gate_history[-1]
     assert problem in json.dumps([c.model_dump() for c in last.checks])
+    allowed = {c.name: c.detail for c in last.checks}["harness_files"]
+    assert allowed == "allowed: checks/check_parser.py (a test module the baseline's run collected)"
 
 
 def test_gate_timeout_is_a_rejection(
