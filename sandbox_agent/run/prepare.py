@@ -182,6 +182,7 @@ def system_prompt(settings: Policy) -> str:
         allowed_programs=allowed_programs(settings),
         test_command=settings.gate.test_command or "",
         limits_text=limits,
+        tools=settings.model.tools,
     )
 
 

@@ -79,6 +79,9 @@ TABLE: dict[str, Row] = {
     "model.name": Row("gpt-4o-mini", "", "gpt-5"),
     "model.base_url": Row(None, 1, "http://evil.example/v1"),
     "model.tool_protocol": Row("native", "xml", "json"),
+    "model.tools": Row(
+        ("bash", "read_file", "write_file", "edit_file", "apply_patch"), ["python"], ["bash"]
+    ),
     "run.approve": Row("never", "sometimes", "ask", "never"),
     "run.trace_content": Row("full", "all", None, "safe"),
 }
