@@ -123,7 +123,12 @@ def _insert(path: str, text: str, new: str, after: int) -> tuple[str, list[range
     block = new if new.endswith("\n") or not new else new + "\n"
     added = block.count("\n")
     joined = "".join(lines[:after]) + block + "".join(lines[after:])
-    return joined, [range(after, after + added)], f"inserted {added} lines after line {after}"
+    lines_word = "line" if added == 1 else "lines"
+    return (
+        joined,
+        [range(after, after + added)],
+        f"inserted {added} {lines_word} after line {after}",
+    )
 
 
 @dataclass(frozen=True)

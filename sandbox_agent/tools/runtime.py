@@ -219,7 +219,8 @@ class ToolRuntime:
         except ToolError as e:
             self._undo(done)
             raise ToolError(e.kind, f"{e.message}; the patch was undone") from e
-        lines = [f"applied the patch: {len(changes)} files changed"]
+        files = "1 file" if len(changes) == 1 else f"{len(changes)} files"
+        lines = [f"applied the patch: {files} changed"]
         lines += [f"{c.label} {c.path}" for c in changes]
         lines += [view(c.path, c.after, c.regions) for c in changes if c.after and c.regions]
         return "\n".join(lines), None

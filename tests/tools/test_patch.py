@@ -72,7 +72,7 @@ def test_good_patch_applies_and_shows_the_changed_lines(runtime: ToolRuntime, re
     text = (repo / "pkg" / "mod.py").read_text()
     assert "    for line in text.splitlines():\n        yield line.strip()\n" in text
     assert "lines[:-1]" not in text
-    assert obs.content.startswith("applied the patch: 1 files changed\nM pkg/mod.py\n")
+    assert obs.content.startswith("applied the patch: 1 file changed\nM pkg/mod.py\n")
     assert "     5\t    for line in text.splitlines():" in obs.content
 
 
