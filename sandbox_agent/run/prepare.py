@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from sandbox_agent.agent.replay import REPLAY_PREFIX, ReplayModel
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
 from sandbox_agent.errors import MissingApiKeyError, UserError
@@ -167,6 +168,8 @@ def _price(settings: Policy, base_url: str | None) -> ModelPrice | None:
     name = settings.model.name
     if name.startswith(SCRIPTED_PREFIX):
         return ModelPrice(input_per_mtok=0, output_per_mtok=0, source="scripted model")
+    if name.startswith(REPLAY_PREFIX):
+        return ModelPrice(input_per_mtok=0, output_per_mtok=0, source="replayed run")
     overrides = {n: ModelPrice(**p.model_dump()) for n, p in settings.budget.prices.items()}
     return resolve_price(name, base_url=base_url, overrides=overrides)
 
@@ -190,6 +193,8 @@ def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retri
     spec = settings.model.name
     if spec.startswith(SCRIPTED_PREFIX):
         return ScriptedModel.from_file(Path(spec.removeprefix(SCRIPTED_PREFIX)))
+    if spec.startswith(REPLAY_PREFIX):
+        return ReplayModel.from_run(Path(spec.removeprefix(REPLAY_PREFIX)))
     if not api_key:
         raise MissingApiKeyError(
             f"OPENAI_API_KEY is not set; the model {spec!r} needs it (or use "
