@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import get_args
 
@@ -9,7 +10,7 @@ import pytest
 
 from sandbox_agent.models.prompt import ALL_TOOLS, build_system_prompt
 from sandbox_agent.settings import ModelSection, ToolName
-from sandbox_agent.tools.runtime import TOOLS, ToolRuntime, tool_names
+from sandbox_agent.tools.runtime import TOOLS, ToolRuntime, tool_names, tool_specs
 from sandbox_agent.types import Observation, ToolCall
 from tests.fakes import TempDirSandbox
 
@@ -166,3 +167,10 @@ def test_prompt_lists_only_the_offered_tools_within_its_size() -> None:
     assert "- edit_file:" not in narrow
     assert "- finish:" in narrow
     assert narrow == prompt(("apply_patch", "bash"))  # the same bytes whatever the order
+
+
+def test_tool_schemas_stay_small_and_the_same_bytes() -> None:
+    """The schemas are part of every request: a fixed cost the context estimator counts."""
+    first = json.dumps([s.model_dump() for s in tool_specs()])
+    assert len(first) < 5_500  # 4.8 kB with apply_patch: about 1.6k tokens at 3 bytes a token
+    assert json.dumps([s.model_dump() for s in tool_specs(list(reversed(TOOLS)))]) == first
