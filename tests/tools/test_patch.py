@@ -223,3 +223,23 @@ def test_an_unreadable_patch_is_denied_by_the_policy_too(engine: RuleEngine) -> 
         "deny",
         "the patch cannot be read: the patch must start with `*** Begin Patch`",
     )
+
+
+class FailingSandbox(TempDirSandbox):
+    """Fails to write one path: a write that breaks after the plan was checked."""
+
+    def write_file(self, path: str, content: str) -> None:
+        if path == "pkg/zzz.py":
+            raise ToolError("is_directory", f"{path}: is a directory")
+        super().write_file(path, content)
+
+
+def test_a_write_failing_midway_puts_back_what_was_written(repo: Path) -> None:
+    before = snapshot(repo)
+    runtime = ToolRuntime(FailingSandbox(repo))
+    text = GOOD.replace("*** End Patch", "*** Add File: pkg/zzz.py\n+Z = 1\n*** End Patch")
+    text = text.replace("*** Begin Patch\n", "*** Begin Patch\n*** Delete File: pkg/old.txt\n")
+    obs = patch(runtime, text)
+    assert obs.kind == "is_directory"
+    assert obs.content == "pkg/zzz.py: is a directory; the patch was undone"
+    assert snapshot(repo) == before
