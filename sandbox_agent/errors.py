@@ -12,6 +12,10 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     │   ├── RepoNotFoundError       --repo is not a directory
     │   ├── EnvPlanError            the repo's environment description cannot be read
     │   ├── EnvBuildError           building the environment failed (step and log named)
+    │   │   └── EnvLimitError       the build broke a limit (memory, pids, time; log kept)
+    │   ├── BuildContextError       a Dockerfile or its source is outside the repository
+    │   ├── UnsafeNameError         a task, run, batch or environment name cannot be a path
+    │   ├── StoredRunMismatchError  a stored run or batch differs from your settings (revise)
     │   ├── BrokenBaselineError     the tests cannot run at the baseline (diagnosis named)
     │   ├── ApplyError              a patch cannot be applied to the user's repo
     │   ├── ModelSetupError         the model cannot be used as given (found before the run)
@@ -104,6 +108,32 @@ class EnvBuildError(UserError):
         """The setup command (or phase) that failed."""
         self.log_path = log_path
         """The build log, kept after the failure."""
+
+
+class EnvLimitError(EnvBuildError):
+    """The build broke one of its limits (memory, pids, time); the limit and the log named."""
+
+    def __init__(
+        self, message: str, *, step: str, limit: str, log_path: Path | None = None
+    ) -> None:
+        super().__init__(message, step=step, log_path=log_path)
+        self.limit = limit
+        """Which limit: ``memory``, ``pids`` or ``time``."""
+
+
+class BuildContextError(UserError):
+    """A Dockerfile, its context or a ``COPY``/``ADD`` source lies outside the repository.
+
+    Through ``..``, an absolute path or a symlink; refused before anything is read.
+    """
+
+
+class UnsafeNameError(UserError):
+    """A name that becomes a path (task, run, batch, environment) is not a safe file name."""
+
+
+class StoredRunMismatchError(UserError):
+    """A run or batch directory was made with settings (endpoint, repo) that are not yours."""
 
 
 class BrokenBaselineError(UserError):

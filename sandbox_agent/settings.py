@@ -226,6 +226,18 @@ class GateSection(_Section):
     ``conftest.py``, the pytest sections of ``pyproject.toml``/``setup.cfg``/``tox.ini``),
     packaging metadata (``*.dist-info``, ``*.egg-info``, ``*.pth``), ``.gitignore``, or the
     files defining another runner's command. Off: such a patch is refused, naming the files."""
+    require: Annotated[
+        Literal["proof", "all", "no-regression"], Rule(Merge.TRUSTED, flag="--require")
+    ] = "proof"
+    """What a finish must show. ``proof``: no test that passed at the baseline fails or is gone,
+    and a test proves the change (one that failed at the baseline passes, or a test the model
+    added fails on the baseline's code and passes with the patch); tests that failed at the
+    baseline and still fail are listed, not refused. ``all``: every test passes (the command
+    exits 0), none lost. ``no-regression``: no test that passed breaks, no proof needed (docs,
+    refactors)."""
+    targets: Annotated[tuple[str, ...], Rule(Merge.UNION, flag="--target")] = ()
+    """Test ids (``tests/test_x.py::test_y``) that must fail at the baseline and pass with the
+    patch (SWE-bench's FAIL_TO_PASS), whatever ``require`` says."""
 
 
 class EnvironmentSection(_Section):
@@ -247,6 +259,14 @@ class EnvironmentSection(_Section):
     """Detect installs from the repo's files (``pyproject.toml``, ``package.json``, ...)."""
     timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=1800.0, gt=0)
     """Most time one setup step may take."""
+    build_timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=3600.0, gt=0)
+    """Most time the whole build may take (every step together)."""
+    memory: Annotated[str, Rule(Merge.LOWER)] = Field(default="4g", pattern=_MEMORY_PATTERN)
+    """Memory limit of the build container, swap included (``512m``, ``4g``)."""
+    cpus: Annotated[float, Rule(Merge.LOWER)] = Field(default=2.0, gt=0)
+    """CPU limit of the build container, in CPUs."""
+    pids: Annotated[int, Rule(Merge.LOWER)] = Field(default=4096, ge=64)
+    """Most processes and threads alive at once in the build container."""
 
 
 class ModelSection(_Section):
@@ -262,6 +282,21 @@ class ModelSection(_Section):
         Literal["native", "json"], Rule(Merge.TRUSTED, flag="--tool-protocol")
     ] = "native"
     """``json``: tools described in the prompt, for servers without tool calling."""
+    max_output_tokens: Annotated[int, Rule(Merge.LOWER, flag="--max-output-tokens")] = Field(
+        default=4096, gt=0
+    )
+    """Most tokens one reply may have: sent with every request, and the output of the worst
+    case the cost and token caps are checked against before each call."""
+    context_window: Annotated[int | None, Rule(Merge.TRUSTED, flag="--context-window")] = Field(
+        default=None, gt=0
+    )
+    """The model's context window in tokens (prompt plus reply); unset: known for common models,
+    else 32768. A local server's model needs it given."""
+    max_tokens_param: Annotated[
+        Literal["max_completion_tokens", "max_tokens"], Rule(Merge.TRUSTED)
+    ] = "max_completion_tokens"
+    """The request field that carries ``max_output_tokens``; ``max_tokens`` for servers that
+    only know the old name."""
     tools: Annotated[tuple[ToolName, ...], Rule(Merge.TRUSTED)] = (
         "bash",
         "read_file",

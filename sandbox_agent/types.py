@@ -196,12 +196,30 @@ class GateEvidence(Frozen):
     """Fingerprint of the pinned test harness (equal to the baseline's when accepted)."""
     harness_note: str | None = None
     """Why the harness is not pinned (not a plain pytest command, runner not found, ...)."""
-    strength: Literal["strong", "weak", "unknown"] = "unknown"
-    """``strong``: a test that failed at the baseline passes now; ``weak``: the tests already
-    passed at the baseline, so only "still passes" is shown; ``unknown``: no per-test report."""
+    strength: Literal["strong", "model_tests", "weak", "unknown"] = "unknown"
+    """``strong``: a test of the baseline that failed there passes now; ``model_tests``: only
+    tests the model wrote show the change works (they fail on the baseline's code and pass with
+    the patch: review them); ``weak``: no test went from failing to passing, so only "still
+    passes" is shown; ``unknown``: no per-test report."""
     judged_in: Literal["clean_copy", "workspace"] = "clean_copy"
     """Where the tests ran: a fresh copy of the baseline with the patch applied, in a new
     container without network (finish), or the model's own workspace (the baseline run)."""
+    rule: Literal["proof", "all", "no-regression"] | None = None
+    """The rule that judged (``[gate] require``); ``None`` for the baseline run."""
+    broken: tuple[str, ...] = ()
+    """Tests that passed at the baseline and fail, are skipped or are gone now, with what."""
+    pre_existing: tuple[str, ...] = ()
+    """Tests that failed at the baseline and still fail: listed, they do not block (``proof``,
+    ``no-regression``)."""
+    flaky: tuple[str, ...] = ()
+    """Tests whose outcome varied without the patch (run again on the baseline's copy): they
+    do not decide the verdict."""
+    proven_by_new_tests: tuple[str, ...] = ()
+    """Tests the model added that fail on the baseline's code and pass with the patch."""
+    new_tests_not_proving: tuple[str, ...] = ()
+    """Tests the model added that already pass on the baseline's code: they prove nothing."""
+    new_test_files: tuple[str, ...] = ()
+    """Files the patch adds that hold tests (shown for review)."""
 
 
 class GateOutcome(Frozen):

@@ -177,17 +177,19 @@ class AgentLoop:
             self._feedback(ModelFeedback(kind="invalid_output", content=str(e)))
             return None
         self._invalid_in_a_row = 0
+        before = self.budget.totals
+        totals = self.budget.record(turn.usage)
         self.trace.emit(
             ModelTurnEvent(
                 step=self.steps,
                 tool_calls=tuple(self.trace.call(c) for c in turn.tool_calls),
                 finish=None if turn.finish is None else self.trace.text(turn.finish.answer),
                 text=None if turn.text is None else self.trace.text(turn.text),
-                usage=turn.usage,
+                usage=_priced(turn.usage, before, totals),
             )
         )
         self.history.append(turn)
-        self._record_usage(turn.usage)
+        self.trace.emit(BudgetUpdateEvent(step=self.steps, totals=totals))
         return turn
 
     def _record_usage(self, usage: Usage) -> None:
@@ -289,3 +291,10 @@ def _as_checked(call: ToolCall, decision: Decision) -> ToolCall:
     if call.tool_name != "bash" or rendered is None or rendered == call.arguments.get("command"):
         return call
     return call.model_copy(update={"arguments": {**call.arguments, "command": rendered}})
+
+
+def _priced(usage: Usage, before: Usage, after: Usage) -> Usage:
+    """One call's usage with its cost as the budget priced it (what the totals grew by)."""
+    if before.cost_usd is None or after.cost_usd is None:
+        return usage.model_copy(update={"cost_usd": None})
+    return usage.model_copy(update={"cost_usd": max(after.cost_usd - before.cost_usd, 0.0)})

@@ -18,6 +18,7 @@ from sandbox_agent.batch.budget import BudgetClient, Grant
 from sandbox_agent.batch.process import Launch, WorkerProcess, start_worker
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.types import Frozen
 
@@ -122,7 +123,7 @@ class Child:
         """The run's own record when the worker died after its run ended."""
         assert self._run_id is not None
         try:
-            record = RunDir(self.spec.runs_dir / self._run_id).read_record()
+            record = RunDir(child_path(self.spec.runs_dir, self._run_id, "run id")).read_record()
         except UserError:
             return None
         return ChildResult(record=record) if record.status == "ended" else None

@@ -33,6 +33,7 @@ from sandbox_agent.batch.records import BatchDir
 from sandbox_agent.batch.scheduler import Event, result_run
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import RunDir
 from sandbox_agent.run.prepare import SCRIPTED_PREFIX
 from sandbox_agent.types import Usage
@@ -318,7 +319,7 @@ class RayBackend:
         record = result.record
         assert record is not None
         unpack(run_tar, self.batch_dir.runs_dir)
-        run_dir = RunDir(self.batch_dir.runs_dir / record.run_id)
+        run_dir = RunDir(child_path(self.batch_dir.runs_dir, record.run_id, "run id"))
         moved = record.model_copy(
             update={
                 "run_dir": str(run_dir.path),

@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 
 from sandbox_agent.batch.tasks import TaskFormat, TaskSpec
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import child_path, name_problem
 from sandbox_agent.run.artifacts import RunRecord, now_iso
 from sandbox_agent.types import Frozen, Usage
 
@@ -30,6 +31,7 @@ __all__ = [
     "BatchRun",
     "BatchSettings",
     "BatchTotals",
+    "batch_runs_dirs",
     "default_batches_dir",
     "find_batch",
     "new_batch_id",
@@ -214,7 +216,11 @@ def find_batch(batches_dir: Path, batch: str) -> BatchDir:
     if (Path(batch) / BATCH_FILE).is_file():
         return BatchDir(Path(batch))
     ids = (
-        sorted(p.name for p in batches_dir.iterdir() if (p / BATCH_FILE).is_file())
+        sorted(
+            p.name
+            for p in batches_dir.iterdir()
+            if name_problem(p.name) is None and (p / BATCH_FILE).is_file()
+        )
         if batches_dir.is_dir()
         else []
     )
@@ -222,7 +228,18 @@ def find_batch(batches_dir: Path, batch: str) -> BatchDir:
     if len(matches) != 1:
         what = "no batch" if not matches else f"{len(matches)} batches"
         raise UserError(f"{what} in {batches_dir} match {batch!r}")
-    return BatchDir(batches_dir / matches[0])
+    return BatchDir(child_path(batches_dir, matches[0], "batch id"))
+
+
+def batch_runs_dirs(batches_dir: Path) -> list[tuple[str, Path]]:
+    """Each batch's id and the directory of its runs, oldest batch first."""
+    if not batches_dir.is_dir():
+        return []
+    return [
+        (p.name, BatchDir(p).runs_dir)
+        for p in sorted(batches_dir.iterdir())
+        if (p / BATCH_FILE).is_file() and (p / "runs").is_dir()
+    ]
 
 
 class BatchLog:

@@ -26,6 +26,7 @@ from sandbox_agent.batch.budget import BatchBudget, BudgetState
 from sandbox_agent.batch.child import Child, ChildResult
 from sandbox_agent.batch.records import BatchLog, BatchRecord, BatchRun
 from sandbox_agent.batch.worker import WorkerSpec
+from sandbox_agent.names import child_path
 from sandbox_agent.types import Usage
 
 __all__ = [
@@ -122,7 +123,7 @@ class LocalBackend:
             spec,
             self._shared,
             lambda m: events.put(_message_event(task_id, m)),
-            self.logs_dir / f"{task_id.replace('/', '_')}.log",
+            child_path(self.logs_dir, task_id, "task id", suffix=".log"),
         )
 
         def work() -> None:
@@ -241,7 +242,7 @@ def _apply(log: BatchLog, event: Event, running: set[str], observer: Observer) -
     current = next(r for r in log.record.runs if r.id == event.task_id)
     if event.kind == "started":
         runs_dir = log.dir.runs_dir
-        run_dir = str(runs_dir / event.run_id) if event.run_id else None
+        run_dir = str(child_path(runs_dir, event.run_id, "run id")) if event.run_id else None
         log.update(current.model_copy(update={"run_id": event.run_id, "run_dir": run_dir}))
     elif event.kind == "usage" and event.usage is not None:
         log.update(current.model_copy(update={"usage": event.usage, "steps": event.steps}))

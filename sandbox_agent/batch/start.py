@@ -10,7 +10,6 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sandbox_agent import __version__
 from sandbox_agent.batch.budget import BatchBudget, BatchLimits
@@ -24,9 +23,10 @@ from sandbox_agent.batch.records import (
 )
 from sandbox_agent.batch.tasks import TaskSpec
 from sandbox_agent.batch.worker import WorkerSpec
-from sandbox_agent.errors import UserError
+from sandbox_agent.errors import StoredRunMismatchError, UserError
+from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import now_iso
-from sandbox_agent.run.prepare import prepare
+from sandbox_agent.run.prepare import Prepared, prepare
 from sandbox_agent.run.runner import environment
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
 
@@ -59,14 +59,22 @@ def check_tasks(
                 prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
                 key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
                 if key not in built:
-                    log = Path(tempfile.gettempdir()) / f"sandbox-agent-env-{task.id}.log"
-                    prepared = environment(prepared, log, on_build_line)
-                    log.unlink(missing_ok=True)  # kept, and named in the error, when it fails
+                    prepared = _build_once(prepared, task, on_build_line)
                     built.add(key)
             finally:
                 prepared.model.close()
         except UserError as e:
             raise UserError(f"task {task.id}: {e}") from e
+
+
+def _build_once(prepared: Prepared, task: TaskSpec, on_build_line: Progress) -> Prepared:
+    """Build a task's environment, its log in a private directory (kept when it fails)."""
+    logs = Path(tempfile.mkdtemp(prefix="sandbox-agent-env-"))
+    log = child_path(logs, task.id, "task id", suffix=".log")
+    prepared = environment(prepared, log, on_build_line)
+    log.unlink(missing_ok=True)
+    logs.rmdir()
+    return prepared
 
 
 def _check_base(repo: Path, base: str) -> None:
@@ -95,7 +103,7 @@ def new_batch(
 ) -> tuple[BatchLog, list[WorkerSpec]]:
     """Create the batch directory and its ``batch.json``; return it and the work to do."""
     batch_id = new_batch_id()
-    batch_dir = BatchDir(batches_dir / batch_id)
+    batch_dir = BatchDir(child_path(batches_dir, batch_id, "batch id"))
     try:
         batch_dir.runs_dir.mkdir(parents=True)
     except OSError as e:
@@ -121,20 +129,60 @@ def specs_of(record: BatchRecord, batch_dir: BatchDir) -> list[WorkerSpec]:
 
 
 def resume_specs(
-    batch_dir: BatchDir, changes: Mapping[str, Any]
+    batch_dir: BatchDir, settings: BatchSettings, tasks: list[TaskSpec]
 ) -> tuple[BatchLog, list[WorkerSpec]]:
-    """Reopen a batch; ``changes`` may only set ``workers`` and ``ray``.
+    """Reopen a batch with the settings and tasks the user gives now.
+
+    ``batch.json`` is data: it says which tasks have ended, never which settings, repos,
+    policies or models the runs get. Those come from the flags and the tasks file given now,
+    and must be the ones the batch was started with.
 
     Raises:
         UserError: not a batch, or it has nothing left to run.
+        StoredRunMismatchError: a setting or a task differs from what the batch says.
     """
     record = batch_dir.read()
-    settings = record.settings.model_copy(update=dict(changes))
+    problems = _differences(record.settings, settings) + _task_differences(record.tasks, tasks)
+    if problems:
+        raise StoredRunMismatchError(
+            f"{batch_dir.path} was started otherwise: {'; '.join(problems)}. A batch "
+            "directory does not choose settings: give the flags and tasks file it was started "
+            "with, or start a new batch"
+        )
     record = record.model_copy(update={"settings": settings, "status": "running"})
     specs = specs_of(record, batch_dir)
     if not specs:
         raise UserError(f"{batch_dir.path}: every task has ended; nothing to resume")
     return BatchLog(batch_dir, record), specs
+
+
+_COMPARED = {
+    "overrides": "flags",
+    "policy_file": "--policy",
+    "trust_repo_policy": "--trust-repo-policy",
+    "max_cost_total": "--max-cost-total",
+    "max_tokens_total": "--max-tokens-total",
+    "format": "--format",
+}
+
+
+def _differences(stored: BatchSettings, now: BatchSettings) -> list[str]:
+    return [
+        f"{flag} was {getattr(stored, field)!r}, now {getattr(now, field)!r}"
+        for field, flag in _COMPARED.items()
+        if getattr(stored, field) != getattr(now, field)
+    ]
+
+
+def _task_differences(stored: tuple[TaskSpec, ...], now: list[TaskSpec]) -> list[str]:
+    if [t.id for t in stored] != [t.id for t in now]:
+        return [f"task ids were {[t.id for t in stored]}, now {[t.id for t in now]}"]
+    return [
+        f"task {old.id}: {field} differs"
+        for old, new in zip(stored, now, strict=True)
+        for field in TaskSpec.model_fields
+        if getattr(old, field) != getattr(new, field)
+    ]
 
 
 def budget_of(record: BatchRecord) -> BatchBudget:

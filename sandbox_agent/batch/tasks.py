@@ -5,10 +5,15 @@ The native format (``--format native``, the default)::
     {"id": "t1", "repo": "path/to/repo", "task": "the issue text", "base": "v1.2",
      "test_command": "pytest -q", "policy": "policy.toml", "model": "gpt-4o-mini"}
 
-``task_file`` may replace ``task``. Relative paths are relative to the tasks file. The
+``task_file`` may replace ``task``: a file under the tasks file's directory (its text goes to
+the model, so a tasks file cannot name ``~/.ssh/id_rsa``). Every relative path is relative to
+the tasks file: ``repo``, ``task_file``, ``policy`` and the script of a ``"model":
+"scripted:PATH"``. The
 SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
 ``base_commit`` and ``problem_statement`` and ignores the other fields; its repos are found in a
-local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it).
+local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it). A task id names
+files, so it is a safe name (``sandbox_agent.names``); an ``instance_id`` that is not one is
+escaped reversibly (``decode_name`` gives it back).
 
 Every problem is a ``UserError`` naming the file, the line and the field.
 """
@@ -16,7 +21,6 @@ Every problem is a ``UserError`` naming the file, the line and the field.
 from __future__ import annotations
 
 import json
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -24,11 +28,11 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import encode_name, name_problem
+from sandbox_agent.run.prepare import SCRIPTED_PREFIX
 from sandbox_agent.types import Frozen
 
 __all__ = ["TaskFormat", "TaskSpec", "parse_tasks"]
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+=-]{0,199}$")
 
 
 class TaskFormat(StrEnum):
@@ -53,8 +57,16 @@ class TaskSpec(Frozen):
     @field_validator("id")
     @classmethod
     def _id(cls, value: str) -> str:
-        if not _ID.match(value):
-            raise ValueError("letters, digits and ._@/+=- only, starting with a letter or digit")
+        problem = name_problem(value)  # it names the task's log files and its worker
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("base")
+    @classmethod
+    def _base(cls, value: str | None) -> str | None:
+        if value is not None and (value.startswith("-") or not value.isprintable()):
+            raise ValueError("a git ref or commit, not an option (no leading '-')")
         return value
 
     def overrides(self) -> dict[str, Any]:
@@ -135,7 +147,7 @@ def _native(data: dict[str, Any], where: str, base_dir: Path) -> TaskSpec:
         raise UserError(f"{where}: give exactly one of task and task_file")
     task = line.task
     if line.task_file is not None:
-        file = _resolve(base_dir, line.task_file)
+        file = _beside(base_dir, line.task_file, where)
         try:
             task = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
@@ -151,8 +163,18 @@ def _native(data: dict[str, Any], where: str, base_dir: Path) -> TaskSpec:
         base=line.base,
         test_command=line.test_command,
         policy=policy,
-        model=line.model,
+        model=_model(base_dir, line.model, where),
     )
+
+
+def _model(base_dir: Path, model: str | None, where: str) -> str | None:
+    """A scripted model's script resolved against the tasks file; any other name as it is."""
+    if model is None or not model.startswith(SCRIPTED_PREFIX):
+        return model
+    script = _resolve(base_dir, model.removeprefix(SCRIPTED_PREFIX))
+    if not script.is_file():
+        raise UserError(f"{where}: model {model}: no such file {script}")
+    return f"{SCRIPTED_PREFIX}{script}"
 
 
 def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
@@ -161,6 +183,8 @@ def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
             raise UserError(f"{where}: {key}: missing or not a non-empty string")
     name: str = data["repo"]
     owner, _, short = name.rpartition("/")
+    if name_problem(owner) or name_problem(short):  # the clone is looked up under repos_dir
+        raise UserError(f"{where}: repo {name!r}: not owner/name (each a safe name)")
     candidates = [repos_dir / name.replace("/", "__"), repos_dir / short, repos_dir / name]
     found = next((c for c in candidates if (c / ".git").exists()), None)
     if found is None or not owner:
@@ -168,11 +192,19 @@ def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
         raise UserError(f"{where}: repo {name!r}: no local clone (tried {tried})")
     return _spec(
         where,
-        id=data["instance_id"],
+        id=_swebench_id(data["instance_id"], where),
         repo=found.resolve(),
         task=data["problem_statement"],
         base=data["base_commit"],
     )
+
+
+def _swebench_id(instance_id: str, where: str) -> str:
+    """The instance id as a task id: unchanged when safe, else escaped reversibly."""
+    try:
+        return encode_name(instance_id)
+    except UserError as e:
+        raise UserError(f"{where}: instance_id: {e}") from e
 
 
 def _spec(where: str, **fields: Any) -> TaskSpec:
@@ -182,6 +214,17 @@ def _spec(where: str, **fields: Any) -> TaskSpec:
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise UserError(f"{where}: {field}: {first['msg']}") from e
+
+
+def _beside(base_dir: Path, value: str, where: str) -> Path:
+    """A ``task_file``: under the tasks file's directory (its text is sent to the model)."""
+    path = _resolve(base_dir, value)
+    if Path(value).is_absolute() or not path.is_relative_to(base_dir.resolve()):
+        raise UserError(
+            f"{where}: task_file {value!r} is outside {base_dir} (through '..', an absolute "
+            "path or a symlink): a tasks file reads task files only beside it"
+        )
+    return path
 
 
 def _resolve(base_dir: Path, value: str) -> Path:

@@ -1,66 +1,177 @@
-"""The command line: parse flags, call ``runner``, print. No logic lives here.
+"""The command line's root: every command named here, its module imported only when it runs.
 
-Exit codes of ``fix``: 0 finished with the gate passed; 1 the run ended without that;
-2 a usage or environment error before the run started.
+``--help``, ``--version`` and ``policy check`` answer in a fraction of a second, although the
+modules behind ``fix`` import openai, docker and the batch scheduler (seconds). This module
+imports no command module: :data:`COMMANDS` names each top-level command, the module under
+``sandbox_agent.cli`` that defines it and the one line ``--help`` lists for it; :class:`Root`
+imports that module when the command runs or shows its own help (:func:`load`). A group whose
+commands need different imports does the same with its own :class:`Lazy` subclass (``policy``:
+``replay`` and ``suggest`` read runs, ``check`` must not pay for that).
+
+This is the project's one deferred import, at the command line's edge
+(``tests/structure/test_layout.py`` allows it here and nowhere else); every other module imports
+what it uses at its top. A new top-level command is a module with a ``register(app)`` function
+(or a ``typer.Typer`` sub-app) and one line in :data:`COMMANDS`; ``tests/cli/test_startup.py``
+checks that the line matches the command's own help and that ``--help`` stays light.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
-import sys
-from pathlib import Path
-from typing import Annotated, Literal
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
+from typer.core import TyperCommand
 
 from sandbox_agent import __version__
-from sandbox_agent.agent.trace import read_trace
-from sandbox_agent.cli.batch import batch_app
-from sandbox_agent.cli.command import CONTEXT, Command, Group
-from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
-from sandbox_agent.cli.env import env_app
-from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, runs_dir_of
-from sandbox_agent.cli.output import console, fail, safe, warn
-from sandbox_agent.cli.policy import policy_app
-from sandbox_agent.cli.progress import Progress
-from sandbox_agent.cli.review import register as register_review_commands
-from sandbox_agent.cli.sandbox import register as register_sandbox_commands
-from sandbox_agent.cli.trace import trace_app
-from sandbox_agent.cli.views import runs_table, show, summary
-from sandbox_agent.errors import ApplyError, UserError
-from sandbox_agent.policy.base import Decision
-from sandbox_agent.review.apply import ApplyPlan, apply_patch
-from sandbox_agent.run.artifacts import RunRecord, find_run, list_runs
-from sandbox_agent.run.prepare import Revision
-from sandbox_agent.run.runner import FixOptions, run_fix
-from sandbox_agent.settings import DEFAULT_MODEL
-from sandbox_agent.text import visible
-from sandbox_agent.types import ToolCall
+from sandbox_agent.cli.command import CONTEXT, Group
+from sandbox_agent.cli.output import console
+
+if TYPE_CHECKING:  # typer 0.29 vendors click as typer._click; older versions use click itself
+    from typer import _click as click
+    from typer._click.shell_completion import CompletionItem
+
+__all__ = ["COMMANDS", "Entry", "Lazy", "app", "load"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where a lazily loaded command is defined, and the line its group's help lists for it."""
+
+    module: str
+    """The module under ``sandbox_agent.cli`` that defines it."""
+    help: str
+    """Its one-line help, the same as the command's own (a test compares them)."""
+    attr: str = "register"
+    """The module's ``register(app)`` function, or the name of its ``typer.Typer`` sub-app."""
+
+
+COMMANDS: dict[str, Entry] = {
+    "fix": Entry(
+        "fix", "Fix an issue in a repository; your checkout changes only through `apply`."
+    ),
+    "demo": Entry(
+        "fix", "Run the whole pipeline on a bundled buggy project (real Docker, no API key)."
+    ),
+    "show": Entry(
+        "runs",
+        "Show a run (the latest by default): facts, answer, gate verdicts, refusals, the diff.",
+    ),
+    "apply": Entry(
+        "runs",
+        "Apply a run's patch to your repository; refuses and changes nothing on any conflict.",
+    ),
+    "revise": Entry(
+        "fix",
+        "Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.",
+    ),
+    "runs": Entry(
+        "runs",
+        "List every run, batches' included: id, batch, date, repo, task, exit, gate, steps, cost.",
+    ),
+    "gc": Entry("sandbox", "Remove containers and workspaces that crashed runs left behind."),
+    "doctor": Entry(
+        "sandbox",
+        "Check the Docker engine, permissions, image, free disk and gVisor; say how to fix each.",
+    ),
+    "report": Entry(
+        "review",
+        "Write a run (the latest by default) as one self-contained HTML file; print its path.",
+    ),
+    "trace": Entry("trace", "Read run traces.", "trace_app"),
+    "policy": Entry(
+        "policy",
+        "Check commands against a policy, show it, lint it, print its schema.",
+        "policy_app",
+    ),
+    "env": Entry("env", "Manage project environments (built once, cached).", "env_app"),
+    "batch": Entry(
+        "batch",
+        "Run many tasks at once under one budget (`batch TASKS.jsonl`, `batch show BATCH`).",
+        "batch_app",
+    ),
+    "sandbox": Entry("sandbox", "Manage the sandbox image."),
+}
+"""Every top-level command, in the order ``--help`` lists them: what a user starts with first."""
+
+
+def load(name: str, entry: Entry) -> click.Command:
+    """The command ``name`` that ``entry`` describes, its module imported now (deferred)."""
+    module = importlib.import_module(f"sandbox_agent.cli.{entry.module}")
+    part = getattr(module, entry.attr)
+    holder = typer.Typer()
+    if isinstance(part, typer.Typer):
+        holder.add_typer(part, name=name)
+    else:
+        part(holder)
+    return typer.main.get_group(holder).commands[name]
+
+
+class Lazy(Group):
+    """A group whose :attr:`entries` are listed from their lines and loaded when used.
+
+    A subclass names its entries; commands registered on the group the usual way come first.
+    """
+
+    entries: ClassVar[dict[str, Entry]] = {}
+    """The commands of this group that live in other modules, in the order listed."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for name, entry in self.entries.items():
+            self.commands[name] = TyperCommand(name, help=entry.help)
+        self._loaded: set[str] = set()
+        self._listing = False
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``: loaded, or only its line while the help lists commands."""
+        entry = self.entries.get(cmd_name)
+        if entry is not None and cmd_name not in self._loaded and not self._listing:
+            self.commands[cmd_name] = load(cmd_name, entry)
+            self._loaded.add(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The group's help: each entry's line, no module imported."""
+        with self._lines_only():
+            super().format_help(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Completions of a command name: each entry's name and line, no module imported."""
+        with self._lines_only():
+            return super().shell_complete(ctx, incomplete)
+
+    @contextmanager
+    def _lines_only(self) -> Iterator[None]:
+        self._listing = True
+        try:
+            yield
+        finally:
+            self._listing = False
+
+
+class Root(Lazy):
+    """The root group: every top-level command, from :data:`COMMANDS`."""
+
+    entries = COMMANDS
+
 
 app = typer.Typer(
     name="sandbox-agent",
     help="Fix issues with an LLM agent whose every tool call runs in a throwaway Docker sandbox.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    cls=Group,
+    cls=Root,
     context_settings=CONTEXT,
 )
-app.add_typer(trace_app, name="trace")
-app.add_typer(policy_app, name="policy")
-app.add_typer(env_app, name="env")
-app.add_typer(batch_app, name="batch")
-register_sandbox_commands(app)
-register_review_commands(app)
-
-err = console(stderr=True)
-out = console()
 
 
 def _version(value: bool) -> None:
     if value:
-        out.print(f"sandbox-agent {__version__}")
+        console().print(f"sandbox-agent {__version__}")
         raise typer.Exit()
 
 
@@ -74,370 +185,3 @@ def main(
     ] = False,
 ) -> None:
     """Fix issues with an LLM agent whose every tool call runs in a throwaway Docker sandbox."""
-
-
-def _ask_user(call: ToolCall, decision: Decision) -> bool:
-    """The ``--approve ask`` prompt: the call exactly as the model wrote it, made visible."""
-    what = call.arguments.get("command") or call.arguments.get("path") or ""
-    err.print(
-        f"[bold yellow]approval needed[/]: {safe(call.tool_name)} {safe(what)}\n"
-        f"  {safe(decision.reason)}"
-    )
-    return typer.confirm("Allow this call?", default=False, err=True)
-
-
-def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> RunRecord:
-    progress = Progress(err)
-
-    def ask(call: ToolCall, decision: Decision) -> bool:
-        progress.pause()
-        return _ask_user(call, decision)
-
-    approver = ask if sys.stdin.isatty() else None
-    try:
-        record = run_fix(
-            options,
-            os.environ,
-            listener=progress,
-            approver=approver,
-            warn=lambda message: warn(message, on=err),
-        )
-    except UserError as e:
-        progress.close()
-        raise fail(e) from e
-    except KeyboardInterrupt:
-        progress.close()
-        err.print("interrupted before the run started")
-        raise typer.Exit(1) from None
-    finally:
-        progress.close()  # whatever happened, the spinner is erased and the cursor shown
-    if as_json:
-        typer.echo(json.dumps(record.model_dump(mode="json")))
-    elif print_summary:
-        out.print(summary(record))
-        out.print(f"\nreview: sandbox-agent show {safe(record.run_id)}")
-        if record.gate_passed:
-            repo = safe(shlex.quote(record.repo))
-            out.print(f"apply:  sandbox-agent apply {safe(record.run_id)} --repo {repo}")
-    return record
-
-
-def _exit_code(record: RunRecord) -> int:
-    return 0 if record.exit_reason == "finished" and record.gate_passed else 1
-
-
-@app.command(cls=Command)
-def fix(
-    task: Annotated[
-        str | None, typer.Argument(help="The issue to fix.", show_default=False)
-    ] = None,
-    repo: Annotated[
-        Path, typer.Option(help="The repository to fix (only ever read; its git root is used).")
-    ] = Path(),
-    task_file: Annotated[Path | None, typer.Option(help="Read the task from this file.")] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Model name for the OpenAI-compatible API, or scripted:PATH "
-            f"(policy: model.name; default {DEFAULT_MODEL}).",
-            show_default=False,
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint (policy: model.base_url).")
-    ] = None,
-    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
-    test_cmd: Annotated[
-        str | None, typer.Option(help="Test command the gate runs (policy: gate.test_command).")
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option(help="Model calls at most (policy: budget.max_steps).")
-    ] = None,
-    max_cost: Annotated[
-        float | None, typer.Option(help="US dollars at most (policy: budget.max_cost_usd).")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Tokens at most (policy: budget.max_tokens).")
-    ] = None,
-    max_wall: Annotated[
-        float | None, typer.Option(help="Seconds at most (policy: budget.max_wall_s).")
-    ] = None,
-    as_json: JsonOption = False,
-    runs_dir: RunsDirOption = None,
-    trust_repo_policy: Annotated[
-        bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
-    ] = False,
-    approve: Annotated[
-        Literal["never", "ask"] | None,
-        typer.Option(help="ask: prompt for `ask` rules on a terminal (policy: run.approve)."),
-    ] = None,
-    trace_content: Annotated[
-        Literal["safe", "full"] | None,
-        typer.Option(help="full: also record text in the trace (policy: run.trace_content)."),
-    ] = None,
-    allow_broken_baseline: Annotated[
-        bool,
-        typer.Option(
-            "--allow-broken-baseline",
-            help="Start the model even if the tests cannot run at the baseline "
-            "(policy: gate.allow_broken_baseline).",
-        ),
-    ] = False,
-    tool_protocol: Annotated[
-        Literal["native", "json"] | None,
-        typer.Option(help="json: for servers without tool calling (policy: model.tool_protocol)."),
-    ] = None,
-    runtime: Annotated[
-        str | None,
-        typer.Option(
-            help="OCI runtime of the sandbox, e.g. runsc for gVisor (policy: sandbox.runtime; "
-            "`sandbox-agent doctor` says whether it is registered)."
-        ),
-    ] = None,
-) -> None:
-    """Fix an issue in a repository; your checkout changes only through `apply`."""
-    if task_file is not None:
-        try:
-            task = task_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise fail(UserError(f"--task-file {task_file}: cannot read it ({e})")) from e
-    if not task or not task.strip():
-        raise fail(UserError("no task: give the issue text as TASK or --task-file FILE"))
-    options = FixOptions(
-        repo=repo,
-        task=task,
-        policy_file=policy,
-        runs_dir=runs_dir,
-        trust_repo_policy=trust_repo_policy,
-        overrides=as_flags(
-            model=model,
-            base_url=base_url,
-            test_cmd=test_cmd,
-            max_steps=max_steps,
-            max_cost=max_cost,
-            max_tokens=max_tokens,
-            max_wall=max_wall,
-            approve=approve,
-            trace_content=trace_content,
-            tool_protocol=tool_protocol,
-            runtime=runtime,
-            allow_broken_baseline=True if allow_broken_baseline else None,
-        ),
-    )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
-
-
-@app.command(cls=Command)
-def revise(
-    run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
-    feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
-    model: Annotated[str | None, typer.Option(help="Model (default: the earlier run's).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
-    max_steps: Annotated[int | None, typer.Option(help="Model calls at most.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="US dollars at most.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most.")] = None,
-    max_wall: Annotated[float | None, typer.Option(help="Seconds at most.")] = None,
-    as_json: JsonOption = False,
-    runs_dir: RunsDirOption = None,
-) -> None:
-    """Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.
-
-    The new run starts from the earlier run's final state (its patch on the same repository),
-    is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
-    alone.
-    """
-    try:
-        if not feedback.strip():
-            raise UserError("revise: FEEDBACK is empty; say what to change")
-        run_dir = find_run(runs_dir_of(runs_dir), run)
-        record = run_dir.read_record()
-        if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
-            raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
-        request = record.request
-        flags = as_flags(
-            model=model,
-            base_url=base_url,
-            max_steps=max_steps,
-            max_cost=max_cost,
-            max_tokens=max_tokens,
-            max_wall=max_wall,
-        )
-        options = FixOptions(
-            repo=Path(record.repo),
-            task=record.task,
-            policy_file=Path(request.policy_file) if request.policy_file else None,
-            trust_repo_policy=request.trust_repo_policy,
-            runs_dir=runs_dir,
-            overrides={**request.overrides, **{k: v for k, v in flags.items() if v is not None}},
-            revises=Revision(
-                run_id=record.run_id,
-                run_dir=run_dir.path,
-                patch=run_dir.read_patch(),
-                answer=record.answer,
-                feedback=feedback,
-            ),
-        )
-    except UserError as e:
-        raise fail(e) from e
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
-
-
-@app.command(cls=Command)
-def demo(
-    as_json: JsonOption = False,
-    runs_dir: RunsDirOption = None,
-    runtime: Annotated[
-        str | None, typer.Option(help="OCI runtime of the sandbox, e.g. runsc for gVisor.")
-    ] = None,
-) -> None:
-    """Run the whole pipeline on a bundled buggy project (real Docker, no API key)."""
-    try:
-        repo = make_demo_repo()
-    except UserError as e:
-        raise fail(e) from e
-    err.print(f"demo project copied to {safe(repo)}\ntask: {DEMO_TASK}\n")
-    options = FixOptions(
-        repo=repo,
-        task=DEMO_TASK,
-        runs_dir=runs_dir,
-        overrides={"--model": f"scripted:{demo_script()}", "--runtime": runtime},
-    )
-    record = _run(options, as_json=as_json, print_summary=False)
-    if not as_json:
-        out.print()
-        events = read_trace(Path(record.trace_path)).events
-        out.print(show(record, _read_patch(Path(record.patch_path)), events))
-        out.print(f"\nreview again: sandbox-agent show {safe(record.run_id)}")
-        out.print(
-            f"apply it:     sandbox-agent apply {safe(record.run_id)}  (to {safe(record.repo)})"
-        )
-    raise typer.Exit(_exit_code(record))
-
-
-def _read_patch(path: Path) -> str:
-    """The patch as written, no newline translation: a CR in a file's content stays visible."""
-    return path.read_bytes().decode("utf-8", errors="replace") if path.exists() else ""
-
-
-@app.command("show", cls=Command)
-def show_run(
-    run: Annotated[str | None, typer.Argument(help="Run id, id prefix or directory.")] = None,
-    runs_dir: RunsDirOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Show a run (the latest by default): facts, answer, gate verdicts, refusals, the diff."""
-    try:
-        run_dir = find_run(runs_dir_of(runs_dir), run)
-        record = run_dir.read_record()
-    except UserError as e:
-        raise fail(e) from e
-    if as_json:
-        typer.echo(json.dumps(record.model_dump(mode="json")))
-        return
-    trace = read_trace(run_dir.trace_path) if run_dir.trace_path.is_file() else None
-    events = trace.events if trace is not None else ()
-    out.print(show(record, _read_patch(run_dir.patch_path), events))
-
-
-@app.command("apply", cls=Command)
-def apply_run(
-    run: Annotated[str | None, typer.Argument(help="Run id, id prefix or directory.")] = None,
-    repo: Annotated[
-        Path | None, typer.Option(help="Repository to apply to (default: the run's repo).")
-    ] = None,
-    branch: Annotated[str | None, typer.Option(help="Commit the patch on this new branch.")] = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Apply even though the run did not pass the completion gate."),
-    ] = False,
-    yes: Annotated[
-        bool,
-        typer.Option(
-            "--yes", help="Accept the changes listed under 'review these' without asking."
-        ),
-    ] = False,
-    allow_outside_symlinks: Annotated[
-        bool,
-        typer.Option(
-            "--allow-outside-symlinks", help="Apply symlinks that point outside the repository."
-        ),
-    ] = False,
-    runs_dir: RunsDirOption = None,
-) -> None:
-    """Apply a run's patch to your repository; refuses and changes nothing on any conflict."""
-    try:
-        run_dir = find_run(runs_dir_of(runs_dir), run)
-        record = run_dir.read_record()
-        patch = run_dir.read_patch()
-        if not record.gate_passed:
-            _gate_not_passed(record, force=force)
-        target = repo or Path(record.repo)
-        message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
-        plan = apply_patch(
-            target,
-            patch,
-            run_repo=Path(record.repo),
-            branch=branch,
-            message=message,
-            approve=lambda plan: _review_these(plan, record.run_id, yes=yes),
-            allow_outside_symlinks=allow_outside_symlinks,
-            recorded=record.changed_paths,
-        )
-    except UserError as e:
-        raise fail(e) from e
-    where = safe(target.resolve())
-    if plan.already_applied:
-        out.print(f"already applied: {where} has every change of this run; nothing changed")
-        return
-    how = "three-way" if plan.three_way else "exactly"
-    on = f" on new branch {safe(branch)}" if branch else ""
-    out.print(f"applied {how}{on}: {len(plan.paths)} path(s) in {where}", soft_wrap=True)
-
-
-def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:
-    """Show the changes that deserve a second look; ask on a terminal, refuse off one."""
-    err.print(f"review these ({len(plan.risks)} change(s) that deserve a second look):")
-    for risk in plan.risks:
-        line = f"  {risk.kind:<18} {visible(risk.path)}  {visible(risk.detail)}"
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise ApplyError(
-            "not applied: the changes above need a second look and this is not a terminal to "
-            f"ask on; review them (`sandbox-agent show {run_id}`) and pass --yes to accept them"
-        )
-    if not typer.confirm("Apply them?", default=False, err=True):
-        raise ApplyError("not applied: declined; nothing was changed")
-
-
-def _gate_not_passed(record: RunRecord, *, force: bool) -> None:
-    """Refuse a run whose gate did not pass, or with ``force`` warn before applying it."""
-    why = (
-        f"run {record.run_id} did not pass the completion gate (it ended "
-        f"{record.exit_reason or 'without an exit reason'}): its tests were not seen passing"
-    )
-    if not force:
-        raise UserError(
-            f"{why}; nothing was changed. Review it with `sandbox-agent show {record.run_id}` "
-            f"and apply it anyway with `sandbox-agent apply {record.run_id} --force`"
-        )
-    warn(f"{why}; applying it anyway (--force)")
-
-
-@app.command("runs", cls=Command)
-def runs(
-    runs_dir: RunsDirOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON array: the run records, oldest first.")
-    ] = False,
-) -> None:
-    """List runs: id, date, repo, task, exit reason, gate, steps, cost."""
-    records = list_runs(runs_dir_of(runs_dir))
-    if as_json:
-        typer.echo(json.dumps([r.model_dump(mode="json") for r in records]))
-        return
-    if not records:
-        out.print(f"no runs in {safe(runs_dir_of(runs_dir))}")
-        return
-    out.print(runs_table(records, out.width if out.is_terminal else None))

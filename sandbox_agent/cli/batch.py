@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 
 from sandbox_agent.batch.records import (
     BatchLog,
@@ -26,9 +25,10 @@ from sandbox_agent.batch.records import (
 )
 from sandbox_agent.batch.scheduler import Backend, LocalBackend, default_workers, run_batch
 from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_specs
-from sandbox_agent.batch.tasks import TaskFormat, parse_tasks
+from sandbox_agent.batch.tasks import TaskFormat, TaskSpec, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
+from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.options import as_flags
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
@@ -57,7 +57,7 @@ def ray_flag(args: list[str]) -> list[str]:
     return out
 
 
-class _RunByDefault(TyperGroup):
+class _RunByDefault(Group):
     """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
@@ -96,7 +96,7 @@ BatchesDirOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")]
 
 
-@batch_app.command("run")
+@batch_app.command("run", cls=Command)
 def run(
     tasks: Annotated[
         Path | None, typer.Argument(help="The tasks file (JSON lines).", show_default=False)
@@ -155,39 +155,31 @@ def run(
         tool_protocol=tool_protocol,
     )
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    fixed = {"--max-cost-total": max_cost_total, "--max-tokens-total": max_tokens_total}
     try:
-        if (tasks is None) == (resume is None):
-            raise UserError("give a tasks file, or --resume BATCH (not both)")
+        if tasks is None:
+            raise UserError(
+                "give a tasks file (with --resume BATCH, the same one again: a batch "
+                "directory does not choose repos, policies or models)"
+            )
         if ray is not None:
             _require_ray()
         if max_cost_total == 0:
             raise UserError("--max-cost-total must be more than 0")
         auto, why = default_workers()
         chosen = workers or auto
-        if resume is not None:
-            given = [k for k, v in {**overrides, **fixed}.items() if v is not None]
-            given += ["--policy"] if policy else []
-            if given:
-                raise UserError(f"{given[0]}: --resume keeps the batch's own settings")
-            batch_dir = find_batch(batches_dir or default_batches_dir(os.environ), resume)
-            log, specs = resume_specs(batch_dir, {"workers": chosen, "ray": ray})
-        else:
-            assert tasks is not None
-            settings = BatchSettings(
-                overrides=overrides,
-                policy_file=str(policy.resolve()) if policy else None,
-                trust_repo_policy=trust_repo_policy,
-                max_cost_total=max_cost_total,
-                max_tokens_total=max_tokens_total,
-                workers=chosen,
-                ray=ray,
-                format=task_format,
-                tasks_file=str(tasks.resolve()),
-            )
-            parsed = parse_tasks(tasks, task_format, repos)
-            check_tasks(parsed, settings, os.environ)
-            log, specs = new_batch(parsed, settings, batches_dir or default_batches_dir(os.environ))
+        settings = BatchSettings(
+            overrides=overrides,
+            policy_file=str(policy.resolve()) if policy else None,
+            trust_repo_policy=trust_repo_policy,
+            max_cost_total=max_cost_total,
+            max_tokens_total=max_tokens_total,
+            workers=chosen,
+            ray=ray,
+            format=task_format,
+            tasks_file=str(tasks.resolve()),
+        )
+        parsed = parse_tasks(tasks, task_format, repos)
+        log, specs = _open(parsed, settings, resume, batches_dir)
         backend = _backend(log, ray, chosen)
     except UserError as e:
         raise _fail(e) from e
@@ -199,6 +191,17 @@ def run(
     if as_json:
         typer.echo(json.dumps(record.summary()))
     raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _open(
+    tasks: list[TaskSpec], settings: BatchSettings, resume: str | None, batches_dir: Path | None
+) -> tuple[BatchLog, list[WorkerSpec]]:
+    """A new batch (every task checked first), or the one ``--resume`` names."""
+    batches = batches_dir or default_batches_dir(os.environ)
+    if resume is not None:
+        return resume_specs(find_batch(batches, resume), settings, tasks)
+    check_tasks(tasks, settings, os.environ)
+    return new_batch(tasks, settings, batches)
 
 
 def _require_ray() -> None:
@@ -228,7 +231,7 @@ def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: 
     return record
 
 
-@batch_app.command("show")
+@batch_app.command("show", cls=Command)
 def show(
     batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
     batches_dir: BatchesDirOption = None,
@@ -250,10 +253,10 @@ def show(
     out.print(batch_table(record))
     out.print(visible(headline(record)), markup=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
-    out.print(f"exit reasons: {counts or 'none yet'}", markup=False, soft_wrap=True)
+    out.print(visible(f"exit reasons: {counts or 'none yet'}"), markup=False, soft_wrap=True)
 
 
-@batch_app.command("report")
+@batch_app.command("report", cls=Command)
 def report(
     batch: Annotated[str, typer.Argument(help="Batch id, id prefix or directory.")],
     output: Annotated[

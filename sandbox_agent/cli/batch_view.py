@@ -27,7 +27,7 @@ def _outcome(run: BatchRun) -> Text:
     if run.exit_reason is None:
         return Text(run.state, style=_STATE_STYLE[run.state])
     style = "green" if run.exit_reason == "finished" and run.gate_passed else "yellow"
-    return Text(run.exit_reason, style=style)
+    return Text(visible(run.exit_reason), style=style)
 
 
 def batch_table(record: BatchRecord) -> Table:

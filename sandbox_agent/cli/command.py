@@ -3,7 +3,7 @@
 * Usage errors (unknown option, missing argument, bad value) print as one line
   ``error: ...`` on stderr and exit 2, like every other error of the command line.
 * ``-h`` is ``--help`` everywhere; a flag shows no ``<bool>`` type in the help.
-* ``fix`` comes first in ``--help``: the commands a user starts with, then the rest.
+* Subcommands are listed as registered; the root's order is ``cli/app.py``'s ``COMMANDS``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ if TYPE_CHECKING:  # typer 0.29 vendors click as typer._click; older versions us
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 """Context settings of the root command; subcommands inherit them."""
-
-FIRST = ("fix", "demo", "show", "apply", "revise", "runs")
-"""Commands listed first in ``--help``, in this order; the others follow as registered."""
 
 
 def _quiet_flags(params: list[click.Parameter]) -> list[click.Parameter]:
@@ -58,16 +55,11 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """A command group: first commands first, usage errors as one ``error:`` line."""
+    """A command group: flags without a type label, usage errors as one ``error:`` line."""
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         """The group's parameters, flags without a type label."""
         return _quiet_flags(super().get_params(ctx))
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        """Subcommand names: :data:`FIRST` in its order, then the rest as registered."""
-        names = super().list_commands(ctx)
-        return [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]
 
     def make_context(
         self,

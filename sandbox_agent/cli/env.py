@@ -16,7 +16,7 @@ import docker
 import typer
 
 from sandbox_agent.cli.command import Command, Group
-from sandbox_agent.cli.output import fail
+from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.env import cache
 from sandbox_agent.env.base import base_lookup
 from sandbox_agent.env.build import describe, ensure_environment
@@ -24,8 +24,9 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvPlan
 from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.policy.config import default_user_config_dir, load_policy
+from sandbox_agent.run.artifacts import default_runs_dir, env_logs_dir
 from sandbox_agent.sandbox import engine
-from sandbox_agent.sandbox.workspace import inspect_repo
+from sandbox_agent.sandbox.workspace import repo_root
 from sandbox_agent.settings import EnvironmentSection
 from sandbox_agent.text import visible
 
@@ -38,8 +39,15 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 
 
 def settings_for(repo: Path) -> EnvironmentSection:
-    """The ``[environment]`` settings ``fix`` would use for ``repo`` (its policy files merged)."""
-    return load_policy(repo, user_config_dir=default_user_config_dir()).policy.environment
+    """The ``[environment]`` settings ``fix`` would use for ``repo`` (its policy files merged).
+
+    What the loader ignored (an untrusted repo file's loosenings) is printed as warnings, as
+    ``fix`` prints them.
+    """
+    loaded = load_policy(repo, user_config_dir=default_user_config_dir())
+    for warning in loaded.warnings:
+        warn(warning)
+    return loaded.policy.environment
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -47,13 +55,16 @@ def _fail(error: Exception) -> typer.Exit:
 
 
 def _echo(text: str, *, err: bool = False) -> None:
-    """Print text that holds names from the repo: control characters made visible."""
-    typer.echo(visible(text, multiline=True), err=err)
+    """Print one line that holds text from the repo or a build: controls and newlines visible.
+
+    A step's command from a ``devcontainer.json`` may hold a newline; it never fakes a line.
+    """
+    typer.echo(visible(text), err=err)
 
 
 def _plan(repo: Path) -> tuple[Path, EnvPlan]:
     try:
-        resolved = inspect_repo(repo).root
+        resolved = repo_root(repo)
         return resolved, detect_plan(resolved, settings_for(resolved))
     except UserError as e:
         raise _fail(e) from e
@@ -113,6 +124,8 @@ def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None
     else:
         try:
             key, cached = _key(client, resolved, plan)
+        except UserError as e:  # a Dockerfile reading outside the repository
+            raise _fail(e) from e
         finally:
             client.close()
     if as_json:
@@ -122,9 +135,13 @@ def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None
 
 
 def default_log_path() -> Path:
-    """Where ``env build`` keeps its log when ``--log`` is not given."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "sandbox-agent" / "env-logs" / f"build-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    """Where ``env build`` keeps its log when ``--log`` is not given.
+
+    That is where every build log is: ``<state>/sandbox-agent/env-logs``, beside the runs (a
+    run's is named in ``show``).
+    """
+    logs = env_logs_dir(default_runs_dir(os.environ))
+    return logs / f"build-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
 
 @env_app.command("build", cls=Command)
@@ -172,7 +189,7 @@ def list_command(as_json: JsonOption = False) -> None:
     if as_json:
         typer.echo(json.dumps([row.model_dump() for row in rows]))
         return
-    for row in rows:
+    for row in rows:  # labels are data: each row stays one line
         _echo(
             f"{row.tag}  {row.created}  {row.size_mb:>8.1f} MB  {row.repo}  "
             f"test: {row.test_command or '-'}"

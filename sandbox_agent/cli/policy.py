@@ -1,6 +1,7 @@
 """``sandbox-agent policy``: check, show, schema, lint. Flags and printing only.
 
-Mounted by ``cli/app.py`` with ``app.add_typer(policy_app, name="policy")``. ``check`` exits 0
+``cli/app.py`` imports this module when ``policy`` runs; ``replay`` and ``suggest`` live in
+``cli/replay.py``, listed here and imported only when they run. ``check`` exits 0
 for any decision and 2 for a bad policy file (one line on stderr, no traceback). What is
 printed goes through ``visible`` (control characters shown, never acted on).
 """
@@ -10,13 +11,13 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
-from sandbox_agent.cli.command import Command, Group
+from sandbox_agent.cli.app import Entry, Lazy
+from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.output import fail, warn
-from sandbox_agent.cli.review import candidate_policy, policy_replay, policy_suggest
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import (
     LoadedPolicy,
@@ -27,16 +28,37 @@ from sandbox_agent.policy.config import (
 )
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
-from sandbox_agent.sandbox.workspace import inspect_repo, list_files
+from sandbox_agent.sandbox.workspace import list_files, repo_root
 from sandbox_agent.settings import Merge, field_rules
 from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]
 
+
+class _PolicyGroup(Lazy):
+    """The ``policy`` group: ``replay`` and ``suggest`` load ``cli/replay.py`` when they run.
+
+    They read past runs (records, traces), which ``check``, ``show``, ``schema`` and ``lint``
+    never need.
+    """
+
+    entries: ClassVar[dict[str, Entry]] = {
+        "replay": Entry(
+            "replay",
+            "Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail.",
+        ),
+        "suggest": Entry(
+            "replay",
+            "Propose the narrowest allow rules for past runs' denied calls, as TOML, "
+            "and replay them.",
+        ),
+    }
+
+
 policy_app = typer.Typer(
     help="Check commands against a policy, show it, lint it, print its schema.",
     no_args_is_help=True,
-    cls=Group,
+    cls=_PolicyGroup,
 )
 
 _Repo = Annotated[
@@ -52,17 +74,18 @@ _Trust = Annotated[
 ]
 
 
-def _load(repo: Path, policy: Path | None, trust: bool) -> LoadedPolicy:
+def _load(repo: Path, policy: Path | None, trust: bool) -> tuple[Path, LoadedPolicy]:
+    """The root ``fix`` would use (a subdirectory's git root) and the policy merged there."""
     try:
-        repo = inspect_repo(repo).root  # the root fix would use (a subdirectory's git root)
+        root = repo_root(repo)
         loaded = load_policy(
-            repo, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
+            root, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
         )
     except UserError as e:
         raise fail(e) from None
     for warning in loaded.warnings:
         warn(warning)
-    return loaded
+    return root, loaded
 
 
 @policy_app.command(
@@ -82,11 +105,10 @@ def check(
     trust_repo_policy: _Trust = False,
 ) -> None:
     """Decide on one shell command: allow, deny or ask, with the rule and the reason."""
-    loaded = _load(repo, policy, trust_repo_policy)
+    root, loaded = _load(repo, policy, trust_repo_policy)
     text = command[0] if len(command) == 1 else shlex.join(command)
     # The engine the runner builds: it sees the files, so symlinks out of the repo count, and
     # the repo's files as the sandbox would protect them (a new test file is not one of them).
-    root = inspect_repo(repo).root
     protected = mountable(root, read_only_paths(list_files(root), loaded.policy.paths.protect))
     engine = RuleEngine(loaded.policy, host_workspace=root, protected=frozenset(protected))
     decision = engine.check_command(text)
@@ -106,7 +128,7 @@ def show(
     trust_repo_policy: _Trust = False,
 ) -> None:
     """Print the effective merged policy, each rule with where it came from."""
-    loaded = _load(repo, policy, trust_repo_policy)
+    _, loaded = _load(repo, policy, trust_repo_policy)
     if as_json:
         record = loaded.to_record()
         record["origins"] = loaded.policy.origins
@@ -163,52 +185,3 @@ def lint(
     if problems:
         raise typer.Exit(1)
     typer.echo(visible(f"{file}: ok"))
-
-
-_Runs = Annotated[
-    list[str] | None,
-    typer.Argument(help="Run ids, id prefixes or run directories (default: every run)."),
-]
-_RunsDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--runs-dir",
-        help="Where run directories live (default: $XDG_STATE_HOME/sandbox-agent/runs).",
-    ),
-]
-_RunRepo = Annotated[
-    Path | None,
-    typer.Option(
-        "--repo", help="Use this checkout's .sandbox-agent.toml (default: each run's repo)."
-    ),
-]
-
-
-@policy_app.command("replay")
-def replay(
-    runs: _Runs = None,
-    policy: Annotated[
-        Path | None, typer.Option("--policy", help="The candidate policy file (trusted).")
-    ] = None,
-    repo: _RunRepo = None,
-    runs_dir: _RunsDir = None,
-    as_json: _Json = False,
-    trust_repo_policy: _Trust = False,
-) -> None:
-    """Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail."""
-    candidate = candidate_policy(policy, repo, trust_repo_policy)
-    policy_replay(runs or [], candidate, runs_dir, as_json)
-
-
-@policy_app.command("suggest")
-def suggest(
-    runs: _Runs = None,
-    policy: _PolicyFile = None,
-    repo: _RunRepo = None,
-    runs_dir: _RunsDir = None,
-    as_json: _Json = False,
-    trust_repo_policy: _Trust = False,
-) -> None:
-    """Propose the narrowest allow rules for past runs' denied calls, as TOML, and replay them."""
-    candidate = candidate_policy(policy, repo, trust_repo_policy)
-    policy_suggest(runs or [], candidate, runs_dir, as_json)

@@ -109,6 +109,8 @@ class Progress:
                 self._line("feedback", safe(event.kind))
             case GateResultEvent():
                 self._gate(event)
+            case ModelRetryEvent():
+                self._line("model", f"[yellow]{safe(retry_text(event))}[/]")
             case BudgetUpdateEvent():
                 cost = event.totals.cost_usd
                 price = "cost unknown" if cost is None else f"${cost:.4f}"
@@ -138,7 +140,7 @@ class Progress:
             case ModelFeedbackEvent():
                 self._waiting_for = "model"
             case ModelRetryEvent():
-                self._waiting_for = f"model (retry {event.attempt})"
+                self._waiting_for = f"model (attempt {event.attempt + 1}, after a retry wait)"
             case RunFinished():
                 self._waiting_for = None
             case _:
@@ -172,6 +174,14 @@ class Progress:
 
     def _line(self, label: str, text: str) -> None:
         self.console.print(f"[bold cyan]{label:>8}[/] {text}", highlight=False, soft_wrap=True)
+
+
+def retry_text(event: ModelRetryEvent) -> str:
+    """What failed, which attempt it was and how long the run waits before the next."""
+    return (
+        f"attempt {event.attempt} failed ({event.error}); "
+        f"waiting {event.wait_s:.1f}s before attempt {event.attempt + 1}"
+    )
 
 
 def _call_summary(event: ToolCallEvent, limit: int | None) -> str:

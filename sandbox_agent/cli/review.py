@@ -15,14 +15,18 @@ from typing import Annotated
 
 import typer
 
+from sandbox_agent.cli.command import Command
+from sandbox_agent.cli.options import find_any_run
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import PolicyFileError, UserError
 from sandbox_agent.policy.config import default_user_config_dir
 from sandbox_agent.policy.replay import CandidatePolicy, RecordedCall, render_replay, replay
 from sandbox_agent.policy.suggest import suggest, to_toml
 from sandbox_agent.review.calls import RunCalls, run_calls
+from sandbox_agent.review.patchfile import parse_changes
 from sandbox_agent.review.report import write_report
-from sandbox_agent.run.artifacts import RunDir, default_runs_dir, find_run, list_runs
+from sandbox_agent.review.revision import own_change
+from sandbox_agent.run.artifacts import RunDir, RunRecord, default_runs_dir, find_run, list_runs
 from sandbox_agent.text import visible
 
 __all__ = ["policy_replay", "policy_suggest", "register"]
@@ -54,7 +58,7 @@ def report(
 ) -> None:
     """Write a run (the latest by default) as one self-contained HTML file; print its path."""
     try:
-        run_dir = find_run(_runs_dir(runs_dir), run)
+        run_dir = find_any_run(runs_dir, run)
         path = write_report(run_dir, output)
     except UserError as e:
         raise _fail(str(e)) from None
@@ -63,9 +67,38 @@ def report(
     typer.echo(str(path))
 
 
+def revision_part(
+    record: RunRecord, runs_dir: Path | None, target: Path, patch: bytes
+) -> tuple[bytes, Sequence[str] | None, str]:
+    """What ``apply`` applies of a run: a revision's own change, or the whole patch.
+
+    Only a revision's own change on a checkout that has its parent run applied.
+
+    Returns:
+        The patch, the paths it must touch (``None`` for the own change, checked here against
+        the record) and a note for the summary line ("" for the whole patch).
+    """
+    parent_id = record.request.parent_run_id
+    whole = (patch, record.changed_paths, "")
+    if parent_id is None:
+        return whole
+    try:
+        parent = find_any_run(runs_dir, parent_id).read_patch()
+    except UserError:
+        return whole  # the earlier run is gone: the whole patch, judged as any other
+    own = own_change(target.resolve(), parent, patch)
+    if own is None:
+        return whole
+    changes = parse_changes(own, target.resolve()) if own.strip() else []
+    paths = sorted({p for c in changes for p in (c.old_path, c.new_path)})
+    if not set(paths) <= set(record.changed_paths or paths):
+        raise UserError(f"run {record.run_id}: its own change touches paths it never recorded")
+    return own, None, f" (this revision's own change; run {parent_id}'s is already there)"
+
+
 def register(app: typer.Typer) -> None:
     """Add ``report`` to the main command line."""
-    app.command("report")(report)
+    app.command("report", cls=Command)(report)
 
 
 def _selected(runs: Sequence[str], runs_dir: Path) -> list[RunCalls]:

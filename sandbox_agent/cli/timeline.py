@@ -46,6 +46,9 @@ def baseline_text(event: GateResultEvent) -> str:
     """What the baseline test run means: failing tests before the fix are expected."""
     if event.passed:
         return "baseline: the tests already pass"
+    broken = [c.detail for c in event.checks if c.name == "environment" and not c.passed]
+    if broken:
+        return f"baseline: the tests cannot run: {broken[0]}"
     details = " ".join(c.detail for c in event.checks if not c.passed)
     found = _FAILING.search(details)
     if found is None:

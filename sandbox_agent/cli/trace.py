@@ -9,11 +9,10 @@ import typer
 
 from sandbox_agent.agent.trace import read_trace, safe_copy
 from sandbox_agent.cli.command import Command, Group
-from sandbox_agent.cli.options import RunsDirOption, runs_dir_of
+from sandbox_agent.cli.options import RunsDirOption, find_any_run
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.timeline import describe
 from sandbox_agent.errors import UserError
-from sandbox_agent.run.artifacts import find_run
 
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True, cls=Group)
 out = console()
@@ -30,7 +29,7 @@ def _trace_file(run: str | None, runs_dir: Path | None) -> Path:
         if not file.is_file():
             raise UserError(f"{run}: not a run directory (no trace.jsonl in it)")
         return file
-    file = find_run(runs_dir_of(runs_dir), run).trace_path
+    file = find_any_run(runs_dir, run).trace_path
     if not file.is_file():
         raise UserError(f"{file}: no such trace file")
     return file

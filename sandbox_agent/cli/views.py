@@ -23,6 +23,7 @@ from sandbox_agent.cli.output import safe
 from sandbox_agent.gate.evidence import summary as evidence_summary
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.text import visible
+from sandbox_agent.types import GateEvidence
 
 
 def cost_text(cost: float | None) -> str:
@@ -62,6 +63,8 @@ def summary(record: RunRecord) -> Table:
         ("files changed", "unknown" if record.files_changed is None else str(record.files_changed)),
         ("run dir", safe(record.run_dir)),
     ]
+    if record.env_build_log:
+        rows.append(("env log", safe(record.env_build_log)))
     if record.request.parent_run_id:
         rows.insert(1, ("revises", safe(record.request.parent_run_id)))
     if record.revised_by:
@@ -128,9 +131,29 @@ def gates_view(record: RunRecord) -> RenderableType:
         if verdict.evidence is not None:
             said = visible(evidence_summary(verdict.evidence))
             lines.append(Text(f"    evidence: {said}", style="dim"))
+            lines.extend(_evidence_lists(verdict.evidence))
     if len(lines) == 1:
         lines.append(Text("  (none: no finish was judged)", style="dim"))
     return Text("\n").join(lines)
+
+
+def _evidence_lists(evidence: GateEvidence) -> list[Text]:
+    """The tests named by what they did, and the new test files to review."""
+    named = (
+        ("fail-to-pass", evidence.fail_to_pass, "green"),
+        ("proven by the model's new tests (review them)", evidence.proven_by_new_tests, "yellow"),
+        ("new tests that pass without the change", evidence.new_tests_not_proving, "dim"),
+        ("broken", evidence.broken, "red"),
+        ("pre-existing failures", evidence.pre_existing, "dim"),
+        ("flaky", evidence.flaky, "dim"),
+        ("new test files", evidence.new_test_files, "yellow"),
+    )
+    lines = []
+    for label, ids, style in named:
+        if ids:
+            shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+            lines.append(Text(f"    {label}: {visible(shown)}", style=style))
+    return lines
 
 
 def decisions_view(events: Sequence[TraceEvent]) -> RenderableType:
@@ -179,30 +202,42 @@ def _chained(record: RunRecord) -> str:
     return f"revises {safe(parent)}: " if parent else ""
 
 
-def runs_table(records: Sequence[RunRecord], width: int | None = 120) -> Table:
+def runs_table(
+    records: Sequence[RunRecord],
+    width: int | None = 120,
+    batches: Sequence[str | None] = (),
+) -> Table:
     """``sandbox-agent runs``: one row per run, oldest first.
 
     ``width`` is the terminal's; ``None`` (not a terminal) never truncates a task. Under 100
     columns the date and repo columns are left out: the run id starts with the date.
+    ``batches``: the batch of each run (``None``: none); a ``batch`` column when any has one.
     """
     wide = width is None or width >= 100
+    in_batch = any(b is not None for b in batches)
     table = Table(box=None, header_style="bold", padding=(0, 1), pad_edge=False)
     table.add_column("id", no_wrap=True, min_width=22)
+    if in_batch:
+        table.add_column("batch", no_wrap=True, min_width=24)
     if wide:
         table.add_column("started", no_wrap=True, min_width=11)
         table.add_column("repo", no_wrap=True, overflow="ellipsis", width=16 if width else None)
     if width is None:
         table.add_column("task", no_wrap=True)
     else:
-        columns = 8 if wide else 6
+        columns = (8 if wide else 6) + in_batch
         fixed = 22 + 18 + 6 + 5 + 9 + (11 + 16 if wide else 0) + 2 * (columns - 1)  # + gaps
+        fixed += 24 if in_batch else 0
         table.add_column("task", no_wrap=True, overflow="ellipsis", width=max(width - fixed, 8))
     table.add_column("exit reason", no_wrap=True, min_width=18)
     table.add_column("gate", no_wrap=True, min_width=6)
     table.add_column("steps", no_wrap=True, justify="right", min_width=5)
     table.add_column("cost", no_wrap=True, justify="right", min_width=9)
-    for r in records:
+    for i, r in enumerate(records):
         cells = [safe(r.run_id)]
+        if in_batch:
+            batch = batches[i] if i < len(batches) else None
+            cells.append(safe(batch) if batch else "-")
         if wide:
             cells += [r.started_at.replace("T", " ")[5:16], safe(Path(r.repo).name)]
         cells += [

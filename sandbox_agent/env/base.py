@@ -17,7 +17,7 @@ import docker.errors
 
 from sandbox_agent.env.cache import BASE_REPO
 from sandbox_agent.env.model import BaseImage
-from sandbox_agent.errors import EnvBuildError, UserError
+from sandbox_agent.errors import BuildContextError, EnvBuildError, UserError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, ensure_image, read_build_events
 
 Say = Callable[[str], None]
@@ -60,23 +60,54 @@ def copied_sources(dockerfile_text: str) -> list[str]:
     return sources
 
 
+def inside(root: Path, rel: str, what: str) -> Path:
+    """``root / rel`` when it is inside ``root`` with every symlink followed; nothing is read.
+
+    Raises:
+        BuildContextError: ``rel`` leaves ``root`` (``..``, an absolute path, a symlink).
+    """
+    path = root / rel
+    if Path(rel).is_absolute() or ".." in Path(rel).parts or not _within(path, root):
+        raise BuildContextError(
+            f"{what} {rel!r} is outside {root}: a build reads only the repository's own files "
+            "(no '..', no absolute path, no symlink leading out)"
+        )
+    return path
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
+
+
 def _hash_tree(digest: hashlib._Hash, context: Path, pattern: str) -> None:
-    matches = sorted(context.glob(pattern)) if pattern not in (".", "./") else [context]
+    """Hash what a ``COPY`` source takes, as Docker takes it: a symlink inside is a link."""
+    inside(context, pattern or ".", "COPY/ADD source")
+    matches = sorted(context.glob(pattern)) if pattern not in ("", ".", "./") else [context]
     for match in matches:
-        files = [match] if match.is_file() else sorted(p for p in match.rglob("*") if p.is_file())
-        for path in files:
-            if ".git" in path.relative_to(context).parts:
+        inside(context, match.relative_to(context).as_posix(), "COPY/ADD source")
+        for path in [match] if not match.is_dir() else sorted(match.rglob("*")):
+            rel = path.relative_to(context)
+            if ".git" in rel.parts or (path.is_dir() and not path.is_symlink()):
                 continue
-            digest.update(path.relative_to(context).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            digest.update(rel.as_posix().encode() + b"\0")
+            if path.is_symlink():  # never followed: Docker copies the link itself
+                digest.update(b"link:" + str(path.readlink()).encode())
+            elif path.is_file():
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
 
 
 def dockerfile_tag(repo: Path, base: BaseImage) -> str:
-    """The tag a Dockerfile base is built under (a hash of what the build reads)."""
-    text = (repo / base.dockerfile).read_text(encoding="utf-8", errors="replace")
+    """The tag a Dockerfile base is built under (a hash of what the build reads).
+
+    Raises:
+        BuildContextError: the Dockerfile, its context or a ``COPY``/``ADD`` source is outside
+            the repository; refused before it is read.
+    """
+    dockerfile = inside(repo, base.dockerfile, "Dockerfile")
+    context = inside(repo, base.context, "build context")
+    text = dockerfile.read_text(encoding="utf-8", errors="replace")
     digest = hashlib.sha256(text.encode())
     digest.update(json.dumps(base.build_args, sort_keys=True).encode())
-    context = repo / base.context
     for source in copied_sources(text):
         _hash_tree(digest, context, source.lstrip("/"))
     return f"{BASE_REPO}:{digest.hexdigest()[:20]}"

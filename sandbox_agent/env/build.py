@@ -16,6 +16,7 @@ import shlex
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from docker.types import Mount
 
 from sandbox_agent.env import cache, hostca
 from sandbox_agent.env.base import resolve_base
-from sandbox_agent.env.model import VENV, EnvImage, EnvPlan, SetupStep
+from sandbox_agent.env.limits import BUILD_CAPABILITIES, SANITISE, broken_limit, raise_limit
+from sandbox_agent.env.model import VENV, BuildLimits, EnvImage, EnvPlan, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
 from sandbox_agent.errors import EnvBuildError, SandboxError
 from sandbox_agent.sandbox import engine
@@ -104,15 +106,15 @@ def ensure_environment(
         repo = repo.resolve()
         base_ref = resolve_base(client, repo, plan.base, log.line)
         base = client.images.get(base_ref)
-        key = cache.cache_key(repo, plan, str(base.id))
+        built_from = cache.origin(repo, plan)
+        key = cache.cache_key(repo, plan, str(base.id), built_from)
         tag = cache.env_tag(key)
-        if not rebuild:
-            found = _cached(client, tag, key, log_path)
-            if found is not None:
-                log.line(f"environment {tag} is cached: no setup step runs")
-                return found
         old = _cached(client, tag, key, log_path)
-        built = _build(client, repo, plan, base.attrs, tag, key, host_env or os.environ, log)
+        if old is not None and not rebuild and _same_origin(client, tag, built_from, log):
+            log.line(f"environment {tag} is cached: no setup step runs")
+            return old
+        labels = {cache.LABEL: key, cache.ORIGIN_LABEL: built_from, cache.REPO_LABEL: str(repo)}
+        built = _build(client, repo, plan, base.attrs, tag, labels, host_env or os.environ, log)
         if old is not None:
             _drop_replaced(client, old.image_id)
         return built
@@ -128,6 +130,15 @@ def _drop_replaced(client: docker.DockerClient, image_id: str) -> None:
     """Remove the image a rebuild replaced (its tag moved); one still in use stays."""
     with contextlib.suppress(docker.errors.DockerException):
         client.images.remove(image_id, force=False)
+
+
+def _same_origin(client: docker.DockerClient, tag: str, built_from: str, log: BuildLog) -> bool:
+    """Whether the cached image says it was built from exactly this repository and tree."""
+    recorded = (client.images.get(tag).labels or {}).get(cache.ORIGIN_LABEL)
+    if recorded == built_from:
+        return True
+    log.line(f"environment {tag} was built from another repository or tree: not used, rebuilt")
+    return False
 
 
 def _cached(client: docker.DockerClient, tag: str, key: str, log: Path | None) -> EnvImage | None:
@@ -155,7 +166,9 @@ def _build_container(
     ws: Workspace,
     setup_dir: Path,
     network: bool,
+    limits: BuildLimits,
 ) -> Iterator[str]:
+    """The hardened build container: no capability but :data:`BUILD_CAPABILITIES`, limits."""
     has_entrypoint = bool(base.get("Config", {}).get("Entrypoint"))
     container = client.containers.create(
         image=str(base["Id"]),
@@ -171,15 +184,45 @@ def _build_container(
             Mount(hostca.SETUP_DIR, str(setup_dir), type="bind", read_only=True),
         ],
         labels={BUILD_LABEL: owner_label()},
-        pids_limit=4096,
+        cap_drop=["ALL"],
+        cap_add=list(BUILD_CAPABILITIES),
+        mem_limit=limits.memory,
+        memswap_limit=limits.memory,
+        nano_cpus=int(limits.cpus * 1e9),
+        pids_limit=limits.pids,
         security_opt=["no-new-privileges:true"],
     )
     try:
         container.start()
         yield str(container.id)
     finally:
+        _remove(client, str(container.id))
+
+
+def _remove(client: docker.DockerClient, cid: str, patience_s: float = 600.0) -> None:
+    """Remove the build container, waiting for a removal the engine is slow to finish.
+
+    Removing a container whose layer holds a toolchain can outlast the client's 30 s read
+    timeout on a loaded machine (docker-py raises ``requests``' timeout, an ``OSError``); the
+    engine goes on removing it (a second request is a 409, "already in progress").
+    """
+    try:
         with contextlib.suppress(docker.errors.NotFound):
-            client.api.remove_container(str(container.id), force=True, v=True)
+            client.api.remove_container(cid, force=True, v=True)
+        return
+    except (OSError, docker.errors.APIError):
+        pass
+    deadline = time.monotonic() + patience_s
+    while time.monotonic() < deadline:
+        try:
+            client.api.inspect_container(cid)
+        except docker.errors.NotFound:
+            return
+        except (OSError, docker.errors.DockerException):
+            pass
+        time.sleep(2)
+    with contextlib.suppress(docker.errors.NotFound):  # still there: this one's error says why
+        client.api.remove_container(cid, force=True, v=True)
 
 
 def _build(
@@ -188,10 +231,12 @@ def _build(
     plan: EnvPlan,
     base: dict[str, Any],
     tag: str,
-    key: str,
+    origin: dict[str, str],
     host_env: Mapping[str, str],
     log: BuildLog,
 ) -> EnvImage:
+    """Run the steps on a snapshot of ``repo`` and commit; ``origin``: the cache's labels."""
+    key = origin[cache.LABEL]
     path = _path_value(plan, _image_env(base))
     net = "with" if plan.network_during_setup else "without"
     log.line(f"building {tag} from {plan.base.describe()}: {len(plan.steps)} steps, {net} network")
@@ -201,13 +246,13 @@ def _build(
         env = {**hostca.prepare(host_env, setup_dir), "PATH": path}
         if f"{VENV}/bin" in plan.path:
             env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
-        with _build_container(client, base, ws, setup_dir, plan.network_during_setup) as cid:
+        network = plan.network_during_setup
+        with _build_container(client, base, ws, setup_dir, network, plan.limits) as cid:
             test_command, note = _run_all(client, cid, plan, env, log)
             labels = {
                 **(base.get("Config", {}).get("Labels") or {}),
                 BUILD_LABEL: "",
-                cache.LABEL: key,
-                cache.REPO_LABEL: str(repo),
+                **origin,
                 cache.TEST_LABEL: test_command or "",
                 cache.NOTE_LABEL: note,
                 cache.PATH_LABEL: path,
@@ -237,8 +282,10 @@ def _run_all(
     quiet = BuildLog(lambda _: None, None)
     try:
         run_in(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
+        deadline = log.elapsed + plan.limits.build_timeout_s
         for i, step in enumerate(plan.steps, 1):
-            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan.timeout_s)
+            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan, deadline)
+        run_in(client, cid, SANITISE, env, quiet, 600)
         chosen = _choose_test(client, cid, plan, env)
         run_in(client, cid, _KEEP_GENERATED, env, quiet, 600)
         run_in(client, cid, _CLEANUP, env, quiet, 600)
@@ -286,15 +333,22 @@ def _run_step(
     position: str,
     env: dict[str, str],
     log: BuildLog,
-    timeout_s: float,
+    plan: EnvPlan,
+    deadline: float,
 ) -> None:
     log.line(f"step {position}: {step.command}")
     log.line(f"  why: {step.why}")
     started = log.elapsed
+    timeout_s = min(plan.timeout_s, deadline - started)
+    if timeout_s <= 0:
+        raise_limit("time", step, position, "", log, plan.limits)
     code, timed_out, tail = run_in(client, cid, step.command, env, log, timeout_s)
     if code == 0 and not timed_out:
         log.line(f"step {position} done in {log.elapsed - started:.1f}s")
         return
+    limit = broken_limit(client, cid, code, timed_out, tail, timeout_s < plan.timeout_s)
+    if limit is not None:
+        raise_limit(limit, step, position, tail, log, plan.limits)
     status = f"timed out after {timeout_s:.0f}s" if timed_out else f"exited {code}"
     where = f"\nthe full log is in {log.path}" if log.path else ""
     raise EnvBuildError(

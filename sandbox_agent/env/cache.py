@@ -1,15 +1,20 @@
 """The environment cache: keys, tags and labels of environment images; listing and pruning.
 
 An environment image's tag is a hash of exactly what it depends on: the base image's id, the
-setup commands, the contents of the files they read, the ``PATH`` entries and candidate test
-commands, and whether setup had a network. Anything else (the repo's other files, the host's CA
-bundle) does not change the tag.
+setup commands, the contents of the files they name, the ``PATH`` entries and candidate test
+commands, whether setup had a network, and its **origin**: which repository it was built from
+(its root commits) and, when any setup step runs, the content of every file of the snapshot
+setup ran on. Setup runs the repository's own code (a build backend, ``setup.py``, npm
+lifecycle scripts, a ``postCreateCommand``'s scripts) and that code may read any file of the
+snapshot, so every file is an input: an environment serves only the tree that built it. The
+origin is also a label, checked on every lookup. The host's CA bundle does not change the tag.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import docker
@@ -17,9 +22,11 @@ import docker.errors
 
 from sandbox_agent.env.model import EnvPlan
 from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.baseline import host_git
+from sandbox_agent.sandbox.workspace import list_files
 from sandbox_agent.types import Frozen
 
-SCHEMA = 2
+SCHEMA = 3
 """Bump when the way setup runs changes, so old images are not reused."""
 ENV_REPO = "sandbox-agent-env"
 BASE_REPO = "sandbox-agent-base"
@@ -29,6 +36,8 @@ REPO_LABEL = "sandbox-agent.env.repo"
 TEST_LABEL = "sandbox-agent.env.test-command"
 NOTE_LABEL = "sandbox-agent.env.test-note"
 PATH_LABEL = "sandbox-agent.env.path"
+ORIGIN_LABEL = "sandbox-agent.env.origin"
+"""Label on every environment image: :func:`origin` of what it was built from."""
 
 
 def file_digest(repo: Path, name: str) -> str | None:
@@ -39,10 +48,46 @@ def file_digest(repo: Path, name: str) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def cache_key(repo: Path, plan: EnvPlan, base_id: str) -> str:
-    """The hex sha256 of everything the environment depends on."""
+def repo_identity(repo: Path) -> str:
+    """Which project ``repo`` is: its root commits, else its path.
+
+    Every clone and every commit of a project shares its root commits.
+    """
+    try:
+        roots = host_git(repo, "rev-list", "--max-parents=0", "HEAD").decode().split()
+    except SandboxError:
+        roots = []
+    return f"git:{','.join(sorted(roots))}" if roots else f"path:{repo.resolve()}"
+
+
+def tree_digest(repo: Path) -> str:
+    """sha256 of every file a snapshot of ``repo`` copies (a symlink as its target's name)."""
+    digest = hashlib.sha256()
+    for name in list_files(repo):
+        path = repo / name
+        digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.fsencode(path.readlink()))
+        elif path.is_file():
+            with path.open("rb") as f:
+                digest.update(hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()
+
+
+def origin(repo: Path, plan: EnvPlan) -> str:
+    """What an environment was built from: the repository, and its tree when setup ran."""
+    identity = repo_identity(repo)
+    return f"{identity} tree:{tree_digest(repo)}" if plan.steps else identity
+
+
+def cache_key(repo: Path, plan: EnvPlan, base_id: str, built_from: str | None = None) -> str:
+    """The hex sha256 of everything the environment depends on.
+
+    ``built_from`` is the repo's :func:`origin`, computed when not given.
+    """
     payload = {
         "schema": SCHEMA,
+        "origin": built_from if built_from is not None else origin(repo, plan),
         "base": base_id,
         "steps": [step.command for step in plan.steps],
         "files": {name: file_digest(repo, name) for name in plan.inputs},

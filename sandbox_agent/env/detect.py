@@ -9,7 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_agent.env import devcontainer, python
-from sandbox_agent.env.model import NODE_MODULES, VENV, BaseImage, EnvPlan, SetupStep
+from sandbox_agent.env.model import (
+    NODE_MODULES,
+    VENV,
+    BaseImage,
+    BuildLimits,
+    EnvPlan,
+    SetupStep,
+)
 from sandbox_agent.env.node import has_test_script, node_steps, read_package_json
 from sandbox_agent.errors import EnvPlanError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
@@ -118,4 +125,7 @@ def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPl
         network_during_setup=settings.network_during_setup,
         timeout_s=settings.timeout_s,
         notes=tuple(notes),
+        limits=BuildLimits.model_validate(
+            settings.model_dump(include=set(BuildLimits.model_fields))
+        ),
     )

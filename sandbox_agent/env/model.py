@@ -47,6 +47,16 @@ class SetupStep(Frozen):
     """Whether it downloads (the plan needs a network during setup if any step does)."""
 
 
+class BuildLimits(Frozen):
+    """What the build container may use (``[environment]``); not part of the cache key."""
+
+    memory: str = "4g"
+    cpus: float = 2.0
+    pids: int = 4096
+    build_timeout_s: float = 3600.0
+    """Most time every step together may take."""
+
+
 class EnvPlan(Frozen):
     """What the environment of a repo is made of; read from files, no engine needed."""
 
@@ -63,6 +73,8 @@ class EnvPlan(Frozen):
     """Most time one setup step may take (not part of the cache key)."""
     notes: tuple[str, ...] = ()
     """What the reader should know (a lock file not understood, a setting overridden)."""
+    limits: BuildLimits = Field(default_factory=BuildLimits)
+    """The build container's limits (not part of the cache key)."""
 
     @property
     def needs_network(self) -> bool:

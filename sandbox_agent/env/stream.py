@@ -1,6 +1,7 @@
 """Running one command as root in a build container, its output streamed line by line.
 
-Each line goes to a :class:`BuildLog`: stamped with the elapsed time, to a callback and a file.
+Each line goes to a :class:`BuildLog`: made visible (``text.visible``: the build ran code from
+outside), stamped with the elapsed time, to a callback and a file.
 The exec's stream is read from the raw socket, which is closed after the command ends.
 """
 
@@ -20,6 +21,7 @@ import docker.errors
 from docker.utils.socket import frames_iter
 
 from sandbox_agent.sandbox.image import Progress
+from sandbox_agent.text import visible
 
 _LINES = re.compile(r"\r\n|\r|\n")
 
@@ -41,8 +43,11 @@ class BuildLog:
         return time.monotonic() - self.started
 
     def line(self, text: str) -> None:
-        """Stamp and emit one line."""
-        stamped = f"[{self.elapsed:7.1f}s] {text}"
+        """Stamp and emit one line, escapes and controls made visible (it came from outside).
+
+        The log file gets the same text: a ``cat`` of it is a terminal too.
+        """
+        stamped = f"[{self.elapsed:7.1f}s] {visible(text)}"
         self.progress(stamped)
         if self._file is not None:
             self._file.write(stamped + "\n")
@@ -82,7 +87,7 @@ def run_in(
         frames = frames_iter(raw, tty=False)  # type: ignore[no-untyped-call]
         for line in split_lines(data for _, data in frames):
             log.line(f"  {line}")
-            recent = [*recent[-19:], line]
+            recent = [*recent[-19:], visible(line)]
     finally:
         timer.cancel()
         for closer in (sock.close, getattr(raw, "close", None)):

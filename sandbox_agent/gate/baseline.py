@@ -3,10 +3,15 @@
 A pure function of the baseline ``TestRun``. Three verdicts:
 
 * ``broken_environment``: the test command cannot run (a program missing, exit 127; an import
-  of a third-party module failing during pytest's collection, exit 2-4; no test collected, exit
-  5). The run should stop before any model call, with the diagnosis and the setting that fixes it.
-* ``tests_fail``: the normal case; the model is told which.
+  of a third-party module failing during pytest's collection; pytest refusing its options, in
+  its own words; no test ran at all; no test collected, exit 5). The run should stop before
+  any model call, with the diagnosis and the setting that fixes it.
+* ``tests_fail``: the normal case; the model is told which (and which modules failed to
+  collect, with why).
 * ``tests_pass``: the gate can only check that they still pass (gate strength ``weak``).
+
+Also what the model is told about the baseline and the rule before it starts
+(:func:`baseline_note`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
+from sandbox_agent.gate.outcomes import collection_error
 from sandbox_agent.gate.testrun import TestRun, is_pytest
 from sandbox_agent.types import Frozen
 
@@ -28,6 +34,7 @@ Reason = Literal[
     "import_error",
     "pytest_error",
     "no_tests",
+    "no_test_ran",
     "tests_fail",
     "tests_pass",
 ]
@@ -41,6 +48,29 @@ _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
 _CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 _NODE_MODULE = re.compile(r"Cannot find module '([^']+)'")
 _USAGE = re.compile(r"^(?:ERROR|error): (.+)$", re.MULTILINE)
+_RUNNER_ERROR = re.compile(r"^[\w.\-/]+: error: (.+)$", re.MULTILINE)
+_INIFILE = re.compile(r"^\s*(?:inifile|configfile): (\S+)$", re.MULTILINE)
+_COLLECTING = re.compile(r"^_+ ERROR collecting ", re.MULTILINE)
+_COLLECT_ERROR = re.compile(r"^ERROR (\S+?\.py)(?: - (.+))?$", re.MULTILINE)
+PLUGIN_OPTIONS = {
+    "--cov": "pytest-cov",
+    "--no-cov": "pytest-cov",
+    "-n": "pytest-xdist",
+    "--numprocesses": "pytest-xdist",
+    "--dist": "pytest-xdist",
+    "--timeout": "pytest-timeout",
+    "--reruns": "pytest-rerunfailures",
+    "--benchmark": "pytest-benchmark",
+    "--asyncio-mode": "pytest-asyncio",
+    "--doctest-plus": "pytest-doctestplus",
+    "--mypy": "pytest-mypy",
+    "--randomly": "pytest-randomly",
+    "-p": "the plugin it names",
+    "--hypothesis": "hypothesis",
+    "--snapshot": "syrupy",
+    "--mpl": "pytest-mpl",
+}
+"""Options of well-known pytest plugins: an ``unrecognized arguments`` names the plugin."""
 PY_FIX = (
     "declare the package that provides it in the project's test dependencies (pyproject.toml "
     "[project.optional-dependencies] test or [dependency-groups] test, or requirements-dev.txt) "
@@ -147,17 +177,13 @@ def _pytest(
             f"`pytest`: {PY_FIX}",
             "pytest",
         )
-    if code in (2, 3, 4):
+    if code == 1 and not failed_modules(run):  # tests ran and failed: the normal case
+        return None
+    if code in (1, 2, 3, 4):
         found = _python_import(run, output, local)
-        if found is not None or code == 2:
-            return found
-        detail = next(iter(_USAGE.findall(output)), f"pytest exited {code}")
-        return _broken(
-            "pytest_error",
-            f"`{run.command}` could not run the tests: {detail.strip()[:200]}",
-            "a plugin the options need is missing (declare it in the test dependencies) or the "
-            "options are wrong: fix [gate] test_command or the pytest configuration",
-        )
+        if found is not None or code in (1, 2):
+            return found or _nothing_ran(run, output)
+        return _runner_error(run, code, output)
     if code == 5:
         return _broken(
             "no_tests",
@@ -166,6 +192,87 @@ def _pytest(
             "`python -m pytest tests/`) or check pytest's testpaths",
         )
     return None
+
+
+def _runner_error(run: TestRun, code: int, output: str) -> BaselineDiagnosis:
+    """When pytest refused to start: its own words, the file that declares it, the fix."""
+    said = _RUNNER_ERROR.search(output) or _USAGE.search(output)
+    words = said.group(1).strip()[:300] if said else f"pytest exited {code}"
+    inifile = _INIFILE.search(output)
+    where = f" (the options come from {inifile.group(1)}: its addopts)" if inifile else ""
+    plugin = _plugin_of(words)
+    if plugin is not None:
+        fix = (
+            f"`{plugin}` is missing: {PY_FIX}, or remove the option "
+            "from [gate] test_command / addopts"
+        )
+    else:
+        fix = (
+            "fix [gate] test_command or the pytest configuration, or declare the plugin the "
+            "options need in the test dependencies"
+        )
+    return _broken(
+        "pytest_error", f"`{run.command}` could not run the tests: {words}{where}", fix, plugin
+    )
+
+
+def _plugin_of(words: str) -> str | None:
+    if "unrecognized arguments" not in words:
+        return None
+    for option in words.split(":", 1)[-1].split():
+        name = option.split("=", 1)[0]
+        for prefix, plugin in PLUGIN_OPTIONS.items():
+            if name == prefix or (prefix.startswith("--") and name.startswith(prefix + "-")):
+                return plugin
+    return None
+
+
+def failed_modules(run: TestRun) -> list[str]:
+    """Test modules that failed to collect, each with why (from pytest's summary)."""
+    output = run.result.stdout + run.result.stderr if run.result is not None else ""
+    why = _collection_reasons(output)
+    why.update(
+        {m.group(1): m.group(2).strip() for m in _COLLECT_ERROR.finditer(output) if m.group(2)}
+    )
+    modules = [m for t in (run.report.ids if run.report else ()) if (m := collection_error(t))]
+    named = []
+    for module in sorted(modules):
+        path = module.replace(".", "/") + ".py"
+        reason = why.get(path, "")
+        named.append(f"{path} ({reason[:200]})" if reason else path)
+    return named
+
+
+def _collection_reasons(output: str) -> dict[str, str]:
+    """Per module, the last ``E`` line of its ``ERROR collecting`` section in pytest's output."""
+    reasons: dict[str, str] = {}
+    for section in _COLLECTING.split(output)[1:]:
+        path, _, body = section.partition("\n")
+        errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
+        if errors:
+            reasons[path.strip(" _")] = errors[-1]
+    return reasons
+
+
+def _nothing_ran(run: TestRun, output: str) -> BaselineDiagnosis | None:
+    """No test ran at all: the modules failed to collect, or pytest stopped before any test."""
+    report = run.report
+    if report is not None and any(collection_error(t) is None for t in report.ids):
+        return None
+    modules = failed_modules(run)
+    if modules:
+        what = "every test module failed to collect: " + "; ".join(modules[:10])
+    else:
+        said = _USAGE.search(output)
+        what = "pytest stopped before any test" + (
+            f": {said.group(1).strip()[:200]}" if said else ""
+        )
+    return _broken(
+        "no_test_ran",
+        f"`{run.command}`: no test ran ({what})",
+        "make the tests importable in this environment (a missing dependency: "
+        f"{PY_FIX}), or pass --allow-broken-baseline if making them run is the task",
+    )
 
 
 def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> BaselineDiagnosis:
@@ -208,9 +315,43 @@ def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> Base
             f"declare `{m.group(1)}` in package.json devDependencies (and its lock file)",
             m.group(1),
         )
+    modules = failed_modules(run) if is_pytest(run.command) else []
+    named = "; these test modules failed to collect: " + "; ".join(modules[:10]) if modules else ""
     return found or BaselineDiagnosis(
         verdict=BaselineVerdict.FAILING,
         reason="tests_fail",
-        message=f"`{run.command}` fails before any change",
+        message=f"`{run.command}` fails before any change{named}",
         gate_strength="normal",
     )
+
+
+REVISE_NOTE = (
+    "The gate judges the whole change (the earlier run's and yours) against the original "
+    "code. On the original code:\n"
+)
+_RULE_NOTE = {
+    "proof": (
+        "The completion gate accepts `finish` when no test that passes now fails, and a test "
+        "proves your change: a test failing now passes, or a new test module you add fails "
+        "without your change and passes with it. Tests failing now for other reasons may keep "
+        "failing. You may add new test files; existing test files stay as they are."
+    ),
+    "all": "The completion gate accepts `finish` only when this command passes.",
+    "no-regression": (
+        "The completion gate accepts `finish` when no test that passes now fails or is gone."
+    ),
+}
+
+
+def baseline_note(run: TestRun, rule: str = "proof") -> str:
+    """What the model is told about the tests before it starts, and what the gate wants."""
+    if run.passed:
+        return f"Before your changes, the test command `{run.command}` passes. " + _RULE_NOTE[rule]
+    lines = [f"Before your changes, the test command `{run.command}` fails."]
+    if run.report is not None and run.report.failures:
+        lines.append("These tests fail now:")
+        lines.extend(f"- {f.id}: {f.message}" for f in run.report.failures[:20])
+    elif run.result is not None:
+        lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
+    lines.append(_RULE_NOTE[rule])
+    return "\n".join(lines)

@@ -1,16 +1,17 @@
-"""The completion gate: a finish request is accepted only when the project's tests pass.
+"""The completion gate: a finish request is accepted only when the tests prove the fix.
 
 The gate fails closed. The test command comes from the user's policy or flags, never from the
 model. On a finish it first stops everything the model left running and takes the patch from
 the model's workspace; that patch is what is checked, judged and saved. The checks read the
-patch: it is non-empty (unless ``require_diff = false``), it changes no protected path, and it
-does not change how the tests run (``harnessfiles.py``; unless ``allow_harness_changes``). Then
-the patch is applied to a fresh copy of the baseline in a new container from the same image,
-without network (``judge``), and the tests run there: ignored files, caches and processes the
-model left behind are not there, and nothing the test run writes reaches the patch. Accepting
-needs the test command to exit 0 there; for pytest, no fewer tests than at the baseline and none
-newly skipped, and a pinned harness (``harness.py``) equal to the baseline's. An error or
-timeout of the gate itself is a rejection.
+patch: it is non-empty (unless ``require_diff = false``), it changes no protected file of the
+baseline and adds none that changes how the tests run, and it does not change the harness
+(``harnessfiles.py``; unless ``allow_harness_changes``). Then the patch is applied to a fresh
+copy of the baseline in a new container from the same image, without network (``judge``), and
+the tests run there; the baseline's tests without the model's new test files, the new tests
+apart and on the baseline's code, and a changed outcome again on a fresh baseline copy
+(``runs.py``). The verdict (``verdict.py``) follows ``[gate] require``: by default no test that
+passed breaks and a test proves the change. Every run's pinned harness (``harness.py``) must
+equal the baseline's. An error or timeout of the gate itself is a rejection.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 from typing import Protocol
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import evidence, harness, harnessfiles
+from sandbox_agent.gate import evidence, harness, harnessfiles, newtests, outcomes, verdict
 from sandbox_agent.gate.harness import HarnessRecord
+from sandbox_agent.gate.runs import Runs, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings import GateSection
@@ -59,6 +61,7 @@ class CompletionGate:
         judge: Judge,
         log_path: Path | None = None,
         redact: Callable[[str], str] = str,
+        baseline_in_copy: bool = False,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -70,6 +73,9 @@ class CompletionGate:
         self.redact = redact
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
         self.judge = judge
+        self.baseline_in_copy = baseline_in_copy
+        """Run the baseline in a clean copy of the original code, not in the workspace (a
+        revise: the workspace starts with an earlier run's changes, the patch holds both)."""
         self.baseline: TestRun | None = None
         self.verdicts: list[GateVerdict] = []
         self.pin: Pin | None = None
@@ -77,6 +83,10 @@ class CompletionGate:
         """Why the harness is not pinned, when it is not."""
         self.judged: Patch | None = None
         """The patch (and its paths) the last verdict judged: what the run saves."""
+        self.judgement: verdict.Judgement | None = None
+        """What each test did in the last verdict (``None``: no per-test report)."""
+        self.new_files: tuple[str, ...] = ()
+        """The new test files of the last patch judged."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -92,7 +102,11 @@ class CompletionGate:
         elif pin is None:
             self.pin_note = "not a pytest command: the runner's files are the baseline's"
         self.pin = pin if isinstance(pin, Pin) else None
-        self.baseline = self._run_tests(self.sandbox, "baseline", None)
+        if self.baseline_in_copy:
+            with self.judge("") as copy:
+                self.baseline = self._run_tests(copy, "baseline (the original code)", None)
+        else:
+            self.baseline = self._run_tests(self.sandbox, "baseline", None)
         return self.baseline
 
     def check(self, finish: Finish) -> GateVerdict:
@@ -118,41 +132,118 @@ class CompletionGate:
     def _evidence(self, run: TestRun | None) -> GateEvidence | None:
         if run is None:
             return None
-        return evidence.gather(self.baseline, run, harness_note=self.pin_note)
+        found = evidence.gather(self.baseline, run, harness_note=self.pin_note)
+        if self.judgement is None:
+            return found.model_copy(update={"rule": self.config.require})
+        return evidence.with_judgement(found, self.judgement, self.config.require, self.new_files)
 
     def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
         # Nothing the model left running may touch the workspace from here on; the patch is
         # taken once, and it is what is checked, judged in a clean copy and saved.
-        self.judged = None
+        self.judged, self.judgement, self.new_files = None, None, ()
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
-        protected = sorted(p for p in changed if self.is_protected(p))
+        added = tuple(  # only these can be new test files
+            p
+            for p in changed
+            if (self.is_protected(p) or p.endswith(".py")) and self.sandbox.baseline_file(p) is None
+        )
         checks = [
             GateCheck(
                 name="diff",
                 passed=bool(changed) or not self.config.require_diff,
                 detail=f"{len(changed)} file(s) changed" if changed else "no file changed",
             ),
-            GateCheck(
-                name="protected_paths",
-                passed=not protected,
-                detail=("changed protected path(s): " + ", ".join(protected)) if protected else "",
-            ),
+            self._protected(changed, added),
         ]
         if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
             checks.append(_omitted(patch))
+        label = f"finish attempt {attempt}"
         with self.judge(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
             if not checks[-1].passed:  # a changed harness proves nothing: not run
                 return checks, None
-            run = self._run_tests(copy, f"finish attempt {attempt}", self._named_plugins())
-        checks.append(run.check())
-        if run.report is not None:
-            checks.append(_compare_counts(run.report, self.baseline))
+            full = self._run_tests(copy, label, self._named_plugins())
+        runs = self._runs(patch.text, added, full, label)
+        checks += self._judge(runs)
+        return checks, runs.now
+
+    def _protected(self, changed: tuple[str, ...], added: tuple[str, ...]) -> GateCheck:
+        """A baseline file under the protect globs may not change; a new test file may be added."""
+        record = self._baseline_harness
+        shadowed = (
+            harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
+        )
+        problems = []
+        for path in sorted(p for p in changed if self.is_protected(p)):
+            if path not in added:
+                problems.append(f"{path} (a protected file of the baseline)")
+            elif (why := harnessfiles.new_test_file_problem(path, shadowed)) is not None:
+                problems.append(f"{path} ({why})")
+        return GateCheck(
+            name="protected_paths",
+            passed=not problems,
+            detail=("changed protected path(s): " + ", ".join(problems)) if problems else "",
+        )
+
+    def _runs(self, patch: str, added: tuple[str, ...], full: TestRun, label: str) -> Runs:
+        """The baseline's tests alone, the new tests apart, and the flaky reruns."""
+        runs = Runs(full=full, now=full)
+        base = self.baseline.report if self.baseline is not None else None
+        if base is None or full.report is None:
+            return runs
+        fresh = [t for t in full.report.ids if t not in base.ids]
+        files = newtests.new_test_files(added, self.is_protected, fresh)
+        without, only, self.new_files = newtests.split(patch, files)
+        if self.new_files:
+            runs.now = self._run_copy(without, f"{label}: the baseline's tests")
+            runs.with_new = full
+            runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
+        if runs.now.report is not None:
+            self._rerun_changed(runs, base, runs.now.report, without, label)
+        return runs
+
+    def _rerun_changed(
+        self, runs: Runs, base: TestReport, now: TestReport, patch: str, label: str
+    ) -> None:
+        """A test whose outcome changed runs again, on the baseline's copy and the patch's."""
+        was, got = outcomes.outcomes(base), outcomes.outcomes(now)
+        pairs = outcomes.match(was, got)
+        changed = [t for t, n in pairs.items() if was[t] != got[n]]
+        if not changed:
+            return
+        runs.base_again = self._run_copy("", f"{label}: the baseline again (flaky?)")
+        if any(was[t] == "passed" for t in changed):
+            runs.now_again = self._run_copy(patch, f"{label}: the patch again (flaky?)")
+
+    def _run_copy(self, patch: str, label: str) -> TestRun:
+        with self.judge(patch) as copy:
+            return self._run_tests(copy, label, self._named_plugins())
+
+    def _judge(self, runs: Runs) -> list[GateCheck]:
+        """The rule's checks of the runs, and the harness of each."""
+        rule = self.config.require
+        made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
+        checks = [tests_check(runs.now, rule)]
+        if runs.with_new is not None and rule == "all":
+            checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
+        seen = runs.observed(self.baseline, self.new_files)
+        if seen is not None:
+            self.judgement = verdict.judge(seen, self.config.targets)
+            checks += verdict.checks(self.judgement, rule, targets=bool(self.config.targets))
+        elif self.config.targets:  # fail closed: a target cannot be seen without a report
+            why = "no per-test report of the baseline and of the patch's run to find them in"
+            checks.append(GateCheck(name="targets", passed=False, detail=why))
         if self.pin is not None:
-            checks.append(self._harness_check(run))
-        return checks, run
+            checks += [self._harness_check(r) for r in made[:1]]
+            for run in made[1:]:
+                check = self._harness_check(run)
+                if not check.passed:
+                    checks.append(
+                        check.model_copy(update={"detail": f"{run.label}: {check.detail}"})
+                    )
+        return checks
 
     @property
     def _baseline_harness(self) -> HarnessRecord | None:
@@ -220,6 +311,23 @@ class CompletionGate:
                 log.write(self.redact(run.log_text()))
         return run
 
+    def _accepted(self) -> str:
+        said = f"The completion gate accepted the finish (rule: {self.config.require})"
+        found = self.judgement
+        if found is None:
+            return said + ": the tests pass."
+        lines = [said + ":", f"- {verdict.summary(found)}"]
+        if found.pre_existing:
+            lines.append(
+                "- failing before your change and still failing (not blocking): "
+                + ", ".join(found.pre_existing[:20])
+            )
+        if found.flaky:
+            lines.append(
+                "- flaky (their outcome varies without your change): " + ", ".join(found.flaky[:20])
+            )
+        return "\n".join(lines)
+
     def _feedback(
         self,
         passed: bool,
@@ -229,19 +337,24 @@ class CompletionGate:
         left: int,
     ) -> str:
         if passed:
-            return "The completion gate accepted the finish: the tests pass."
+            return self._accepted()
         lines = [f"finish rejected by the completion gate (attempt {attempt}; {left} left):"]
+        failed = [c for c in checks if not c.passed]
         for check in checks:
             state = "ok" if check.passed else "FAILED"
             lines.append(
                 f"- {check.name}: {state}" + (f" ({check.detail})" if check.detail else "")
             )
-        if run is not None and not run.passed:
+        if run is not None and not run.passed and any(c.name in _SHOW_OUTPUT for c in failed):
             lines.append("")
             lines.append(run.feedback_text(MAX_FEEDBACK_CHARS))
         if left == 0:
             lines.append("No finish attempts remain.")
         return "\n".join(lines)
+
+
+_SHOW_OUTPUT = frozenset({"tests", "regressions", "new_tests", "targets", "new_tests_run", "proof"})
+"""Failed checks the test output helps with (not a refused file, not a missing proof)."""
 
 
 def _omitted(patch: Patch) -> GateCheck:
@@ -259,23 +372,3 @@ def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
         return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8")
     except ToolError:
         return None
-
-
-def _compare_counts(report: TestReport, baseline: TestRun | None) -> GateCheck:
-    base = baseline.report if baseline is not None else None
-    if base is None:
-        return GateCheck(name="test_count", passed=True, detail=f"{report.total} tests ran")
-    problems = []
-    if report.total < base.total:
-        problems.append(f"{report.total} tests ran, fewer than the baseline's {base.total}")
-    missing = sorted(base.ids - report.ids)
-    if missing:
-        problems.append("tests gone: " + ", ".join(missing[:10]))
-    new_skips = sorted(report.skipped - base.skipped)
-    if new_skips:
-        problems.append("newly skipped or xfailed: " + ", ".join(new_skips[:10]))
-    return GateCheck(
-        name="test_count",
-        passed=not problems,
-        detail="; ".join(problems) or f"{report.total} tests ran (baseline {base.total})",
-    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sandbox_agent.gate.testrun import TestReport, TestRun
+from sandbox_agent.gate.verdict import Judgement, Rule, strength
 from sandbox_agent.types import GateEvidence
 
 MAX_IDS = 200
@@ -54,11 +55,46 @@ def gather(
     )
 
 
+def with_judgement(
+    found: GateEvidence, judged: Judgement, rule: Rule, new_files: tuple[str, ...]
+) -> GateEvidence:
+    """The evidence of a finish, from the verdict's sorting of every test."""
+
+    def ids(values: list[str]) -> tuple[str, ...]:
+        return tuple(values[:MAX_IDS])
+
+    return found.model_copy(
+        update={
+            "rule": rule,
+            "fail_to_pass": ids(sorted(judged.fail_to_pass)),
+            "pass_to_pass": judged.pass_to_pass,
+            "broken": ids(judged.broken),
+            "pre_existing": ids(sorted(judged.pre_existing)),
+            "flaky": ids(sorted(judged.flaky)),
+            "new_tests": ids(judged.new_tests),
+            "proven_by_new_tests": ids(judged.proving),
+            "new_tests_not_proving": ids(judged.not_proving),
+            "new_test_files": new_files[:MAX_IDS],
+            "strength": strength(judged),
+        }
+    )
+
+
 def summary(evidence: GateEvidence) -> str:
     """One line for a terminal: what the verdict rests on."""
     parts = [f"{len(evidence.fail_to_pass)} fail-to-pass", f"{evidence.pass_to_pass} pass-to-pass"]
-    if evidence.still_failing:
+    if evidence.rule is not None:
+        parts.insert(0, f"rule {evidence.rule}")
+    if evidence.proven_by_new_tests:
+        parts.append(f"{len(evidence.proven_by_new_tests)} new test(s) failing without the change")
+    if evidence.broken:
+        parts.append(f"{len(evidence.broken)} broken")
+    if evidence.pre_existing:
+        parts.append(f"{len(evidence.pre_existing)} pre-existing failure(s)")
+    elif evidence.still_failing:
         parts.append(f"{len(evidence.still_failing)} failing")
+    if evidence.flaky:
+        parts.append(f"{len(evidence.flaky)} flaky")
     harness = evidence.harness or f"not pinned ({evidence.harness_note or 'no record'})"
     parts.append(f"harness {harness}")
     parts.append(f"strength {evidence.strength}")

@@ -201,7 +201,7 @@ def pinned_command(
     ``named_plugins``: ``None`` for the baseline run (entry-point plugins autoload as usual);
     else autoloading is off and exactly these entry-point plugins are loaded, by name.
     """
-    args = [*invocation.args, "-p", "no:cacheprovider"]
+    args = [*invocation.args, "-p", "no:cacheprovider", *GATE_OPTIONS]
     env = ["PYTHONDONTWRITEBYTECODE=1"]
     if named_plugins is not None:
         env.append("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
@@ -219,6 +219,10 @@ def pinned_command(
     words = [*invocation.assignments, *env, interpreter.python, "-c", boot_script(config)]
     return " ".join(shlex.quote(w) for w in words)  # a sandbox runs commands in its workspace
 
+
+GATE_OPTIONS = ("--continue-on-collection-errors",)
+"""pytest options of every gate run: a module that fails to collect does not stop the others
+(it is reported as one failing pseudo-test, named)."""
 
 HARNESS_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", PROBE_MODULE})
 """Top-level modules of pytest itself, which a workspace file must never stand in for."""

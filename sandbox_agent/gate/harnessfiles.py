@@ -162,3 +162,43 @@ _SECTIONS: dict[str, Callable[[bytes | None], Any]] = {
     "package.json": _package_scripts,
 }
 """Files where only one part defines the tests; a change elsewhere in them is the model's."""
+
+
+NEW_FILE_CONFIG = frozenset(
+    {
+        "pyproject.toml",
+        "setup.cfg",
+        "tox.ini",
+        "setup.py",
+        "noxfile.py",
+        "pytest.ini",
+        ".pytest.ini",
+    }
+)
+"""Configuration files that, new in a test directory, could change how the tests run."""
+CI_PATHS = (".github/", ".gitlab-ci.yml", ".circleci/", ".travis.yml", "azure-pipelines.yml")
+
+
+def new_test_file_problem(path: str, shadowed: frozenset[str]) -> str | None:
+    """Why a file the patch adds under the protect globs is refused; ``None``: a test file.
+
+    New test modules, helpers and data are the model's to add (they are judged in a run of
+    their own); what would change how the tests run is not.
+    """
+    pure = PurePosixPath(path)
+    name = pure.name
+    if name == "conftest.py":
+        return "a new conftest.py changes how the tests run"
+    if name in NEW_FILE_CONFIG:
+        return "new test configuration"
+    if path.startswith(CI_PATHS) or "/.github/" in f"/{path}":
+        return "CI configuration"
+    if any(p.endswith((".dist-info", ".egg-info")) for p in pure.parts) or name.endswith(".pth"):
+        return "packaging metadata can register pytest plugins and run code at start"
+    if name in START_FILES:
+        return "runs at interpreter start"
+    if pure.parts[0].removesuffix(".py") in shadowed or (
+        pure.stem in shadowed and name.endswith(".py")
+    ):
+        return "named like a module of the test harness"
+    return None

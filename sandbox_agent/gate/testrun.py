@@ -46,6 +46,8 @@ class TestReport(Frozen):
     skipped: frozenset[str]
     """Ids of skipped and xfailed tests (pytest reports both as skipped)."""
     failures: tuple[Failure, ...] = ()
+    order: tuple[str, ...] = ()
+    """The ids in the order the report lists them (pytest's run order)."""
 
     @property
     def total(self) -> int:
@@ -176,6 +178,7 @@ def run_tests(
         return TestRun(label=label, command=command, result=result)
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
+    opts += " " + " ".join(harness.GATE_OPTIONS)
     wrapped = (
         f"{_UNPIN_GIT}mkdir -p {REPORT_DIR} && export PYTHONDONTWRITEBYTECODE=1 "
         f"PYTEST_ADDOPTS={shlex.quote(opts)} && {command}"
@@ -266,12 +269,12 @@ def parse_junit(text: str) -> TestReport:
         raise ValueError(f"the JUnit report is not valid XML ({e})") from e
     if root.tag not in ("testsuites", "testsuite"):
         raise ValueError(f"the JUnit report's root is <{root.tag}>, not <testsuites>")
-    ids: set[str] = set()
+    ids: dict[str, None] = {}
     skipped: set[str] = set()
     failures: list[Failure] = []
     for case in root.iter("testcase"):
         test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
-        ids.add(test_id)
+        ids[test_id] = None
         if case.find("skipped") is not None:
             skipped.add(test_id)
         for tag in ("failure", "error"):
@@ -279,4 +282,6 @@ def parse_junit(text: str) -> TestReport:
             if node is not None:
                 message = (node.get("message") or node.text or tag).strip().splitlines()
                 failures.append(Failure(id=test_id, message=message[0][:300] if message else tag))
-    return TestReport(ids=frozenset(ids), skipped=frozenset(skipped), failures=tuple(failures))
+    return TestReport(
+        ids=frozenset(ids), skipped=frozenset(skipped), failures=tuple(failures), order=tuple(ids)
+    )

@@ -4,7 +4,8 @@ A model's price comes from the policy's ``[budget.prices."<model>"]`` entries fi
 the maintained price database ``genai-prices`` (its data ships in the wheel: no network call,
 see :mod:`sandbox_agent.models.catalog`). The runner calls ``catalog.resolve_price`` once before
 the run starts and :func:`require_price_for_cap` right after, so a cost cap that could not be
-enforced stops the run before any sandbox starts.
+enforced stops the run before any sandbox starts, and :func:`require_one_call` refuses a cap
+too small to pay for the first call's worst case (also before anything is built).
 
 A price is in USD per million tokens. Some models cost more per token when the prompt is long
 (Anthropic's and Google's long-context tiers); :class:`ModelPrice` keeps those tiers so a call
@@ -14,12 +15,13 @@ rate of any tier, so the cap holds whatever tier the next call lands in.
 
 from __future__ import annotations
 
+import math
 import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox_agent.errors import UnknownPriceError
-from sandbox_agent.types import Usage
+from sandbox_agent.errors import UnknownPriceError, UserError
+from sandbox_agent.types import CallEstimate, Usage
 
 __all__ = [
     "ModelPrice",
@@ -28,6 +30,7 @@ __all__ = [
     "cost_usd",
     "price_table",
     "price_toml",
+    "require_one_call",
     "require_price_for_cap",
     "worst_case_cost_usd",
 ]
@@ -132,6 +135,32 @@ def require_price_for_cap(
         "file (--policy FILE; the repo's .sandbox-agent.toml counts only with "
         "--trust-repo-policy), in USD per million tokens (0.0 for a local model):\n"
         + price_toml(model_name)
+    )
+
+
+def require_one_call(
+    model_name: str, price: ModelPrice, estimate: CallEstimate, *, max_cost_usd: float | None
+) -> None:
+    """Refuse a cost cap that cannot pay for even the first call's worst case.
+
+    Raises:
+        UserError: the cap is below the worst case of the first call; the message names the
+            smallest cap that can pay for it and the setting that lowers it.
+    """
+    if max_cost_usd is None:
+        return
+    worst = worst_case_cost_usd(estimate.prompt_tokens, estimate.max_completion_tokens, price)
+    if worst <= max_cost_usd:
+        return
+    smallest = math.ceil(worst * 10_000) / 10_000
+    raise UserError(
+        f"the cost cap (max_cost_usd {max_cost_usd:g}) cannot pay for one call of "
+        f"{model_name!r}: its worst case is ${worst:.4f} (about {estimate.prompt_tokens} prompt "
+        f"tokens + {estimate.max_completion_tokens} output tokens at "
+        f"${price.max_input_per_mtok:g}/${price.max_output_per_mtok:g} per million). The "
+        f"smallest cap that can is ${smallest:.4f} (--max-cost {smallest:.4f}; later calls "
+        "send more context), or lower the reply limit (--max-output-tokens, "
+        "[model] max_output_tokens)"
     )
 
 

@@ -28,7 +28,9 @@ from sandbox_agent.types import (
     Finish,
     Frozen,
     HistoryItem,
+    ModelFeedback,
     ModelTurn,
+    Observation,
     Task,
     ToolCall,
     ToolSpec,
@@ -167,10 +169,7 @@ class ScriptedModel:
         self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]
     ) -> ModelTurn:
         if self.remaining <= 0:
-            raise ModelError(
-                f"the scripted model has no more actions (its script had {len(self._actions)}); "
-                "add a finish line to the script"
-            )
+            raise ModelError(self._ran_out(history))
         number = len(self.calls) + 1
         action = self._actions[number - 1]
         self.calls.append((task, tuple(history)))
@@ -182,6 +181,30 @@ class ScriptedModel:
             return ModelTurn(finish=Finish(answer=action.answer, call_id=call_id), usage=usage)
         call = ToolCall(id=call_id, tool_name=action.tool_name, arguments=action.arguments)
         return ModelTurn(tool_calls=(call,), usage=usage)
+
+    def _ran_out(self, history: Sequence[HistoryItem]) -> str:
+        """Why the script cannot go on, and what to add to it."""
+        count = len(self._actions)
+        rejected = [
+            h
+            for h in history
+            if isinstance(h, ModelFeedback | Observation) and h.kind == "gate_rejected"
+        ]
+        if rejected and isinstance(self._actions[-1], ScriptedFinish):
+            return (
+                f"the scripted model's script ended after a rejected finish (its last action, "
+                f"{count} of {count}, was a finish the gate rejected); add the steps that answer "
+                "the gate's feedback and another finish line"
+            )
+        if rejected:
+            return (
+                f"the scripted model has no more actions (its script had {count}) after a "
+                "rejected finish; add the steps that answer the gate's feedback and a finish line"
+            )
+        return (
+            f"the scripted model has no more actions (its script had {count}); "
+            "add a finish line to the script"
+        )
 
     def assert_complete(self) -> None:
         """Fail if the script has actions that were never used."""

@@ -52,6 +52,7 @@ __all__ = [
     "lint_policy_file",
     "load_policy",
     "policy_json_schema",
+    "preset_policy",
 ]
 
 REPO_POLICY_NAME = ".sandbox-agent.toml"
@@ -117,11 +118,9 @@ def load_policy(
     errors: list[PolicyFileError] = []
     trusted = trust_repo_policy or _listed_as_trusted(repo, user_config_dir, errors)
     layers, preset, why = _layers(repo, policy_file, trusted, errors)
-    if errors:
-        raise errors[0]
+    _raise_all(errors)
     policy, warnings = _merge_all(layers, errors)
-    if errors:
-        raise errors[0]
+    _raise_all(errors)
     canonical = json.dumps(
         policy.model_dump(mode="json", exclude={"origins", "sources"}),
         sort_keys=True,
@@ -129,6 +128,15 @@ def load_policy(
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return LoadedPolicy(policy, digest, tuple(warnings), trusted, preset, why)
+
+
+def _raise_all(errors: list[PolicyFileError]) -> None:
+    """Raise every problem found, each on its own line (one problem: that problem)."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        lines = "\n".join(f"  {e}" for e in errors)
+        raise PolicyFileError(f"{len(errors)} problems in the policy files:\n{lines}")
 
 
 def lint_policy_file(path: Path) -> list[str]:
@@ -140,6 +148,19 @@ def lint_policy_file(path: Path) -> list[str]:
         base = [] if named else _chain(_preset("default"), "preset default", True, errors)
         _merge_all(base + chain, errors)
     return [str(e) for e in errors]
+
+
+def preset_policy(name: str = "default") -> Policy:
+    """A shipped preset merged over the tree's defaults: what a run gets with no other file.
+
+    Raises:
+        PolicyFileError: the preset does not read (a bug of the package).
+    """
+    errors: list[PolicyFileError] = []
+    policy, _ = _merge_all(_chain(_preset(name), f"preset {name}", True, errors), errors)
+    if errors:
+        raise errors[0]
+    return policy
 
 
 def policy_json_schema() -> dict[str, Any]:

@@ -19,6 +19,7 @@ from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.pathcheck import STATIC, PathChecker
 from sandbox_agent.policy.pathcheck import deny as _deny
+from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
 from sandbox_agent.settings import Policy
@@ -99,8 +100,13 @@ class RuleEngine:
         return self.policy.paths.protect
 
     def is_protected(self, path: str) -> bool:
-        """Whether a repo-relative path is protected."""
-        return self.paths.protecting(path.removeprefix("./")) is not None
+        """Whether a protect glob (``protect`` or ``protect_new``) names a repo-relative path.
+
+        Whether or not it exists: the gate tells a changed baseline file from a new one itself.
+        """
+        rel = path.removeprefix("./")
+        globs = self.policy.paths.protect + self.policy.paths.protect_new
+        return any(glob_match(rel, g) for g in globs)
 
     def decide(self, call: ToolCall) -> Decision:
         """Decide on one tool call (``bash``, ``apply_patch`` and the file tools).

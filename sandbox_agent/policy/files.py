@@ -83,8 +83,8 @@ def read_collecting(path: Path, errors: list[PolicyFileError]) -> tuple[PolicyFi
     try:
         parsed = PolicyFile.model_validate(raw)
     except ValidationError as e:
-        errors.extend(_validation_errors(e, path, text))
-        errors.extend(_raw_rule_errors(raw, path, text))
+        found = _validation_errors(e, path, text) + _raw_rule_errors(raw, path, text)
+        errors.extend(sorted(found, key=lambda error: error.line or 0))  # in file order
         return None
     before = len(errors)
     errors.extend(rule_errors(parsed, path, text))
@@ -105,9 +105,50 @@ def _validation_errors(exc: ValidationError, path: Path, text: str) -> list[Poli
             expected = _expected_keys(loc[:-1])
             message = f"unknown key; expected one of: {expected}"
         else:
-            message = f"{err['msg']} (got {err.get('input')!r})".replace("tuple", "list")
+            message = f"{_sentence(err, loc[-1])} (got {err.get('input')!r})"
         out.append(PolicyFileError(message, path=path, key=key, line=line))
     return out
+
+
+_PATTERN_MEANS = {
+    "memory": "a memory size: a number with an optional unit b, k, m or g (512m, 1.5g)",
+    "runtime": "a runtime's name: letters, digits, '_', '.' and '-' (runsc)",
+}
+"""What each field's pattern asks for, in words (a regular expression is no explanation)."""
+_TYPE_MEANS = {
+    "int_parsing": "a whole number",
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "a string in quotes",
+    "tuple_type": 'a list, e.g. ["a", "b"]',
+    "list_type": 'a list, e.g. ["a", "b"]',
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+
+
+def _sentence(err: Any, key: str) -> str:
+    """A pydantic error as a sentence a user reads: what the key must be."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind in _TYPE_MEANS:
+        return f"must be {_TYPE_MEANS[kind]}"
+    if kind == "string_pattern_mismatch":
+        return f"must be {_PATTERN_MEANS.get(key, 'in the documented form (docs/settings.md)')}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        words = {"greater_than": "more than", "greater_than_equal": "at least"}
+        words |= {"less_than": "less than", "less_than_equal": "at most"}
+        bound = next(iter(ctx.values()), "")
+        bound = f"{bound:g}" if isinstance(bound, float) else bound
+        return f"must be {words[kind]} {bound}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "literal_error":
+        return f"must be {ctx.get('expected', 'one of the documented values')}"
+    return str(err["msg"]).replace("Input should", "must").replace("tuple", "list")
 
 
 def _key_name(loc: list[str]) -> str:

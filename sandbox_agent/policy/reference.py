@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from sandbox_agent.settings import Merge, Rule, Sections, field_rules
+from sandbox_agent.policy.config import preset_policy
+from sandbox_agent.settings import Merge, Policy, Rule, Sections, field_rules
 
 __all__ = ["settings_markdown"]
 
@@ -35,7 +36,9 @@ Generated from the settings tree (`sandbox_agent/settings.py`) by
 key of a policy file (`.sandbox-agent.toml`, `--policy FILE`, the presets), and some also have a
 `fix` flag, which is the last layer and wins. **Merge** says how layers combine and what a
 policy file inside the repo being fixed (untrusted unless you trust it) may do: see
-[policy.md](policy.md#layers-and-trust).
+[policy.md](policy.md#layers-and-trust). **Default** is the tree's; where the `default` preset
+(`policies/default.toml`, always the first layer) sets another value, that value is what a run
+gets, and it follows (a long list by its count: `sandbox-agent policy show` prints it whole).
 
 | key | default | merge | flag | meaning |
 |---|---|---|---|---|
@@ -44,11 +47,12 @@ policy file inside the repo being fixed (untrusted unless you trust it) may do: 
 
 def settings_markdown() -> str:
     """The reference table of every setting, one row each, in the tree's order."""
-    rows = [_row(path, rule) for path, rule in field_rules().items()]
+    preset = preset_policy("default")
+    rows = [_row(path, rule, preset) for path, rule in field_rules().items()]
     return _HEADER + "\n".join(rows) + "\n"
 
 
-def _row(path: str, rule: Rule) -> str:
+def _row(path: str, rule: Rule, preset: Policy) -> str:
     *sections, key = path.split(".")
     model: type[BaseModel] = Sections
     for name in sections:
@@ -60,13 +64,27 @@ def _row(path: str, rule: Rule) -> str:
     default: Any = info.get_default(call_default_factory=True)
     if default is PydanticUndefined:
         default = "required"
+    shown = f"`{_toml(default)}`" + _preset_text(preset, path, default)
     flag = f"`{rule.flag}`" if rule.flag else ""
     doc = " ".join((info.description or "").split()).replace("|", "\\|").replace("``", "`")
     merge = _MERGE_TEXT[rule.merge]
     if rule.merge is Merge.TRUSTED and rule.tight is not None:
         merge = f"nearest; untrusted: only `{_toml(rule.tight)}`"
     where = f"`[{'.'.join(sections)}] {key}`"
-    return f"| {where} | `{_toml(default)}` | {merge} | {flag} | {doc} |"
+    return f"| {where} | {shown} | {merge} | {flag} | {doc} |"
+
+
+def _preset_text(preset: Policy, path: str, default: Any) -> str:
+    """``; preset: `...` `` where the default preset sets another value than the tree."""
+    value: Any = preset
+    for part in path.split("."):
+        value = getattr(value, part)
+    if isinstance(value, BaseModel) or value == default:
+        return ""
+    text = _toml(value)
+    if isinstance(value, tuple) and len(text) > 60:
+        return f"; preset `default`: {len(value)} entries"
+    return f"; preset `default`: `{text}`"
 
 
 def _toml(value: Any) -> str:

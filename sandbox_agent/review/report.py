@@ -163,10 +163,31 @@ def _evidence(evidence: GateEvidence | None) -> str:
     )
     return (
         f'<p class="evidence">evidence: strength <b>{esc(evidence.strength)}</b>, '
+        f"rule <b>{esc(evidence.rule or '-')}</b>, "
         f"{evidence.pass_to_pass} pass-to-pass, harness <code>{esc(harness)}</code>, "
         f"judged in {esc(where)}</p>"
         + (f"<p>fail-to-pass:</p><ul>{fixed}</ul>" if fixed else "")
-        + (f"<p>failing:</p><ul>{failing}</ul>" if failing else "")
+        + (f"<p>failing:</p><ul>{failing}</ul>" if failing and not evidence.rule else "")
+        + _named_lists(evidence)
+    )
+
+
+def _named_lists(evidence: GateEvidence) -> str:
+    """The tests by what they did under the rule, and the new test files to review."""
+    named = (
+        ("proven only by the model's new tests (review them)", evidence.proven_by_new_tests),
+        ("new tests that pass without the change (prove nothing)", evidence.new_tests_not_proving),
+        ("broken (passed at the baseline)", evidence.broken),
+        ("pre-existing failures (not blocking)", evidence.pre_existing),
+        ("flaky (vary without the change)", evidence.flaky),
+        ("new test files", evidence.new_test_files),
+    )
+    return "".join(
+        f"<p>{esc(label)}:</p><ul>"
+        + "".join(f"<li><code>{esc(t)}</code></li>" for t in ids)
+        + "</ul>"
+        for label, ids in named
+        if ids
     )
 
 

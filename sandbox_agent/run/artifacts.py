@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from pydantic_core import PydanticSerializationError
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.baseline import BaselineDiagnosis
+from sandbox_agent.names import child_path, name_problem
 from sandbox_agent.sandbox.base import Omitted
 from sandbox_agent.types import Frozen, GateOutcome, Usage
 
@@ -27,8 +28,8 @@ RESULT_FILE = "result.json"
 PATCH_FILE = "patch.diff"
 TRACE_FILE = "trace.jsonl"
 GATE_LOG = "gate.log"
-ENV_BUILD_LOG = "env-build.log"
-"""The environment's build output, when the run had to build it (not cached)."""
+ENV_LOGS = "env-logs"
+"""The one directory of every environment build log, beside the runs directory."""
 
 
 class RunRequest(Frozen):
@@ -61,6 +62,8 @@ class RunRecord(Frozen):
     task: str
     repo: str
     model: str
+    base_url: str | None = None
+    """The endpoint the model was called at (``None``: the client's default)."""
     started_at: str
     ended_at: str | None = None
     duration_s: float | None = None
@@ -88,6 +91,9 @@ class RunRecord(Frozen):
     omitted: tuple[Omitted, ...] = ()
     """What the workspace held that the patch leaves out, with why (a nested repository's
     ``.git``, an unreadable file, a file past the diff's bounds)."""
+    env_build_log: str | None = None
+    """The log of the run's environment: the build's output, or that it came from the cache
+    (in ``env-logs`` beside the runs directory, the one place of every build log)."""
     version: str = ""
     request: RunRequest = Field(default_factory=RunRequest)
     revised_by: tuple[str, ...] = ()
@@ -104,6 +110,11 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
+def env_logs_dir(runs_dir: Path) -> Path:
+    """Where every environment build log is: ``env-logs`` beside the runs directory."""
+    return runs_dir.parent / ENV_LOGS
+
+
 def default_runs_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_STATE_HOME/sandbox-agent/runs``, or ``~/.local/state/sandbox-agent/runs``."""
     state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
@@ -118,7 +129,7 @@ class RunDir:
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str) -> RunDir:
-        path = runs_dir / run_id
+        path = child_path(runs_dir, run_id, "run id")
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as e:
@@ -198,30 +209,41 @@ def _record_json(record: RunRecord) -> str:
 
 
 def list_runs(runs_dir: Path) -> list[RunRecord]:
-    """Every readable run under ``runs_dir``, oldest first."""
+    """Every readable run under ``runs_dir``, oldest first.
+
+    A run is listed only when its directory's name is a safe name and its ``result.json``
+    says the same id: a record's ``run_id`` never becomes a path of its own.
+    """
     if not runs_dir.is_dir():
         return []
     records = []
     for path in sorted(runs_dir.iterdir()):
-        if (path / RESULT_FILE).is_file():
+        if name_problem(path.name) is None and (path / RESULT_FILE).is_file():
             try:
-                records.append(RunDir(path).read_record())
+                record = RunDir(path).read_record()
             except UserError:
                 continue
+            if record.run_id == path.name:
+                records.append(record)
     return records
 
 
-def find_run(runs_dir: Path, run: str | None) -> RunDir:
-    """A run by directory path, id or unique id prefix; the latest run when ``run`` is None."""
+def find_run(runs_dir: Path, run: str | None, *, also: Sequence[Path] = ()) -> RunDir:
+    """A run by directory path, id or unique id prefix; the latest run when ``run`` is None.
+
+    ``also``: more directories of runs searched after ``runs_dir`` (each batch's ``runs/``).
+    """
     if run is not None and (Path(run) / RESULT_FILE).is_file():
         return RunDir(Path(run))
-    ids = [r.run_id for r in list_runs(runs_dir)]
+    places = {r.run_id: d for d in (runs_dir, *also) for r in list_runs(d)}
+    ids = sorted(places)
+    where = f"{runs_dir} or any batch" if also else str(runs_dir)
     if not ids:
-        raise UserError(f"no runs in {runs_dir}; start one with `sandbox-agent fix` or `demo`")
+        raise UserError(f"no runs in {where}; start one with `sandbox-agent fix` or `demo`")
     if run is None:
-        return RunDir(runs_dir / ids[-1])
+        return RunDir(child_path(places[ids[-1]], ids[-1], "run id"))
     matches = [i for i in ids if i.startswith(run)]
     if len(matches) != 1:
         what = "no run" if not matches else f"{len(matches)} runs"
-        raise UserError(f"{what} in {runs_dir} match {run!r}; `sandbox-agent runs` lists them")
-    return RunDir(runs_dir / matches[0])
+        raise UserError(f"{what} in {where} match {run!r}; `sandbox-agent runs` lists them")
+    return RunDir(child_path(places[matches[0]], matches[0], "run id"))

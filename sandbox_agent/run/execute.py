@@ -23,14 +23,15 @@ from sandbox_agent.errors import (
     SandboxError,
 )
 from sandbox_agent.gate.baseline import (
+    REVISE_NOTE,
     BaselineDiagnosis,
     BaselineVerdict,
+    baseline_note,
     classify_baseline,
     local_modules,
 )
 from sandbox_agent.gate.completion import CompletionGate, Gate
 from sandbox_agent.gate.evidence import gather
-from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from sandbox_agent.run.prepare import Prepared
@@ -39,6 +40,7 @@ from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
     ExitReason,
     Finish,
+    GateCheck,
     GateOutcome,
     GateVerdict,
     ModelFeedback,
@@ -46,7 +48,7 @@ from sandbox_agent.types import (
     Task,
 )
 
-__all__ = ["Run", "WrapBudget", "baseline_note"]
+__all__ = ["Run", "WrapBudget"]
 
 Warn = Callable[[str], None]
 WrapBudget = Callable[[RunBudget], Budget]
@@ -110,6 +112,7 @@ class Run:
             judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
+            baseline_in_copy=prepared.options.revises is not None,
         )
 
     def _initial_record(self) -> RunRecord:
@@ -123,6 +126,7 @@ class Run:
             task=self.redactor.text(p.options.task),
             repo=str(p.repo.root),
             model=p.model.name,
+            base_url=p.base_url,
             started_at=now_iso(),
             test_command=p.test_command,
             limits=self.settings.budget.model_dump(exclude={"prices"}),
@@ -131,6 +135,7 @@ class Run:
             policy=p.loaded.to_record(),
             version=__version__,
             request=_request(p),
+            env_build_log=_env_log(p),
         )
 
     def execute(self) -> RunRecord:
@@ -166,16 +171,26 @@ class Run:
     def _before_loop(self) -> list[ModelFeedback]:
         _restore_generated(self.sandbox)
         run = self.gate.run_baseline()
-        check = run.check()
+        diagnosis = classify_baseline(run, local_modules(self.p.repo.root))
+        checks = [run.check()]
+        if diagnosis.broken:  # said with the baseline, so nothing calls it "as expected"
+            checks.append(GateCheck(name="environment", passed=False, detail=diagnosis.message))
         self.baseline = GateOutcome(
             phase="baseline",
             passed=run.passed,
-            checks=(check,),
-            evidence=gather(None, run, harness_note=self.gate.pin_note, judged_in="workspace"),
+            checks=tuple(checks),
+            evidence=gather(
+                None,
+                run,
+                harness_note=self.gate.pin_note,
+                judged_in="clean_copy" if self.gate.baseline_in_copy else "workspace",
+            ),
         )
-        note = baseline_note(run)
+        note = baseline_note(run, self.settings.gate.require)
+        if self.p.options.revises is not None:
+            note = REVISE_NOTE + note
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
-        self._judge_baseline(classify_baseline(run, local_modules(self.p.repo.root)))
+        self._judge_baseline(diagnosis)
         return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
 
     def _revision_notes(self) -> list[ModelFeedback]:
@@ -383,15 +398,7 @@ def _outcome(verdict: GateOutcome) -> GateOutcome:
     return GateOutcome.model_validate(verdict.model_dump(exclude={"feedback"}))
 
 
-def baseline_note(run: TestRun) -> str:
-    """What the model is told about the tests before it starts."""
-    if run.passed:
-        return f"Before your changes, the test command `{run.command}` passes."
-    lines = [f"Before your changes, the test command `{run.command}` fails."]
-    if run.report is not None and run.report.failures:
-        lines.append("These tests fail now:")
-        lines.extend(f"- {f.id}: {f.message}" for f in run.report.failures[:20])
-    elif run.result is not None:
-        lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
-    lines.append("The completion gate accepts `finish` only when this command passes.")
-    return "\n".join(lines)
+def _env_log(prepared: Prepared) -> str | None:
+    """The environment's log (its build's output, or that it came from the cache)."""
+    log = prepared.env.log_path if prepared.env is not None else None
+    return str(log) if log is not None and log.is_file() else None

@@ -17,7 +17,7 @@ from pydantic import Field
 from sandbox_agent.agent.replay import REPLAY_PREFIX, ReplayModel
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
-from sandbox_agent.errors import MissingApiKeyError, UserError
+from sandbox_agent.errors import MissingApiKeyError, StoredRunMismatchError, UserError
 from sandbox_agent.models.base import Model
 from sandbox_agent.models.catalog import resolve_price
 from sandbox_agent.models.chat_model import ChatModelSettings, default_temperature
@@ -50,6 +50,8 @@ class Revision(Frozen):
     patch: bytes
     answer: str | None
     feedback: str = Field(min_length=1)
+    recorded_base_url: str | None = None
+    """The endpoint the earlier run says it used: compared with the user's, never used."""
 
 
 class FixOptions(Frozen):
@@ -147,6 +149,8 @@ def prepare(
         settings = settings.model_copy(update={"gate": gate})
     api_key = env.get("OPENAI_API_KEY", "")
     base_url = settings.model.base_url or env.get("OPENAI_BASE_URL") or None
+    if not settings.model.name.startswith(SCRIPTED_PREFIX):  # a script calls no endpoint
+        _same_endpoint(options, base_url)
     model = _model(settings, base_url, api_key, on_retry)
     return Prepared(
         options=options,
@@ -162,6 +166,20 @@ def prepare(
         base_url=base_url,
         on_retry=on_retry,
     )
+
+
+def _same_endpoint(options: FixOptions, base_url: str | None) -> None:
+    """A revision whose earlier run used another endpoint goes on only with ``--base-url``."""
+    revises = options.revises
+    if revises is None or options.overrides.get("--base-url") is not None:
+        return
+    if (revises.recorded_base_url or None) != base_url:
+        raise StoredRunMismatchError(
+            f"run {revises.run_id} says it used the endpoint "
+            f"{revises.recorded_base_url or 'the default'}; your settings give "
+            f"{base_url or 'the default'}. A run directory does not choose where your key and "
+            "code go: pass --base-url with the endpoint you mean"
+        )
 
 
 def _price(settings: Policy, base_url: str | None) -> ModelPrice | None:
@@ -205,6 +223,9 @@ def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retri
         base_url=base_url,
         system_prompt=system_prompt(settings),
         temperature=default_temperature(spec),
+        max_completion_tokens=settings.model.max_output_tokens,
+        max_tokens_param=settings.model.max_tokens_param,
+        context_window=settings.model.context_window,
     )
     cls = JsonProtocolModel if settings.model.tool_protocol == "json" else OpenAICompatModel
     return cls(chat, api_key=api_key, on_retry=on_retry)

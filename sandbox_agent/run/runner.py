@@ -21,15 +21,19 @@ from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.errors import (
     RunInterrupted,
+    SandboxError,
     UserError,
 )
-from sandbox_agent.models.prices import require_price_for_cap
-from sandbox_agent.run.artifacts import ENV_BUILD_LOG, RunDir, RunRecord, new_run_id
+from sandbox_agent.models.prices import require_one_call, require_price_for_cap
+from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
-from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
+from sandbox_agent.run.start import record_failed_start, start_sandbox
+from sandbox_agent.sandbox.docker import DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
 from sandbox_agent.sandbox.runtime import check_runtime
+from sandbox_agent.tools.runtime import tool_specs
+from sandbox_agent.types import Task
 
 __all__ = ["FixOptions", "environment", "notices", "run_fix", "sandbox_config"]
 
@@ -116,6 +120,20 @@ def environment(prepared: Prepared, log: Path, on_build_line: Progress) -> Prepa
     return prepared.with_test_command(env.test_command)
 
 
+def _require_affordable(prepared: Prepared) -> None:
+    """A cost cap holds only with a price, and must pay for the first call's worst case.
+
+    Raises:
+        UserError: no price under a cap, or a cap below one call (before anything is built).
+    """
+    cap = prepared.settings.budget.max_cost_usd
+    require_price_for_cap(prepared.model.name, prepared.price, max_cost_usd=cap)
+    if prepared.price is None:
+        return
+    first = prepared.model.estimate_next_call(Task(text=prepared.options.task), [], tool_specs())
+    require_one_call(prepared.model.name, prepared.price, first, max_cost_usd=cap)
+
+
 def _link_parent(parent: RunDir, child_id: str, warn: Warn | None) -> None:
     """The revised run's ``result.json`` names the run that revises it (best effort)."""
     try:
@@ -156,6 +174,8 @@ def run_fix(
     ``wrap_budget`` wraps the run's budget (a batch's shared cap); ``on_build_line`` hears the
     environment's build output when it is not cached.
 
+    A sandbox that does not start is tried once more, then ends the run (``run/start.py``).
+
     Raises:
         UserError: before the run starts (bad repo, policy, flags, no engine).
     """
@@ -163,37 +183,30 @@ def run_fix(
     prepared = prepare(options, env, on_retry=retries)
     try:
         prepared.model.start()  # a wrong model, key or endpoint is exit 2 before anything starts
-        require_price_for_cap(
-            prepared.model.name, prepared.price, max_cost_usd=prepared.settings.budget.max_cost_usd
-        )
+        _require_affordable(prepared)
         for notice in notices(prepared):
             if warn is not None:
                 warn(notice)
         limits = prepared.settings.sandbox
         check_runtime(limits.runtime, network=limits.network)  # before a build, not after
         run_id = new_run_id()
-        build_log = prepared.runs_dir.parent / "env-builds" / f"{run_id}.log"
+        build_log = env_logs_dir(prepared.runs_dir) / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)
         assert prepared.env is not None
-        with (
-            sigterm_interrupts(),
-            DockerSandbox.create(
-                prepared.repo.root,
-                sandbox_config(prepared, prepared.env),
-                run_id=run_id,
-                workspace_root=options.workspace_root,
-                initial_patch=options.revises.patch if options.revises else None,
-            ) as sandbox,
-        ):
-            run_dir = RunDir.create(prepared.runs_dir, run_id)
-            if build_log.exists():  # a build ran: its log belongs to the run
-                build_log.replace(run_dir.path / ENV_BUILD_LOG)
-            if options.revises is not None:
-                _link_parent(RunDir(options.revises.run_dir), run_id, warn)
-            run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
-            retries.trace = run.trace
-            record = run.execute()
-            _report_replay(prepared, record, warn)
-            return record
+        with sigterm_interrupts():
+            config = sandbox_config(prepared, prepared.env)
+            try:
+                sandbox = start_sandbox(prepared, config, run_id, options.workspace_root, warn)
+            except SandboxError as e:
+                return record_failed_start(prepared, run_id, e, listener)
+            with sandbox:
+                run_dir = RunDir.create(prepared.runs_dir, run_id)
+                if options.revises is not None:
+                    _link_parent(RunDir(options.revises.run_dir), run_id, warn)
+                run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
+                retries.trace = run.trace
+                record = run.execute()
+                _report_replay(prepared, record, warn)
+                return record
     finally:
         prepared.model.close()

@@ -213,6 +213,7 @@ class ExecutorChannel:
             raw = api.exec_start(exec_id, socket=True)
         except docker.errors.DockerException as e:
             raise SandboxError(f"could not start the executor: {e}", op="executor") from e
+        self._api, self._exec_id = api, str(exec_id)
         self._exec: socket.socket = getattr(raw, "_sock", None) or raw  # type: ignore[assignment]
         self._keep = raw  # the wrapper owns the response; keep it alive with the socket
         self._exec_reader = FrameReader(self._exec)
@@ -240,7 +241,7 @@ class ExecutorChannel:
         except (OSError, ChannelClosedError) as e:
             self._collect_stderr(0.5)
             self.close()
-            raise ChannelClosedError(f"{e}; executor stderr: {self.stderr()}") from e
+            raise ChannelClosedError(f"{e}; {self._why()}") from e
         except BaseException:
             self.close()
             raise
@@ -296,7 +297,7 @@ class ExecutorChannel:
         except (OSError, ValueError, ChannelClosedError) as e:
             self._collect_stderr(0.5)
             self.close()
-            raise ChannelClosedError(f"{e}; executor stderr: {self.stderr()}") from e
+            raise ChannelClosedError(f"{e}; {self._why()}") from e
         except BaseException:
             # Interrupted mid-request (Ctrl-C, SIGTERM): the answer would arrive out of turn.
             # Closing the channel makes the executor kill the command and exit.
@@ -312,6 +313,20 @@ class ExecutorChannel:
         with contextlib.suppress(ChannelClosedError, ChannelTimeoutError, OSError):
             while len(self._exec_reader.stderr_tail) < _STDERR_KEEP:
                 self._exec_reader.feed_available(deadline)
+
+    def _why(self) -> str:
+        """What the executor said on stderr; when nothing, how its process ended."""
+        said = self.stderr()
+        if said:
+            return f"executor stderr: {said}"
+        try:
+            code = self._api.exec_inspect(self._exec_id).get("ExitCode")
+        except docker.errors.DockerException:
+            code = None
+        if code is None:
+            return "the executor wrote nothing on stderr"
+        killed = " (killed by SIGKILL: out of memory, or killed)" if code == 137 else ""
+        return f"the executor exited with code {code}{killed} and wrote nothing on stderr"
 
     def stderr(self) -> str:
         """The last bytes the executor wrote on stderr (a traceback when it crashed)."""

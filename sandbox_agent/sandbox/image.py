@@ -14,6 +14,7 @@ import docker.errors
 
 from sandbox_agent import __version__
 from sandbox_agent.errors import EngineUnavailableError, SandboxError
+from sandbox_agent.text import visible
 
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 
@@ -22,8 +23,12 @@ Progress = Callable[[str], None]
 
 
 def print_to_stderr(line: str) -> None:
-    """The default progress sink: stderr, so stdout stays clean for ``--json``."""
-    print(line, file=sys.stderr, flush=True)
+    """The default progress sink: stderr, so stdout stays clean for ``--json``.
+
+    A build line is the output of code from outside (a Dockerfile's ``RUN``, a setup script,
+    a build backend): it goes through the one sanitiser, escapes and controls made visible.
+    """
+    print(visible(line), file=sys.stderr, flush=True)
 
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent

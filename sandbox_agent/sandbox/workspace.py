@@ -412,6 +412,18 @@ class RepoInfo:
         return self.root != self.given
 
 
+def repo_root(repo: Path) -> Path:
+    """The root ``fix`` would use for ``repo``: its git top level, or ``repo`` outside git.
+
+    :func:`inspect_repo` without ``git status``, which takes seconds in a large repository.
+
+    Raises:
+        RepoNotFoundError: ``repo`` is not a directory.
+    """
+    given = check_repo(repo)
+    return git_toplevel(given) or given
+
+
 def inspect_repo(repo: Path) -> RepoInfo:
     """Find the repository ``repo`` belongs to: its git root, and how many files are uncommitted.
 

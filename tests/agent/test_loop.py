@@ -213,6 +213,16 @@ def test_rejected_finish_goes_back_to_the_model(make_loop: MakeLoop) -> None:
     assert "tests failed" in rejection.content
 
 
+def test_a_script_that_ends_after_a_rejected_finish_says_so(make_loop: MakeLoop) -> None:
+    """Issue 26, item 6: not "add a finish line" when the script had one."""
+    loop, _, _ = make_loop(script(bash("true"), FINISH), gate=ScriptedGate([False]))
+    result = loop.run(TASK)
+    assert result.exit_reason is ExitReason.MODEL_ERROR
+    assert result.error is not None
+    assert "script ended after a rejected finish" in result.error
+    assert "add a finish line" not in result.error
+
+
 def test_gate_attempts_exhausted_ends_without_finished(make_loop: MakeLoop) -> None:
     model = script(FINISH, FINISH)
     loop, _, _ = make_loop(model, gate=ScriptedGate([False, False], max_attempts=2))

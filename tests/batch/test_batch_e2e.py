@@ -153,8 +153,8 @@ def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
 
     write_script(slow, *[json.loads(x) for x in demo_script().read_text().splitlines()])
     resumed = batch_cli(
-        "--resume", summary["batch_id"], "--json", "--workers", "2",
-        "--batches-dir", str(batches), env=env,
+        str(path), "--resume", summary["batch_id"], "--json", "--workers", "2",
+        *demo_flags(tmp_path), env=env,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     after = {r["id"]: r for r in json.loads(resumed.stdout)["runs"]}
@@ -169,7 +169,7 @@ def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
     assert earlier["slow-1"] == [runs["slow-1"]["run_id"]]
     assert earlier["quick-1"] == []
     assert len(list(Path(summary["batch_dir"], "runs").iterdir())) == 7
-    again = batch_cli("--resume", summary["batch_id"], "--batches-dir", str(batches), env=env)
+    again = batch_cli(str(path), "--resume", summary["batch_id"], *demo_flags(tmp_path), env=env)
     assert again.returncode == 2
     assert "nothing to resume" in again.stderr
 

@@ -55,8 +55,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     good = {"id": "t", "repo": str(repo), "task": "x"}
     flags = demo_flags(tmp_path)
     cases = [
-        ([], "give a tasks file, or --resume BATCH (not both)"),
-        ([str(write_tasks(tmp_path / "a.jsonl", [good])), "--resume", "b-1"], "not both"),
+        ([], "give a tasks file (with --resume BATCH, the same one again"),
+        ([str(write_tasks(tmp_path / "a.jsonl", [good])), "--resume", "b-1"], "no batch in"),
         ([str(tmp_path / "missing.jsonl")], "cannot read the tasks file"),
         ([str(write_tasks(tmp_path / "b.jsonl", [{**good, "colour": 1}]))], "b.jsonl:1: colour"),
         (
@@ -65,9 +65,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         ),
         (
             [str(write_tasks(tmp_path / "d.jsonl", [{**good, "model": "scripted:/nope.jsonl"}]))],
-            "task t: ",
+            "d.jsonl:1: model scripted:/nope.jsonl: no such file /nope.jsonl",
         ),
-        (["--resume", "b-nothing"], "--model: --resume keeps the batch's own settings"),
+        (["--resume", "b-nothing"], "give a tasks file"),
         ([str(tmp_path / "a.jsonl"), "--format", "swebench"], "--format swebench needs --repos"),
     ]
     for args, expected in cases:
@@ -75,7 +75,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert code == 2, (args, out, err)
         assert expected in one_line_error(err), (args, err)
     assert not (tmp_path / "batches").exists()  # nothing was started
-    code, _, err = invoke("--resume", "b-nothing", "--batches-dir", str(tmp_path))
+    code, _, err = invoke(
+        str(tmp_path / "a.jsonl"), "--resume", "b-nothing", "--batches-dir", str(tmp_path)
+    )
     assert code == 2
     assert "no batch in" in one_line_error(err)
 

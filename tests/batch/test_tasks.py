@@ -120,3 +120,30 @@ def test_swebench_errors_name_what_is_missing(tmp_path: Path) -> None:
     line = {"instance_id": "x-1", "repo": "o/n", "base_commit": "abc", "problem_statement": "p"}
     with pytest.raises(UserError, match=r"repo 'o/n': no local clone \(tried .*o__n"):
         parse_tasks(write(path, line), TaskFormat.SWEBENCH, tmp_path)
+
+
+def test_a_scripted_model_path_is_relative_to_the_tasks_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git_repo(tmp_path / "batch" / "repo")
+    script = tmp_path / "batch" / "scripts" / "s.jsonl"
+    script.parent.mkdir()
+    script.write_text('{"finish": "done"}\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the current directory must not matter
+    tasks = parse_tasks(
+        write(
+            tmp_path / "batch" / "tasks.jsonl",
+            {"id": "t1", "repo": "repo", "task": "x", "model": "scripted:scripts/s.jsonl"},
+            {"id": "t2", "repo": "repo", "task": "x", "model": "gpt-4o"},
+        )
+    )
+    assert tasks[0].model == f"scripted:{script.resolve()}"
+    assert tasks[1].model == "gpt-4o"
+    missing = write(
+        tmp_path / "batch" / "bad.jsonl",
+        {"id": "t1", "repo": "repo", "task": "x", "model": "scripted:nope.jsonl"},
+    )
+    with pytest.raises(UserError, match=r"bad\.jsonl:1: model scripted:nope\.jsonl: no such file"):
+        parse_tasks(missing)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sandbox_agent.cli import app as cli_app
+from sandbox_agent.cli import fix as cli_fix
 from sandbox_agent.cli.output import warn
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.types import ToolCall
@@ -37,7 +37,7 @@ def test_the_approval_prompt_shows_the_whole_command() -> None:
     call = ToolCall(id="c1", tool_name="bash", arguments={"command": "rm -r [conceal]/x[/] build"})
     decision = Decision(decision="ask", rule="r", reason="rm [bold]asks[/]")
     with CliRunner().isolation(input="n\n") as streams:
-        allowed = cli_app._ask_user(call, decision)
+        allowed = cli_fix._ask_user(call, decision)
         shown = streams[1].getvalue().decode()
     assert allowed is False
     assert "rm -r [conceal]/x[/] build" in shown
@@ -47,7 +47,7 @@ def test_the_approval_prompt_shows_the_whole_command() -> None:
 def test_the_approval_prompt_shows_escapes_instead_of_acting_on_them() -> None:
     call = ToolCall(id="c1", tool_name=EVIL, arguments={"command": EVIL})
     with CliRunner().isolation(input="n\n") as streams:
-        cli_app._ask_user(call, Decision(decision="ask", reason=EVIL))
+        cli_fix._ask_user(call, Decision(decision="ask", reason=EVIL))
         shown = streams[1].getvalue().decode()
     assert_inert(shown)
     assert "^[]52;c;" in shown
@@ -69,7 +69,7 @@ def test_runs_json_is_one_array_of_run_records(tmp_path: Path) -> None:
     records = json.loads(out)
     assert [r["run_id"] for r in records] == ["20260102-030405-aaaaaa", "20260102-030406-bbbbbb"]
     _, shown, _ = invoke("show", "--runs-dir", str(tmp_path), "--json", "20260102-030405")
-    assert records[0] == json.loads(shown)
+    assert records[0] == {**json.loads(shown), "batch_id": None}  # not a batch's run
 
 
 def test_runs_json_with_no_runs_is_an_empty_array(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from rich.console import Console
 from sandbox_agent.agent.trace import (
     BudgetUpdateEvent,
     GateResultEvent,
+    ModelRetryEvent,
     ModelTurnEvent,
     ObservationEvent,
     RunFinished,
@@ -161,3 +162,27 @@ def test_waiting_text_counts_minutes() -> None:
     assert waiting.text() == "model… 1m 15s"
     now[0] += 3600
     assert waiting.text() == "model… 61m 15s"
+
+
+def test_each_model_retry_says_what_failed_the_attempt_and_the_wait() -> None:
+    for terminal in (False, True):
+        buffer = io.StringIO()
+        progress = Progress(Console(file=buffer, force_terminal=terminal, width=200))
+        for attempt, wait in ((1, 2.0), (2, 4.5)):
+            progress(
+                ModelRetryEvent(
+                    run_id="r",
+                    timestamp=TS,
+                    step=3,
+                    attempt=attempt,
+                    wait_s=wait,
+                    error="HTTP 503 InternalServerError: overloaded",
+                )
+            )
+        progress.close()
+        out = buffer.getvalue()
+        assert (
+            "attempt 1 failed (HTTP 503 InternalServerError: overloaded); "
+            "waiting 2.0s before attempt 2"
+        ) in out
+        assert "attempt 2 failed (HTTP 503 InternalServerError: overloaded); waiting 4.5s" in out

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_agent.agent.trace import read_trace
-from sandbox_agent.cli.timeline import describe
+from sandbox_agent.agent.trace import GateResultEvent, read_trace
+from sandbox_agent.cli.timeline import baseline_text, describe
+from sandbox_agent.types import GateCheck, GateOutcome
 from tests.agent.test_trace import write_trace as write_short_trace
 from tests.cli.escapes import EVIL, assert_inert
 from tests.cli.records import write_trace
@@ -35,3 +36,16 @@ def test_describe_keeps_model_text_on_one_visible_line(tmp_path: Path) -> None:
         line = describe(event)
         assert "\n" not in line
         assert_inert(line)
+
+
+def test_a_baseline_that_cannot_run_is_not_called_expected() -> None:
+    outcome = GateOutcome(
+        phase="baseline",
+        passed=False,
+        checks=(
+            GateCheck(name="tests", passed=False, detail="`pytest` exited 2"),
+            GateCheck(name="environment", passed=False, detail="no test ran"),
+        ),
+    )
+    text = baseline_text(GateResultEvent.of(0, outcome, None))
+    assert text == "baseline: the tests cannot run: no test ran"

@@ -63,8 +63,16 @@ def test_missing_module_of_the_project_itself_is_a_failing_test(tmp_path: Path) 
     local = local_modules(tmp_path)
     assert local == frozenset({"mypkg", "helper"})
     output = COLLECTION_ERROR.replace("'yaml'", "'mypkg.newfeature'")
-    diagnosis = classify_baseline(run("python -m pytest -q", 2, output), local)
+    report = TestReport(
+        ids=frozenset({"::tests.test_it", "tests.test_other::test_ok"}),
+        skipped=frozenset(),
+        failures=(Failure(id="::tests.test_it", message="collection failure"),),
+    )
+    diagnosis = classify_baseline(run("python -m pytest -q", 1, output, report=report), local)
     assert diagnosis.verdict is BaselineVerdict.FAILING  # the task may be to add it
+    assert "failed to collect: tests/test_it.py (ModuleNotFoundError: No module named 'mypkg." in (
+        diagnosis.message
+    )
 
 
 def test_cannot_import_name_from_an_installed_package_is_broken() -> None:
@@ -119,3 +127,48 @@ def test_sandbox_failure_is_broken() -> None:
     diagnosis = classify_baseline(TestRun(label="baseline", command="pytest", result=None))
     assert diagnosis.broken
     assert diagnosis.reason == "sandbox_failed"
+
+
+def test_no_test_ran_is_broken_naming_each_module_and_why() -> None:
+    output = (
+        "ERROR tests/test_a.py - ImportError: cannot import name 'x' from 'mypkg'\n"
+        "ERROR tests/test_b.py - SyntaxError: invalid syntax\n"
+    )
+    report = TestReport(
+        ids=frozenset({"::tests.test_a", "::tests.test_b"}),
+        skipped=frozenset(),
+        failures=(
+            Failure(id="::tests.test_a", message="collection failure"),
+            Failure(id="::tests.test_b", message="collection failure"),
+        ),
+    )
+    diagnosis = classify_baseline(
+        run("python -m pytest -q", 1, output, report=report), frozenset({"mypkg"})
+    )
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "every test module failed to collect: tests/test_a.py (ImportError: cannot" in (
+        diagnosis.message
+    )
+    assert "tests/test_b.py (SyntaxError: invalid syntax)" in diagnosis.message
+    assert "--allow-broken-baseline" in diagnosis.fix
+
+
+def test_pytest_stopping_before_any_test_is_broken() -> None:
+    diagnosis = classify_baseline(run("python -m pytest -q", 2, "ERROR: not found: tests/x\n"))
+    assert diagnosis.reason == "no_test_ran"
+    assert "pytest stopped before any test: not found: tests/x" in diagnosis.message
+
+
+def test_a_usage_error_says_the_runners_words_the_file_and_the_plugin() -> None:
+    out = (
+        "ERROR: usage: __main__.py [options] [file_or_dir] [file_or_dir] [...]\n"
+        "__main__.py: error: unrecognized arguments: --cov=attr --cov-report=xml\n"
+        "  inifile: /workspace/pyproject.toml\n  rootdir: /workspace\n"
+    )
+    diagnosis = classify_baseline(run("python -m pytest", 4, out))
+    assert diagnosis.reason == "pytest_error"
+    assert "unrecognized arguments: --cov=attr --cov-report=xml" in diagnosis.message
+    assert "/workspace/pyproject.toml: its addopts" in diagnosis.message
+    assert diagnosis.missing == "pytest-cov"
+    assert diagnosis.fix.startswith("`pytest-cov` is missing: declare the package")

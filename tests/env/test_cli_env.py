@@ -67,3 +67,18 @@ def test_prune_keeps_the_newest_environment_of_each_repo() -> None:
         row("e:1", "/a", "2026-01-01"),
     ]
     assert [r.tag for r in stale(rows)] == ["e:1"]
+
+
+@pytest.mark.docker
+def test_plan_prints_the_loosenings_a_repo_file_may_not_make(tmp_path: Path) -> None:
+    """Issue 26, item 11: what the loader ignores is a warning, in ``env plan`` as in ``fix``."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\n')
+    (tmp_path / ".sandbox-agent.toml").write_text(
+        '[environment]\nimage = "evil:latest"\n[sandbox]\nnetwork = true\n'
+    )
+    done = runner.invoke(app, ["env", "plan", "--repo", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
+    assert any("environment.image" in w and "ignored" in w for w in warnings), done.stderr
+    assert any("sandbox.network" in w and "ignored" in w for w in warnings), done.stderr
+    assert "evil:latest" not in done.stdout  # the base image is not the repo's

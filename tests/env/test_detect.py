@@ -226,12 +226,14 @@ def test_malformed_files_are_named(tmp_path: Path) -> None:
         detect_plan(tmp_path)
 
 
-def test_cache_key_follows_inputs_only(tmp_path: Path) -> None:
+def test_cache_key_follows_every_input(tmp_path: Path) -> None:
     repo = write(tmp_path, {"pyproject.toml": PYPROJECT, "src/p/__init__.py": "X = 1\n"})
     plan = detect_plan(repo)
     key = cache_key(repo, plan, "sha256:base")
+    assert cache_key(repo, plan, "sha256:base") == key
     (repo / "src/p/__init__.py").write_text("X = 2\n")
-    assert cache_key(repo, plan, "sha256:base") == key  # source edits do not rebuild
+    assert cache_key(repo, plan, "sha256:base") != key  # setup (the build backend) may read it
+    key = cache_key(repo, plan, "sha256:base")
     assert cache_key(repo, plan, "sha256:other") != key  # a new base image does
     (repo / "pyproject.toml").write_text(PYPROJECT + "\n# changed\n")
     assert cache_key(repo, plan, "sha256:base") != key  # a dependency file does

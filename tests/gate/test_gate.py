@@ -73,7 +73,8 @@ def test_premature_finish_is_rejected_with_failures_first(
     gate = make_gate(sandbox, tmp_path)
     verdict = gate.check(FINISH)
     assert not verdict.passed
-    assert failed(gate) == ["diff", "tests"]
+    assert failed(gate) == ["diff", "proof"]
+    assert "no test shows your change works" in verdict.feedback
     assert verdict.attempts_left == 2
     assert verdict.feedback.startswith("finish rejected by the completion gate (attempt 1; 2 left)")
     assert "Failing tests:\n- test_mod::test_last: assert 2 == 3" in verdict.feedback
@@ -89,9 +90,13 @@ def test_fix_is_accepted(sandbox: TempDirSandbox, tmp_path: Path) -> None:
         "protected_paths",
         "harness_files",
         "tests",
-        "test_count",
+        "regressions",
+        "proof",
         "harness",
     }
+    assert verdict.evidence is not None
+    assert verdict.evidence.rule == "proof"
+    assert verdict.evidence.fail_to_pass == ("test_mod::test_last", "test_mod::test_single")
     assert not (sandbox.root / ".pytest_cache").exists()
 
 
@@ -106,16 +111,15 @@ def test_protected_path_changed_through_bash_is_rejected(
     assert "tests/data.txt" in verdict.feedback
 
 
-def test_deleted_test_is_rejected_by_the_count(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+def test_deleted_test_is_rejected_as_gone(sandbox: TempDirSandbox, tmp_path: Path) -> None:
     gate = make_gate(sandbox, tmp_path)
     sandbox.write_file(
         "test_mod.py", TESTS.replace("def test_single():\n    assert last([7]) == 7\n\n", "")
     )
     sandbox.write_file("mod.py", FIXED)
     verdict = gate.check(FINISH)
-    assert failed(gate) == ["test_count"]
-    assert "2 tests ran, fewer than the baseline's 3" in verdict.feedback
-    assert "tests gone: test_mod::test_single" in verdict.feedback
+    assert failed(gate) == ["regressions"]
+    assert "do not now: test_mod::test_single (gone)" in verdict.feedback
 
 
 def test_newly_skipped_test_is_rejected(sandbox: TempDirSandbox, tmp_path: Path) -> None:
@@ -125,9 +129,10 @@ def test_newly_skipped_test_is_rejected(sandbox: TempDirSandbox, tmp_path: Path)
     ).replace("def test_last", "@pytest.mark.xfail\ndef test_last")
     sandbox.write_file("test_mod.py", skipping)
     verdict = gate.check(FINISH)
-    assert failed(gate) == ["test_count"]
+    assert failed(gate) == ["regressions", "proof"]
     assert (
-        "newly skipped or xfailed: test_mod::test_last, test_mod::test_single" in verdict.feedback
+        "test_mod::test_last (newly skipped), test_mod::test_single (newly skipped)"
+        in verdict.feedback
     )
 
 

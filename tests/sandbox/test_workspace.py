@@ -14,7 +14,9 @@ from sandbox_agent.sandbox import packwriter
 from sandbox_agent.sandbox.workspace import (
     OWNER_FILE,
     WORKSPACE_PREFIX,
+    inspect_repo,
     remove_workspace,
+    repo_root,
     snapshot,
 )
 from tests.sandbox.conftest import git
@@ -185,3 +187,16 @@ def test_pack_index_large_offset_table(
         assert git(ws.repo, "cat-file", "-p", "HEAD:src/pkg/mod.py") == "def f():\n    return 1\n"
     finally:
         remove_workspace(ws.root)
+
+
+def test_repo_root_is_the_git_root_the_given_directory_or_an_error(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo_root(repo / "src" / "pkg") == repo.resolve()
+    assert repo_root(plain) == plain.resolve()
+    assert repo_root(repo) == inspect_repo(repo).root
+    with pytest.raises(RepoNotFoundError, match="not a directory"):
+        repo_root(tmp_path / "nope")

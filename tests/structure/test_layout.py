@@ -12,7 +12,7 @@ STANDALONE = {"sandbox/incontainer.py", "sandbox/diffscan.py"}
 """Scripts that run inside the container with its python: they import nothing of ours."""
 
 LAYERS = [
-    {"types", "errors", "text", "resources", "settings", "redact"},
+    {"types", "errors", "text", "resources", "settings", "redact", "names"},
     {"models", "sandbox", "policy", "tools"},
     {"gate", "env"},
     {"agent"},
@@ -85,3 +85,20 @@ def test_no_function_local_imports_of_the_project() -> None:
                 if module.startswith("sandbox_agent") and (rel, module) not in OPTIONAL:
                     local.append(f"{rel}:{node.lineno} {func.name}")
     assert local == []
+
+
+DEFERRED = "cli/app.py"
+"""The one module that imports a module by name when it is needed: the command line's root,
+which imports a command's module only when that command runs (``--help`` stays fast)."""
+
+
+def test_only_the_command_line_root_imports_by_name() -> None:
+    by_name = []
+    for rel, tree in modules():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in {"import_module", "__import__"} and rel != DEFERRED:
+                by_name.append(f"{rel}:{node.lineno}")
+    assert by_name == []

@@ -127,3 +127,37 @@ def test_files_setup_generates_in_the_repo_are_there_in_every_run_and_not_in_the
     patch = Path(record.patch_path).read_text()
     assert "_version" not in patch
     assert record.changed_paths == ("kvparse/parser.py",)
+
+
+def test_a_baseline_where_no_test_ran_stops_before_any_model_call(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    init = repo / "kvparse" / "__init__.py"
+    init.write_text(init.read_text() + "from kvparse.parser import parse_everything\n")
+    git(repo, "commit", "-qam", "an import every test module fails on")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
+    message = str(info.value)
+    assert "no test ran (every test module failed to collect: tests/test_parser.py" in message
+    assert "parse_everything" in message
+    run_dir = only_run(tmp_path)
+    assert model_turns(run_dir) == 0
+    baseline = run_dir.read_record().gate_history[0]
+    assert any(c.name == "environment" and not c.passed for c in baseline.checks)
+
+
+def test_a_usage_error_says_pytests_words_the_file_and_the_plugin(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = demo_repo(tmp_path)
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'addopts = "--cov=kvparse --cov-report=term"\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "coverage by default")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
+    message = str(info.value)
+    assert "unrecognized arguments: --cov=kvparse --cov-report=term" in message
+    assert "pyproject.toml: its addopts" in message
+    assert "`pytest-cov` is missing" in message

@@ -41,7 +41,7 @@ def test_premature_finish_rejected_then_fix_accepted_and_repo_untouched(
     assert record.exit_reason == "finished"
     assert record.gate_passed
     assert record.steps == 4
-    assert failed_checks(Path(record.run_dir)) == [["diff", "tests"], []]
+    assert failed_checks(Path(record.run_dir)) == [["diff", "proof"], []]
     assert tree_hashes(repo) == before
     patch = Path(record.patch_path).read_text()
     assert "+    for line in text.splitlines():" in patch
@@ -85,7 +85,7 @@ def test_protected_test_changed_through_bash_is_rejected(
     assert record.exit_reason == "max_steps_exceeded"
     # tests/ is a read-only mount: the write fails, so the import (and every test) fails and
     # the protected file is not in the patch at all
-    assert "tests" in failed_checks(Path(record.run_dir))[0]
+    assert "regressions" in failed_checks(Path(record.run_dir))[0]
     assert "Read-only file system" in (Path(record.run_dir) / "trace.jsonl").read_text()
     patch = Path(record.patch_path).read_text() if record.patch_path else ""
     assert "a/tests/test_parser.py" not in patch
@@ -108,22 +108,25 @@ def unprotected_tests_repo(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("command", "problem"),
     [
-        ("sed -i '/^def test_bad_line/,$d' checks/check_parser.py", "fewer than the baseline's 4"),
+        (
+            "sed -i '/^def test_bad_line/,$d' checks/check_parser.py",
+            "test_bad_line_is_an_error (gone)",
+        ),
         (
             r"sed -i 's/^def test_bad_line/@pytest.mark.skip\ndef test_bad_line/' "
             "checks/check_parser.py",
-            "newly skipped or xfailed",
+            "test_bad_line_is_an_error (newly skipped)",
         ),
     ],
     ids=["deleted", "skipped"],
 )
-def test_weakened_unprotected_tests_are_rejected_by_the_count(
+def test_weakened_unprotected_tests_are_rejected_as_regressions(
     tmp_path: Path, workspace_root: Path, docker_client: object, command: str, problem: str
 ) -> None:
     repo = unprotected_tests_repo(tmp_path)
     record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash(command), FINISH, max_steps=3)
     assert not record.gate_passed
-    assert failed_checks(Path(record.run_dir)) == [["test_count"]]
+    assert failed_checks(Path(record.run_dir)) == [["regressions"]]
     last = RunDir(Path(record.run_dir)).read_record().gate_history[-1]
     assert problem in json.dumps([c.model_dump() for c in last.checks])
 
@@ -150,7 +153,7 @@ def test_empty_diff_is_rejected_and_max_attempts_end_the_run(
     assert record.exit_reason == "budget_exceeded"
     assert not record.gate_passed
     assert record.steps == 3  # [gate] max_attempts = 3 in the demo's policy
-    assert failed_checks(Path(record.run_dir)) == [["diff", "tests"]] * 3
+    assert failed_checks(Path(record.run_dir)) == [["diff", "proof"]] * 3
     assert "rejected all 3 finish attempts" in (record.error or "")
 
 
@@ -234,7 +237,9 @@ def test_setup_runs_with_network_then_the_agent_has_none_and_the_diff_excludes_i
     texts = [o.content.text or "" for o in observations]
     assert texts[0].split("[stdout]\n")[1].split() == ["lo"]  # the agent has no network
     assert texts[1].split("[stdout]\n")[1].split() == [tmp_path.name]  # setup ran, in the image
-    assert (Path(record.run_dir) / "env-build.log").is_file()  # this run built it
+    # every build log is in one place, beside the runs, and the record (and `show`) names it
+    assert record.env_build_log == str(tmp_path / "env-logs" / f"{record.run_id}.log")
+    assert "sandbox-agent-env:" in Path(record.env_build_log).read_text()  # built, or cached
     patch = Path(record.patch_path).read_text()
     assert "built.txt" not in patch
     assert "kvparse/parser.py" in patch
@@ -255,6 +260,7 @@ def test_failing_setup_stops_before_the_run_naming_the_step_and_its_log(
     assert "no such dependency" in message
     assert info.value.log_path is not None
     assert "no such dependency" in info.value.log_path.read_text()
+    assert info.value.log_path.parent == tmp_path / "env-logs"  # the one place of build logs
     assert not (tmp_path / "runs").exists()  # no run started: nothing was spent
 
 
@@ -324,7 +330,9 @@ def test_wall_time_stop_leaves_result_and_patch(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
     repo = demo_repo(tmp_path)
-    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash("sleep 2"), FINISH, max_wall_s=1.5)
+    # The wall clock counts from the start, the baseline's test run included: room for that on
+    # a loaded machine, then a command that outlasts what is left.
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, bash("sleep 21"), FINISH, max_wall_s=20)
     assert record.exit_reason == "budget_exceeded"
     assert "max_wall_s" in (record.error or "")
     assert record.steps == 2  # the third model call is never made

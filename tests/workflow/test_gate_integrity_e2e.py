@@ -108,8 +108,8 @@ def test_a_changed_harness_is_refused_naming_the_file(
     [
         (ADDOPTS_PYTEST_INI, "harness", "plugin added: evil (./evil.py)"),
         (ADDOPTS_PYPROJECT, "harness", "ini addopts: [] -> ['-p', 'evil']"),
-        (ENTRY_POINT, "tests", "1 failing"),  # autoload is off: the plugin never loads
-        (ROOT_PYTEST, "tests", "1 failing"),  # pytest comes from the environment
+        (ENTRY_POINT, "proof", "no test shows"),  # autoload is off: the plugin never loads
+        (ROOT_PYTEST, "proof", "no test shows"),  # pytest comes from the environment
     ],
     ids=["addopts-pytest-ini", "addopts-pyproject", "dist-info-entry-point", "root-pytest-py"],
 )
@@ -179,7 +179,7 @@ def test_what_the_tests_write_during_the_gate_never_reaches_the_patch(
     patch = Path(record.patch_path).read_text()
     assert patch.count("diff --git ") == 1
     assert "diff --git a/kvparse/__init__.py" in patch
-    assert "tests" in failed(last_verdict(record))
+    assert "regressions" in failed(last_verdict(record))
 
 
 def test_an_ignored_importable_file_is_absent_from_the_gates_copy(
@@ -209,7 +209,7 @@ def test_an_ignored_importable_file_is_absent_from_the_gates_copy(
     assert record.changed_paths == ("kvparse/parser.py",)
     assert "_local" not in json.dumps(record.changed_paths)
     problems = failed(last_verdict(record))
-    assert "tests" in problems
+    assert "regressions" in problems
 
 
 def test_a_plugin_the_project_uses_at_the_baseline_still_loads(

@@ -45,6 +45,8 @@ def test_revise_continues_from_the_diff_and_apply_takes_the_combined_change(
             str(tmp_path / "runs"),
             "--max-steps",
             "5",
+            "--repo",
+            str(repo),
             "--json",
         ],
     )
@@ -104,6 +106,8 @@ def test_revise_stops_before_anything_when_the_earlier_patch_no_longer_applies(
             f"scripted:{script}",
             "--runs-dir",
             str(runs),
+            "--repo",
+            str(repo),
         ],
     )
     assert result.exit_code == 2

@@ -1,0 +1,312 @@
+"""Commands ``fix``, ``revise`` and ``demo``: flags -> ``runner``; errors -> exit codes; no logic.
+
+Exit codes of ``fix``: 0 finished with the gate passed; 1 the run ended without that;
+2 a usage or environment error before the run started. ``cli/app.py`` mounts these commands
+(:func:`register`) and imports this module only when one of them runs: it is the module that
+brings in the runner, and with it openai and docker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from sandbox_agent.agent.trace import read_trace
+from sandbox_agent.cli.command import Command
+from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
+from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, find_any_run
+from sandbox_agent.cli.output import console, fail, safe, warn
+from sandbox_agent.cli.progress import Progress
+from sandbox_agent.cli.runs import read_patch
+from sandbox_agent.cli.views import show, summary
+from sandbox_agent.errors import UserError
+from sandbox_agent.policy.base import Decision
+from sandbox_agent.run.artifacts import RunRecord
+from sandbox_agent.run.revision import ignored_request, revise_options
+from sandbox_agent.run.runner import FixOptions, run_fix
+from sandbox_agent.settings import DEFAULT_MODEL
+from sandbox_agent.types import ToolCall
+
+__all__ = ["register"]
+
+app = typer.Typer()
+"""This module's commands; ``cli/app.py`` mounts them on the root with :func:`register`."""
+err = console(stderr=True)
+out = console()
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``fix``, ``revise`` and ``demo`` to the main command line."""
+    root.registered_commands.extend(app.registered_commands)
+
+
+def _ask_user(call: ToolCall, decision: Decision) -> bool:
+    """The ``--approve ask`` prompt: the call exactly as the model wrote it, made visible."""
+    what = call.arguments.get("command") or call.arguments.get("path") or ""
+    err.print(
+        f"[bold yellow]approval needed[/]: {safe(call.tool_name)} {safe(what)}\n"
+        f"  {safe(decision.reason)}"
+    )
+    return typer.confirm("Allow this call?", default=False, err=True)
+
+
+def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> RunRecord:
+    progress = Progress(err)
+
+    def ask(call: ToolCall, decision: Decision) -> bool:
+        progress.pause()
+        return _ask_user(call, decision)
+
+    approver = ask if sys.stdin.isatty() else None
+    try:
+        record = run_fix(
+            options,
+            os.environ,
+            listener=progress,
+            approver=approver,
+            warn=lambda message: warn(message, on=err),
+        )
+    except UserError as e:
+        progress.close()
+        raise fail(e) from e
+    except KeyboardInterrupt:
+        progress.close()
+        err.print("interrupted before the run started")
+        raise typer.Exit(1) from None
+    finally:
+        progress.close()  # whatever happened, the spinner is erased and the cursor shown
+    if as_json:
+        typer.echo(json.dumps(record.model_dump(mode="json")))
+    elif print_summary:
+        out.print(summary(record))
+        out.print(f"\nreview: sandbox-agent show {safe(record.run_id)}")
+        if record.gate_passed:
+            repo = safe(shlex.quote(record.repo))
+            out.print(f"apply:  sandbox-agent apply {safe(record.run_id)} --repo {repo}")
+    return record
+
+
+def _exit_code(record: RunRecord) -> int:
+    return 0 if record.exit_reason == "finished" and record.gate_passed else 1
+
+
+@app.command(cls=Command)
+def fix(
+    task: Annotated[
+        str | None, typer.Argument(help="The issue to fix.", show_default=False)
+    ] = None,
+    repo: Annotated[
+        Path, typer.Option(help="The repository to fix (only ever read; its git root is used).")
+    ] = Path(),
+    task_file: Annotated[Path | None, typer.Option(help="Read the task from this file.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model name for the OpenAI-compatible API, or scripted:PATH "
+            f"(policy: model.name; default {DEFAULT_MODEL}).",
+            show_default=False,
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint (policy: model.base_url).")
+    ] = None,
+    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
+    test_cmd: Annotated[
+        str | None, typer.Option(help="Test command the gate runs (policy: gate.test_command).")
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Model calls at most (policy: budget.max_steps).")
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(help="US dollars at most (policy: budget.max_cost_usd).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Tokens at most (policy: budget.max_tokens).")
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Seconds at most (policy: budget.max_wall_s).")
+    ] = None,
+    max_output_tokens: Annotated[
+        int | None,
+        typer.Option(help="Tokens one reply may have at most (policy: model.max_output_tokens)."),
+    ] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(help="The model's context window in tokens (policy: model.context_window)."),
+    ] = None,
+    as_json: JsonOption = False,
+    runs_dir: RunsDirOption = None,
+    trust_repo_policy: Annotated[
+        bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
+    ] = False,
+    approve: Annotated[
+        Literal["never", "ask"] | None,
+        typer.Option(help="ask: prompt for `ask` rules on a terminal (policy: run.approve)."),
+    ] = None,
+    trace_content: Annotated[
+        Literal["safe", "full"] | None,
+        typer.Option(help="full: also record text in the trace (policy: run.trace_content)."),
+    ] = None,
+    allow_broken_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-broken-baseline",
+            help="Start the model even if the tests cannot run at the baseline "
+            "(policy: gate.allow_broken_baseline).",
+        ),
+    ] = False,
+    tool_protocol: Annotated[
+        Literal["native", "json"] | None,
+        typer.Option(help="json: for servers without tool calling (policy: model.tool_protocol)."),
+    ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            help="OCI runtime of the sandbox, e.g. runsc for gVisor (policy: sandbox.runtime; "
+            "`sandbox-agent doctor` says whether it is registered)."
+        ),
+    ] = None,
+    require: Annotated[
+        Literal["proof", "all", "no-regression"] | None,
+        typer.Option(
+            help="What a finish must show: proof (a test proves the fix, none breaks), all "
+            "(every test passes) or no-regression (policy: gate.require; default proof)."
+        ),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A test id that must go from failing to passing; repeatable "
+            "(policy: gate.targets)."
+        ),
+    ] = None,
+) -> None:
+    """Fix an issue in a repository; your checkout changes only through `apply`."""
+    if task_file is not None:
+        try:
+            task = task_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise fail(UserError(f"--task-file {task_file}: cannot read it ({e})")) from e
+    if not task or not task.strip():
+        raise fail(UserError("no task: give the issue text as TASK or --task-file FILE"))
+    options = FixOptions(
+        repo=repo,
+        task=task,
+        policy_file=policy,
+        runs_dir=runs_dir,
+        trust_repo_policy=trust_repo_policy,
+        overrides=as_flags(
+            model=model,
+            base_url=base_url,
+            test_cmd=test_cmd,
+            max_steps=max_steps,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
+            max_wall=max_wall,
+            max_output_tokens=max_output_tokens,
+            context_window=context_window,
+            approve=approve,
+            trace_content=trace_content,
+            tool_protocol=tool_protocol,
+            runtime=runtime,
+            allow_broken_baseline=True if allow_broken_baseline else None,
+            require=require,
+            target=tuple(target) if target else None,
+        ),
+    )
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+
+
+@app.command(cls=Command)
+def revise(
+    run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
+    feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
+    repo: Annotated[
+        Path | None,
+        typer.Option(help="The repository (default: here, which must be the run's)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model (default: your settings').")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
+    trust_repo_policy: Annotated[
+        bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
+    ] = False,
+    max_steps: Annotated[int | None, typer.Option(help="Model calls at most.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="US dollars at most.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most.")] = None,
+    max_wall: Annotated[float | None, typer.Option(help="Seconds at most.")] = None,
+    as_json: JsonOption = False,
+    runs_dir: RunsDirOption = None,
+) -> None:
+    """Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.
+
+    The new run starts from the earlier run's final state (its patch on the same repository),
+    is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
+    alone. Its settings are yours (settings files and these flags), never the earlier run's.
+    """
+    flags = as_flags(
+        model=model,
+        base_url=base_url,
+        max_steps=max_steps,
+        max_cost=max_cost,
+        max_tokens=max_tokens,
+        max_wall=max_wall,
+    )
+    try:
+        run_dir = find_any_run(runs_dir, run)
+        options = revise_options(
+            run_dir,
+            feedback,
+            repo=repo,
+            policy_file=policy,
+            trust_repo_policy=trust_repo_policy,
+            overrides={k: v for k, v in flags.items() if v is not None},
+            runs_dir=runs_dir,
+        )
+        ignored = ignored_request(run_dir.read_record())
+    except UserError as e:
+        raise fail(e) from e
+    if ignored:
+        warn(
+            f"the earlier run's own settings are not used ({', '.join(ignored)}): give them "
+            "as flags to use them"
+        )
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+
+
+@app.command(cls=Command)
+def demo(
+    as_json: JsonOption = False,
+    runs_dir: RunsDirOption = None,
+    runtime: Annotated[
+        str | None, typer.Option(help="OCI runtime of the sandbox, e.g. runsc for gVisor.")
+    ] = None,
+) -> None:
+    """Run the whole pipeline on a bundled buggy project (real Docker, no API key)."""
+    try:
+        repo = make_demo_repo()
+    except UserError as e:
+        raise fail(e) from e
+    err.print(f"demo project copied to {safe(repo)}\ntask: {DEMO_TASK}\n")
+    options = FixOptions(
+        repo=repo,
+        task=DEMO_TASK,
+        runs_dir=runs_dir,
+        overrides={"--model": f"scripted:{demo_script()}", "--runtime": runtime},
+    )
+    record = _run(options, as_json=as_json, print_summary=False)
+    if not as_json:
+        out.print()
+        events = read_trace(Path(record.trace_path)).events
+        out.print(show(record, read_patch(Path(record.patch_path)), events))
+        out.print(f"\nreview again: sandbox-agent show {safe(record.run_id)}")
+        out.print(
+            f"apply it:     sandbox-agent apply {safe(record.run_id)}  (to {safe(record.repo)})"
+        )
+    raise typer.Exit(_exit_code(record))

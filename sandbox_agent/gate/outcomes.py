@@ -1,0 +1,111 @@
+"""Each test's outcome in one run, and the same test found again in another run.
+
+A test is matched by what it is, not only by its id: the id pytest writes can embed a value
+computed at run time (``test_x[12-01-2026 20:37:05]``). Ids equal in both runs match; of the
+rest, the tests of one function (same module and class, same name before ``[``) are paired by
+their position among that function's parameter sets, when both runs have as many left.
+
+A module that fails to be collected shows in pytest's JUnit report as one pseudo-test: an empty
+class name and the module as its name (``::tests.test_mod``). Its module is known, so a later
+run where that module collects is progress, not a lost test (:func:`collected_now`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from sandbox_agent.gate.testrun import TestReport
+
+Outcome = Literal["passed", "failed", "skipped"]
+
+
+def outcomes(report: TestReport) -> dict[str, Outcome]:
+    """Every test id of the report with its outcome (an error counts as a failure)."""
+    failed = {f.id for f in report.failures}
+    out: dict[str, Outcome] = {}
+    for test_id in ordered(report):
+        if test_id in failed:
+            out[test_id] = "failed"
+        elif test_id in report.skipped:
+            out[test_id] = "skipped"
+        else:
+            out[test_id] = "passed"
+    return out
+
+
+def ordered(report: TestReport) -> tuple[str, ...]:
+    """The report's ids in the order pytest ran them (sorted when the order is unknown)."""
+    if report.order and set(report.order) == set(report.ids):
+        return report.order
+    return tuple(sorted(report.ids))
+
+
+def collection_error(test_id: str) -> str | None:
+    """The dotted module of a pseudo-test for a module that failed to collect, else ``None``."""
+    if test_id.startswith("::") and len(test_id) > 2:
+        return test_id[2:]
+    return None
+
+
+def module_of(test_id: str) -> str:
+    """The dotted class name of a test (module, then classes): ``tests.test_m.TestC``."""
+    module = collection_error(test_id)
+    return module if module is not None else test_id.rpartition("::")[0]
+
+
+def in_module(test_id: str, module: str) -> bool:
+    """Whether the test is in the dotted module (or a class of it)."""
+    name = module_of(test_id)
+    return name == module or name.startswith(module + ".")
+
+
+def function_of(test_id: str) -> tuple[str, str]:
+    """What a test is, without its parameter id: ``(module and classes, function name)``."""
+    classname, _, name = test_id.rpartition("::")
+    return classname, name.partition("[")[0]
+
+
+def match(before: Iterable[str], after: Iterable[str]) -> dict[str, str]:
+    """Each id of ``before`` to the id of the same test in ``after`` (absent: no match).
+
+    Both in run order: parameter sets left unmatched by id are paired by position.
+    """
+    before, after = list(before), list(after)
+    exact = set(before) & set(after)
+    pairs = {test_id: test_id for test_id in exact}
+    left: dict[tuple[str, str], list[str]] = {}
+    right: dict[tuple[str, str], list[str]] = {}
+    for test_id in before:
+        if test_id not in exact and collection_error(test_id) is None:
+            left.setdefault(function_of(test_id), []).append(test_id)
+    for test_id in after:
+        if test_id not in exact and collection_error(test_id) is None:
+            right.setdefault(function_of(test_id), []).append(test_id)
+    for key, olds in left.items():
+        news = right.get(key, [])
+        if len(olds) == len(news):
+            pairs.update(zip(olds, news, strict=True))
+    return pairs
+
+
+def collected_now(module: str, now: Mapping[str, Outcome]) -> bool:
+    """Whether a module that failed to collect before has collected (its tests ran)."""
+    if f"::{module}" in now:
+        return False
+    return any(in_module(t, module) for t in now)
+
+
+def to_report_id(test: str) -> str:
+    """A pytest node id (``tests/test_x.py::TestC::test_y[1]``) as the report writes it.
+
+    An id already in the report's form (``tests.test_x.TestC::test_y[1]``) is kept.
+    """
+    path, bracket, params = test.partition("[")
+    parts = path.split("::")
+    if not parts[0].endswith(".py") and "/" not in parts[0]:
+        return test
+    parts[0] = parts[0].removesuffix(".py").replace("/", ".")
+    if len(parts) == 1:
+        return f"::{parts[0]}"
+    return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params

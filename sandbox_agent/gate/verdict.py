@@ -1,0 +1,271 @@
+"""The verdict on a finish: a proven fix with no regression, from the outcomes of the runs.
+
+A pure function of the tests' outcomes (``outcomes.py``), so it is tested without a sandbox:
+
+- the baseline's tests, at the baseline and with the patch (where the test directories hold
+  exactly the baseline's files), and again on a fresh copy of the baseline when an outcome
+  changed (a test whose outcome varies without the patch is flaky and decides nothing);
+- the tests the model added, with the patch and on the baseline's code (the new test files
+  alone on a copy of the baseline).
+
+Which of that the finish must show is ``[gate] require``: ``proof`` (default), ``all`` or
+``no-regression``; ``[gate] targets`` name tests that must go from failing to passing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sandbox_agent.gate.outcomes import (
+    Outcome,
+    collected_now,
+    collection_error,
+    in_module,
+    match,
+    to_report_id,
+)
+from sandbox_agent.types import GateCheck
+
+Rule = Literal["proof", "all", "no-regression"]
+Outcomes = Mapping[str, Outcome]
+MAX_NAMED = 10
+"""Tests named in one check's detail (the evidence keeps more)."""
+
+NO_PROOF = (
+    "no test shows your change works: add a regression test that fails without it (a new test "
+    "module that fails on the baseline's code and passes with your change)"
+)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The outcomes the verdict is made from (``None``: that run was not made)."""
+
+    base: Outcomes
+    """The baseline's tests before any change."""
+    now: Outcomes
+    """The baseline's tests with the patch (test directories as at the baseline)."""
+    base_again: Outcomes | None = None
+    """The baseline's tests again, on a fresh copy of the baseline (when an outcome changed)."""
+    now_again: Outcomes | None = None
+    """The baseline's tests again with the patch (when one broke)."""
+    with_new: Outcomes | None = None
+    """All tests with the patch, the model's new test files included."""
+    new_on_base: Outcomes | None = None
+    """The baseline's code with only the model's new test files added."""
+    new_modules: tuple[str, ...] = ()
+    """Dotted modules of the new test files (``tests.test_regression``)."""
+
+
+@dataclass
+class Judgement:
+    """What each test did, sorted into what the verdict rests on."""
+
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_pass: int = 0
+    broken: list[str] = field(default_factory=list)
+    """``id (what)``: passed at the baseline, now failed, skipped or gone."""
+    pre_existing: list[str] = field(default_factory=list)
+    flaky: list[str] = field(default_factory=list)
+    new_tests: list[str] = field(default_factory=list)
+    proving: list[str] = field(default_factory=list)
+    not_proving: list[str] = field(default_factory=list)
+    failing_new: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    """``id (why)`` of each target not shown to go from failing to passing."""
+
+
+def judge(seen: Observed, targets: Sequence[str] = ()) -> Judgement:
+    """Sort every test of the runs by what it did."""
+    out = Judgement()
+    pairs = match(seen.base, seen.now)
+    accounted: set[str] = set(pairs.values())
+    for test_id, was in seen.base.items():
+        module = collection_error(test_id)
+        if module is not None:
+            accounted |= _module_outcome(out, module, seen.now)
+            continue
+        now_id = pairs.get(test_id)
+        if now_id is None:
+            out.broken.append(f"{test_id} (gone)")
+        elif _flaky(test_id, was, seen):
+            out.flaky.append(test_id)
+        else:
+            _transition(out, test_id, was, seen.now[now_id], seen)
+    out.new_tests = [t for t in seen.now if t not in accounted and collection_error(t) is None]
+    _new_tests(out, seen)
+    out.targets = [p for t in targets if (p := _target_problem(t, seen, out)) is not None]
+    return out
+
+
+def _module_outcome(out: Judgement, module: str, now: Outcomes) -> set[str]:
+    """A module that failed to collect at the baseline: its tests now, if it collects."""
+    if collected_now(module, now):
+        tests = [t for t in now if in_module(t, module)]
+        out.fail_to_pass += [t for t in tests if now[t] == "passed"]
+        out.pre_existing += [t for t in tests if now[t] == "failed"]
+        return set(tests)
+    if f"::{module}" in now:
+        out.pre_existing.append(f"::{module}")
+    else:
+        out.broken.append(f"::{module} (gone)")
+    return set()
+
+
+def _flaky(test_id: str, was: Outcome, seen: Observed) -> bool:
+    """Whether the test's outcome varied without the patch (baseline vs its fresh copy)."""
+    if seen.base_again is None:
+        return False
+    again = match([test_id], seen.base_again).get(test_id)
+    return again is not None and seen.base_again[again] != was
+
+
+def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, seen: Observed) -> None:
+    if was == now == "passed":
+        out.pass_to_pass += 1
+    elif was == "failed" and now == "passed":
+        out.fail_to_pass.append(test_id)
+    elif was == now == "failed":
+        out.pre_existing.append(test_id)
+    elif now == "failed" or (now == "skipped" and was != "skipped"):
+        out.broken.append(f"{test_id} ({_what(test_id, now, seen)})")
+
+
+def _what(test_id: str, now: Outcome, seen: Observed) -> str:
+    word = "newly skipped" if now == "skipped" else "failed"
+    if seen.now_again is None:
+        return word
+    again = match([test_id], seen.now_again).get(test_id)
+    if again is not None and seen.now_again[again] == "passed":
+        return f"{word}, passed when run again: your change makes it flaky"
+    return word
+
+
+def _new_tests(out: Judgement, seen: Observed) -> None:
+    """The model's new tests: they must pass with the patch; those failing without it prove."""
+    if seen.with_new is None or not seen.new_modules:
+        return
+    on_base = seen.new_on_base or {}
+    for test_id, outcome in seen.with_new.items():
+        if not any(in_module(test_id, m) for m in seen.new_modules):
+            continue
+        out.new_tests.append(test_id)
+        if outcome == "failed":
+            out.failing_new.append(test_id)
+        elif outcome == "passed" and _fails_on_base(test_id, on_base, seen.new_modules):
+            out.proving.append(test_id)
+        elif outcome == "passed":
+            out.not_proving.append(test_id)
+
+
+def _fails_on_base(test_id: str, on_base: Outcomes, modules: Sequence[str]) -> bool:
+    """Whether a new test failed on the baseline's code (or its module could not be imported)."""
+    if on_base.get(test_id) == "failed":
+        return True
+    return test_id not in on_base and any(
+        on_base.get(f"::{m}") == "failed" and in_module(test_id, m) for m in modules
+    )
+
+
+def _target_problem(target: str, seen: Observed, out: Judgement) -> str | None:
+    test_id = to_report_id(target)
+    now = seen.now.get(test_id)
+    if now is None and seen.with_new is not None:
+        now = seen.with_new.get(test_id)
+    if now is None:
+        return f"{target} (did not run)"
+    if now != "passed":
+        return f"{target} ({now} with the patch)"
+    if test_id in seen.base and seen.base[test_id] == "passed":
+        return f"{target} (passed at the baseline already: it proves nothing)"
+    if test_id not in seen.base and test_id not in seen.now and test_id not in out.proving:
+        return f"{target} (a new test that does not fail on the baseline's code)"
+    return None
+
+
+def checks(found: Judgement, rule: Rule, *, targets: bool) -> list[GateCheck]:
+    """The checks the rule makes of the judgement (the test run's own check is made apart)."""
+    out = [
+        GateCheck(
+            name="regressions",
+            passed=not found.broken,
+            detail=_named("tests that passed at the baseline and do not now: ", found.broken)
+            or f"{found.pass_to_pass} passing test(s) still pass",
+        )
+    ]
+    if found.failing_new:
+        out.append(
+            GateCheck(
+                name="new_tests",
+                passed=False,
+                detail=_named("tests you added fail with your change: ", found.failing_new),
+            )
+        )
+    if rule == "proof":
+        out.append(_proof(found))
+    if targets:
+        out.append(
+            GateCheck(
+                name="targets",
+                passed=not found.targets,
+                detail=_named("targets not fixed: ", found.targets) or "every target passes now",
+            )
+        )
+    return out
+
+
+def _proof(found: Judgement) -> GateCheck:
+    if found.fail_to_pass:
+        return GateCheck(
+            name="proof",
+            passed=True,
+            detail=_named("failing at the baseline, passing now: ", found.fail_to_pass),
+        )
+    if found.proving:
+        return GateCheck(
+            name="proof",
+            passed=True,
+            detail=_named(
+                "tests you added fail on the baseline's code and pass with your change: ",
+                found.proving,
+            ),
+        )
+    detail = NO_PROOF
+    if found.not_proving:
+        detail += _named(
+            "; the tests you added already pass on the baseline's code, so they prove nothing: ",
+            found.not_proving,
+        )
+    return GateCheck(name="proof", passed=False, detail=detail)
+
+
+def _named(prefix: str, ids: Sequence[str]) -> str:
+    if not ids:
+        return ""
+    more = f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else ""
+    return prefix + ", ".join(ids[:MAX_NAMED]) + more
+
+
+def strength(found: Judgement) -> Literal["strong", "model_tests", "weak"]:
+    """How strong the proof is.
+
+    ``strong``: a baseline test went from failing to passing; ``model_tests``: only the model's
+    own tests show it; ``weak``: no test did.
+    """
+    if found.fail_to_pass:
+        return "strong"
+    return "model_tests" if found.proving else "weak"
+
+
+def summary(found: Judgement) -> str:
+    """One line: what the verdict rests on."""
+    parts = [f"{len(found.fail_to_pass)} fail-to-pass", f"{found.pass_to_pass} pass-to-pass"]
+    if found.proving:
+        parts.append(f"{len(found.proving)} new test(s) failing without the change")
+    if found.pre_existing:
+        parts.append(f"{len(found.pre_existing)} pre-existing failure(s)")
+    if found.flaky:
+        parts.append(f"{len(found.flaky)} flaky")
+    return ", ".join(parts)

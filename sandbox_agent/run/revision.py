@@ -1,0 +1,106 @@
+"""``revise``: a run directory is data, never authority.
+
+From the earlier run ``revise`` takes what it is about: the task, the patch, the answer (and
+the reviewer's feedback). Everything that decides what the new run may do or where it sends
+things (the model and its endpoint, the policy file, the repo-policy trust, the flags, the
+repository) comes from the user's own settings and flags now, as for ``fix``. Whoever can write
+a runs directory can therefore change what a revision is about, never where the API key and
+the repository's content go.
+
+Where the stored run differs from the user's choice (another repository, another endpoint),
+the revision stops and says so, until the user names the value with its flag (``--repo``,
+``--base-url``): the difference is then the user's decision, not the file's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sandbox_agent.errors import StoredRunMismatchError, UserError
+from sandbox_agent.run.artifacts import RunDir, RunRecord
+from sandbox_agent.run.prepare import FixOptions, Revision
+from sandbox_agent.sandbox.workspace import inspect_repo
+
+__all__ = ["ignored_request", "revise_options"]
+
+
+def revise_options(
+    run_dir: RunDir,
+    feedback: str,
+    *,
+    repo: Path | None,
+    policy_file: Path | None,
+    trust_repo_policy: bool,
+    overrides: dict[str, Any],
+    runs_dir: Path | None,
+) -> FixOptions:
+    """The new run's options: the earlier run's task and patch, the user's settings.
+
+    Args:
+        run_dir: The earlier run.
+        feedback: What to change.
+        repo: ``--repo`` when given; else the current directory, which must be the run's.
+        policy_file: ``--policy`` (the user's, trusted), never the one the run names.
+        trust_repo_policy: ``--trust-repo-policy``, never the run's.
+        overrides: The flags given now (the run's stored flags are not replayed).
+        runs_dir: Where the new run is written.
+
+    Raises:
+        UserError: empty feedback, no patch to continue from.
+        StoredRunMismatchError: the run was made on another repository and ``--repo`` was not
+            given.
+    """
+    if not feedback.strip():
+        raise UserError("revise: FEEDBACK is empty; say what to change")
+    record = run_dir.read_record()
+    if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
+        raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
+    return FixOptions(
+        repo=repo if repo is not None else _same_repo(record),
+        task=record.task,
+        policy_file=policy_file,
+        trust_repo_policy=trust_repo_policy,
+        runs_dir=runs_dir,
+        overrides=overrides,
+        revises=Revision(
+            run_id=record.run_id,
+            run_dir=run_dir.path,
+            patch=run_dir.read_patch(),
+            answer=record.answer,
+            feedback=feedback,
+            recorded_base_url=_recorded_base_url(record),
+        ),
+    )
+
+
+def _same_repo(record: RunRecord) -> Path:
+    """The current directory's repository, when it is the one the run names."""
+    here = inspect_repo(Path()).root
+    recorded = Path(record.repo)
+    if not recorded.is_dir() or recorded.resolve() != here:
+        raise StoredRunMismatchError(
+            f"run {record.run_id} says it was made on {record.repo}, and this is {here}: "
+            f"a run directory does not choose the repository. Pass --repo {record.repo} to "
+            "revise it there (or --repo with the repository you mean)"
+        )
+    return here
+
+
+def _recorded_base_url(record: RunRecord) -> str | None:
+    """The endpoint the run says it used (its record, else its stored flag)."""
+    if record.base_url is not None:
+        return record.base_url
+    stored = record.request.overrides.get("--base-url")
+    return str(stored) if stored is not None else None
+
+
+def ignored_request(record: RunRecord) -> list[str]:
+    """The earlier run's stored settings that ``revise`` does not take (to tell the user)."""
+    request = record.request
+    ignored = [f"{flag} {value}" for flag, value in request.overrides.items()]
+    if request.policy_file:
+        ignored.append(f"--policy {request.policy_file}")
+    if request.trust_repo_policy:
+        ignored.append("--trust-repo-policy")
+    return ignored

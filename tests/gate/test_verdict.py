@@ -1,0 +1,210 @@
+"""The verdict's sorting of tests, and the matching of tests across runs (pure, no sandbox)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sandbox_agent.gate.outcomes import Outcome, match, to_report_id
+from sandbox_agent.gate.verdict import NO_PROOF, Judgement, Observed, Rule, checks, judge
+
+P: Final = "passed"
+F: Final = "failed"
+S: Final = "skipped"
+
+
+def outcomes(**tests: Outcome) -> dict[str, Outcome]:
+    """``t_a=P`` -> ``{"tests.test_m::t_a": "passed"}``."""
+    return {f"tests.test_m::{name}": outcome for name, outcome in tests.items()}
+
+
+def failed(found: Judgement, rule: Rule = "proof", targets: bool = False) -> dict[str, str]:
+    return {c.name: c.detail for c in checks(found, rule, targets=targets) if not c.passed}
+
+
+def test_a_fixed_test_with_an_unrelated_failure_is_a_proven_fix() -> None:
+    found = judge(Observed(base=outcomes(a=F, b=F, c=P), now=outcomes(a=P, b=F, c=P)))
+    assert found.fail_to_pass == ["tests.test_m::a"]
+    assert found.pre_existing == ["tests.test_m::b"]
+    assert found.pass_to_pass == 1
+    assert failed(found) == {}
+
+
+def test_a_broken_passing_test_is_named() -> None:
+    found = judge(Observed(base=outcomes(a=F, c=P, d=P), now=outcomes(a=P, c=F, d=S)))
+    assert found.broken == ["tests.test_m::c (failed)", "tests.test_m::d (newly skipped)"]
+    assert "tests.test_m::c (failed)" in failed(found)["regressions"]
+
+
+def test_a_gone_test_is_broken() -> None:
+    found = judge(Observed(base=outcomes(a=F, c=P), now=outcomes(a=P)))
+    assert found.broken == ["tests.test_m::c (gone)"]
+
+
+def test_no_test_changed_is_unproven_but_no_regression_accepts_it() -> None:
+    found = judge(Observed(base=outcomes(a=F, c=P), now=outcomes(a=F, c=P)))
+    assert failed(found) == {"proof": NO_PROOF}
+    assert failed(found, "no-regression") == {}
+
+
+def test_a_new_test_failing_on_the_baseline_code_proves_the_fix() -> None:
+    new: dict[str, Outcome] = {"tests.test_new::t_fix": P}
+    found = judge(
+        Observed(
+            base=outcomes(c=P),
+            now=outcomes(c=P),
+            with_new={**outcomes(c=P), **new},
+            new_on_base={**outcomes(c=P), "tests.test_new::t_fix": F},
+            new_modules=("tests.test_new",),
+        )
+    )
+    assert found.proving == ["tests.test_new::t_fix"]
+    assert failed(found) == {}
+
+
+def test_a_new_module_that_cannot_import_on_the_baseline_code_proves_too() -> None:
+    found = judge(
+        Observed(
+            base=outcomes(c=P),
+            now=outcomes(c=P),
+            with_new={**outcomes(c=P), "tests.test_new::t_fix": P},
+            new_on_base={**outcomes(c=P), "::tests.test_new": F},
+            new_modules=("tests.test_new",),
+        )
+    )
+    assert found.proving == ["tests.test_new::t_fix"]
+
+
+def test_a_new_test_that_already_passes_on_the_baseline_proves_nothing_and_says_so() -> None:
+    found = judge(
+        Observed(
+            base=outcomes(c=P),
+            now=outcomes(c=P),
+            with_new={**outcomes(c=P), "tests.test_new::t_same": P},
+            new_on_base={**outcomes(c=P), "tests.test_new::t_same": P},
+            new_modules=("tests.test_new",),
+        )
+    )
+    assert found.not_proving == ["tests.test_new::t_same"]
+    detail = failed(found)["proof"]
+    assert detail.startswith(NO_PROOF)
+    assert "already pass on the baseline's code, so they prove nothing: tests.test_new::t_same" in (
+        detail
+    )
+
+
+def test_a_failing_new_test_is_refused() -> None:
+    found = judge(
+        Observed(
+            base=outcomes(a=F),
+            now=outcomes(a=P),
+            with_new={**outcomes(a=P), "tests.test_new::t": F},
+            new_on_base={"tests.test_new::t": F},
+            new_modules=("tests.test_new",),
+        )
+    )
+    assert failed(found) == {
+        "new_tests": "tests you added fail with your change: tests.test_new::t"
+    }
+
+
+def test_an_outcome_that_varies_without_the_patch_is_flaky_and_decides_nothing() -> None:
+    found = judge(
+        Observed(
+            base=outcomes(a=F, flaky=P, wobbly=F),
+            now=outcomes(a=P, flaky=F, wobbly=P),
+            base_again=outcomes(a=F, flaky=F, wobbly=P),
+        )
+    )
+    assert found.flaky == ["tests.test_m::flaky", "tests.test_m::wobbly"]
+    assert found.fail_to_pass == ["tests.test_m::a"]
+    assert found.broken == []
+
+
+def test_a_skip_on_the_baseline_copy_too_is_not_newly_skipped() -> None:
+    found = judge(
+        Observed(base=outcomes(a=F, perf=P), now=outcomes(a=P, perf=S), base_again=outcomes(perf=S))
+    )
+    assert found.broken == []
+    assert found.flaky == ["tests.test_m::perf"]
+
+
+def test_a_regression_that_holds_on_the_baseline_copy_is_not_flaky() -> None:
+    found = judge(
+        Observed(
+            base=outcomes(a=F, c=P),
+            now=outcomes(a=P, c=F),
+            base_again=outcomes(a=F, c=P),
+            now_again=outcomes(a=P, c=P),
+        )
+    )
+    assert found.broken == [
+        "tests.test_m::c (failed, passed when run again: your change makes it flaky)"
+    ]
+
+
+def test_a_failing_test_that_passes_on_the_baseline_copy_is_no_proof() -> None:
+    found = judge(Observed(base=outcomes(a=F), now=outcomes(a=P), base_again=outcomes(a=P)))
+    assert found.fail_to_pass == []
+    assert found.flaky == ["tests.test_m::a"]
+    assert "proof" in failed(found)
+
+
+def test_parameters_computed_at_run_time_match_by_position() -> None:
+    before = ["m::test_x[12-01-2026 20:37:05]", "m::test_x[b]", "m::test_y"]
+    after = ["m::test_x[12-01-2026 20:37:09]", "m::test_x[b]", "m::test_y"]
+    assert match(before, after) == {
+        "m::test_x[12-01-2026 20:37:05]": "m::test_x[12-01-2026 20:37:09]",
+        "m::test_x[b]": "m::test_x[b]",
+        "m::test_y": "m::test_y",
+    }
+    base: dict[str, Outcome] = {"m::test_x[12-01-2026 20:37:05]": P, "m::test_y": F}
+    now: dict[str, Outcome] = {"m::test_x[12-01-2026 20:37:09]": P, "m::test_y": P}
+    found = judge(Observed(base=base, now=now))
+    assert found.broken == []
+    assert found.pass_to_pass == 1
+
+
+def test_a_changed_parameter_list_does_not_pair_by_position() -> None:
+    assert match(["m::t[1]", "m::t[2]"], ["m::t[3]"]) == {}
+
+
+def test_a_module_that_collects_now_is_progress_not_a_lost_test() -> None:
+    base: dict[str, Outcome] = {"::tests.test_new_api": F, "tests.test_m::c": P}
+    now: dict[str, Outcome] = {
+        "tests.test_new_api::t1": P,
+        "tests.test_new_api::t2": F,
+        "tests.test_m::c": P,
+    }
+    found = judge(Observed(base=base, now=now))
+    assert found.broken == []
+    assert found.fail_to_pass == ["tests.test_new_api::t1"]
+    assert found.pre_existing == ["tests.test_new_api::t2"]
+    assert found.new_tests == []
+    assert failed(found) == {}
+
+
+def test_a_module_still_failing_to_collect_is_pre_existing() -> None:
+    base: dict[str, Outcome] = {"::tests.test_broken": F, "tests.test_m::a": F}
+    found = judge(Observed(base=base, now={"::tests.test_broken": F, "tests.test_m::a": P}))
+    assert found.pre_existing == ["::tests.test_broken"]
+    assert failed(found) == {}
+
+
+def test_targets_must_go_from_failing_to_passing() -> None:
+    seen = Observed(base=outcomes(a=F, b=F, c=P), now=outcomes(a=P, b=F, c=P))
+    assert failed(judge(seen, ["tests/test_m.py::a"]), targets=True) == {}
+    found = judge(seen, ["tests/test_m.py::b", "tests/test_m.py::c", "tests/test_m.py::zz"])
+    assert found.targets == [
+        "tests/test_m.py::b (failed with the patch)",
+        "tests/test_m.py::c (passed at the baseline already: it proves nothing)",
+        "tests/test_m.py::zz (did not run)",
+    ]
+    assert "targets" in failed(found, "no-regression", targets=True)
+
+
+def test_node_ids_become_report_ids() -> None:
+    assert (
+        to_report_id("tests/test_x.py::TestC::test_y[1-a/b]") == "tests.test_x.TestC::test_y[1-a/b]"
+    )
+    assert to_report_id("test_x.py::test_y") == "test_x::test_y"
+    assert to_report_id("tests.test_x::test_y") == "tests.test_x::test_y"

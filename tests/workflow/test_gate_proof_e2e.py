@@ -1,0 +1,202 @@
+"""The gate asks for proof of the fix, end to end: real container, scripted model, zero config.
+
+A small project of the test's own: a bug no test covers, a passing test, and an unrelated test
+that fails in any environment without a printer. Its pytest configuration also collects
+``check_*.py``, a file name no default protect glob covers, so the model can add a test module
+under today's default policy.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.run.artifacts import RunDir
+from sandbox_agent.types import GateOutcome
+from tests.workflow.helpers import fix, git
+
+pytestmark = pytest.mark.docker
+
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+TESTS = (
+    "import shutil\n\nimport calc\n\n\n"
+    "def test_mul():\n    assert calc.mul(2, 3) == 6\n\n\n"
+    "def test_prints():\n    assert shutil.which('lp'), 'no printer command here'\n"
+)
+REGRESSION = "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
+SAME = "import calc\n\n\ndef test_mul_one():\n    assert calc.mul(1, 1) == 1\n"
+
+
+def edit(old: str, new: str) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "edit_file",
+        "arguments": {"path": "calc.py", "old_text": old, "new_text": new},
+    }
+
+
+def write(path: str, content: str) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "write_file",
+        "arguments": {"path": path, "content": content},
+    }
+
+
+def finish(answer: str) -> dict[str, object]:
+    return {"type": "finish", "answer": answer}
+
+
+def calc_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "user" / "calc"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text(BUGGY)
+    (repo / "tests" / "test_calc.py").write_text(TESTS)
+    (repo / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\npythonpath = ["."]\n'
+        'python_files = ["test_*.py", "check_*.py"]\n'
+    )
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "calc")
+    return repo
+
+
+def history(run_dir: str) -> list[GateOutcome]:
+    return [g for g in RunDir(Path(run_dir)).read_record().gate_history if g.phase == "finish"]
+
+
+def failed(outcome: GateOutcome) -> dict[str, str]:
+    return {c.name: c.detail for c in outcome.checks if not c.passed}
+
+
+def test_a_fix_is_accepted_only_with_proof_and_without_regression(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = calc_repo(tmp_path)
+    policy = tmp_path / "mine.toml"
+    policy.write_text("[gate]\nmax_attempts = 5\n")
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        edit("a - b", "a + b"),
+        finish("fixed, no test"),
+        write("check_same.py", SAME),
+        finish("a test that passes anyway"),
+        edit("a * b", "a ** b"),
+        write("check_add.py", REGRESSION),
+        finish("broke mul"),
+        edit("a ** b", "a * b"),
+        finish("fixed, with a regression test"),
+        policy_file=policy,
+        test_cmd="python -m pytest -q",
+    )
+    assert record.exit_reason == "finished", record.error
+    assert record.gate_passed
+    no_test, same, broke, good = history(record.run_dir)
+    assert "no test shows your change works" in failed(no_test)["proof"]
+    assert "prove nothing: check_same::test_mul_one" in failed(same)["proof"]
+    assert failed(broke) == {
+        "regressions": "tests that passed at the baseline and do not now: "
+        "tests.test_calc::test_mul (failed)"
+    }
+    assert good.evidence is not None
+    assert good.evidence.rule == "proof"
+    assert good.evidence.proven_by_new_tests == ("check_add::test_add",)
+    assert good.evidence.strength == "model_tests"
+    assert good.evidence.pre_existing == ("tests.test_calc::test_prints",)
+    assert set(good.evidence.new_test_files) == {"check_add.py", "check_same.py"}
+
+
+def test_a_harmless_change_passes_under_no_regression(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = calc_repo(tmp_path)
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        write("README.md", "calc: add and mul\n"),
+        finish("documented"),
+        test_cmd="python -m pytest -q",
+        require="no-regression",
+        max_steps=3,
+    )
+    assert record.gate_passed, history(record.run_dir)
+    (outcome,) = history(record.run_dir)
+    assert outcome.evidence is not None
+    assert outcome.evidence.rule == "no-regression"
+    assert outcome.evidence.pre_existing == ("tests.test_calc::test_prints",)
+
+
+def bash_sleep(seconds: int) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "bash",
+        "arguments": {"command": f"sleep {seconds}", "timeout_s": seconds + 30},
+    }
+
+
+def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_nothing(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """A timing test passes at the baseline, then fails on every later run, patch or not."""
+    repo = calc_repo(tmp_path)
+    deadline = time.time() + 120  # the baseline runs well before; the gate after the sleeps
+    (repo / "tests" / "test_timing.py").write_text(
+        f"import time\n\n\ndef test_fast_enough():\n    assert time.time() < {deadline}\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a timing test")
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        edit("a - b", "a + b"),
+        write("check_add.py", REGRESSION),
+        bash_sleep(70),
+        bash_sleep(70),
+        finish("fixed, with a regression test"),
+        test_cmd="python -m pytest -q",
+        max_steps=6,
+    )
+    baseline = RunDir(Path(record.run_dir)).read_record().gate_history[0]
+    assert baseline.evidence is not None
+    assert "tests.test_timing::test_fast_enough" not in baseline.evidence.still_failing, (
+        "the baseline ran after the deadline: raise the margin"
+    )
+    assert record.gate_passed, history(record.run_dir)
+    (outcome,) = history(record.run_dir)
+    assert outcome.evidence is not None
+    assert outcome.evidence.flaky == ("tests.test_timing::test_fast_enough",)
+    assert outcome.evidence.broken == ()
+
+
+def test_require_all_refuses_the_pre_existing_failure_and_a_target_must_be_fixed(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = calc_repo(tmp_path)
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        edit("a - b", "a + b"),
+        write("check_add.py", REGRESSION),
+        finish("fixed, with a regression test"),
+        test_cmd="python -m pytest -q",
+        require="all",
+        target=("check_add.py::test_add", "tests/test_calc.py::test_prints"),
+        max_steps=3,
+    )
+    assert not record.gate_passed
+    (outcome,) = history(record.run_dir)
+    problems = failed(outcome)
+    assert set(problems) == {"tests", "new_tests_run", "targets"}
+    assert problems["targets"] == (
+        "targets not fixed: tests/test_calc.py::test_prints (failed with the patch)"
+    )
+    assert outcome.evidence is not None
+    assert outcome.evidence.rule == "all"
