@@ -130,7 +130,9 @@ def _require_affordable(prepared: Prepared) -> None:
     require_price_for_cap(prepared.model.name, prepared.price, max_cost_usd=cap)
     if prepared.price is None:
         return
-    first = prepared.model.estimate_next_call(Task(text=prepared.options.task), [], tool_specs())
+    first = prepared.model.estimate_next_call(
+        Task(text=prepared.options.task), [], tool_specs(prepared.settings.model.tools)
+    )
     require_one_call(prepared.model.name, prepared.price, first, max_cost_usd=cap)
 
 
