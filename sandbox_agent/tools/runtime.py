@@ -189,7 +189,8 @@ class ToolRuntime:
             raise ToolError(
                 "too_large", f"content is {size} bytes; the limit is {self.config.max_file_bytes}"
             )
-        lint(args.path, self._read_or_none(args.path), args.content)
+        if args.path.endswith(".py"):
+            self._lint_write(args.path, args.content)
         self.sandbox.write_file(args.path, args.content)
         return f"wrote {size} bytes to {args.path}", None
 
@@ -224,6 +225,14 @@ class ToolRuntime:
         lines += [f"{c.label} {c.path}" for c in changes]
         lines += [view(c.path, c.after, c.regions) for c in changes if c.after and c.regions]
         return "\n".join(lines), None
+
+    def _lint_write(self, path: str, content: str) -> None:
+        """Lint a whole-file write; a file that cannot be read as text is not judged."""
+        try:
+            before = self._read_or_none(path)
+        except ToolError:
+            return
+        lint(path, before, content)
 
     def _read_or_none(self, path: str) -> str | None:
         try:

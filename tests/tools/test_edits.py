@@ -174,3 +174,12 @@ def test_tool_schemas_stay_small_and_the_same_bytes() -> None:
     first = json.dumps([s.model_dump() for s in tool_specs()])
     assert len(first) < 5_500  # 4.8 kB with apply_patch: about 1.6k tokens at 3 bytes a token
     assert json.dumps([s.model_dump() for s in tool_specs(list(reversed(TOOLS)))]) == first
+
+
+def test_write_file_still_overwrites_a_file_it_cannot_read(tmp_path: Path) -> None:
+    (tmp_path / "blob.py").write_bytes(b"\x00\xff binary")
+    (tmp_path / "data.bin").write_bytes(b"\x00\xff")
+    runtime = ToolRuntime(TempDirSandbox(tmp_path))
+    assert not run(runtime, "write_file", path="blob.py", content="x = 1\n").is_error
+    assert not run(runtime, "write_file", path="data.bin", content="text\n").is_error
+    assert (tmp_path / "blob.py").read_text() == "x = 1\n"
