@@ -38,12 +38,15 @@ __all__ = [
     "RunSection",
     "SandboxSection",
     "Sections",
+    "ToolName",
     "field_rules",
     "flag_fields",
     "memory_bytes",
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
+ToolName = Literal["bash", "read_file", "write_file", "edit_file", "apply_patch", "finish"]
+"""The tools a run may offer (``tools.runtime.TOOLS``; a test keeps the two equal)."""
 STRONGER_RUNTIME = "runsc"
 """gVisor's runtime: the one value of ``[sandbox] runtime`` an untrusted repo file may set."""
 
@@ -294,6 +297,15 @@ class ModelSection(_Section):
     ] = "max_completion_tokens"
     """The request field that carries ``max_output_tokens``; ``max_tokens`` for servers that
     only know the old name."""
+    tools: Annotated[tuple[ToolName, ...], Rule(Merge.TRUSTED)] = (
+        "bash",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+    )
+    """The tools the model is offered (``finish`` always is), shown in this default's order
+    whatever the order listed: e.g. ``["bash", "read_file", "apply_patch"]``."""
 
 
 class RunSection(_Section):

@@ -133,6 +133,9 @@ ObservationKind = Literal[
     "not_utf8",
     "too_large",
     "edit_mismatch",
+    "patch_invalid",
+    "patch_mismatch",
+    "syntax_error",
     "gate_rejected",
     "tool_failed",
 ]

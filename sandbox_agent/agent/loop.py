@@ -32,7 +32,7 @@ from sandbox_agent.errors import (
 from sandbox_agent.gate.completion import Gate, GateVerdict
 from sandbox_agent.models.base import Model
 from sandbox_agent.policy.base import Decision, PolicyEngine
-from sandbox_agent.tools.runtime import ToolRuntime, tool_specs
+from sandbox_agent.tools.runtime import ToolRuntime
 from sandbox_agent.types import (
     ExitReason,
     Finish,
@@ -85,7 +85,7 @@ class AgentLoop:
         self.verdicts: list[GateVerdict] = []
         self._invalid_in_a_row = 0
         self._begun = False
-        self._tools = tool_specs()
+        self._tools = runtime.specs()  # the same specs, in the same order, every turn
 
     def begin(self, task: Task, info: dict[str, object] | None = None) -> None:
         """Write ``run_started``; the runner calls it before setup so the trace starts there."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.analysis import Effects
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.effects import command_effects
@@ -22,6 +23,7 @@ from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
 from sandbox_agent.settings import Policy
+from sandbox_agent.tools.patch import patch_paths
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]
@@ -107,7 +109,7 @@ class RuleEngine:
         return any(glob_match(rel, g) for g in globs)
 
     def decide(self, call: ToolCall) -> Decision:
-        """Decide on one tool call (``bash``, ``read_file``, ``write_file``, ``edit_file``).
+        """Decide on one tool call (``bash``, ``apply_patch`` and the file tools).
 
         Never raises: an input the analysis itself fails on is denied (the fuzz test makes
         sure no input reaches that backstop).
@@ -128,7 +130,33 @@ class RuleEngine:
             return self.check_path(args.get("path"), write=False)
         if call.tool_name in ("write_file", "edit_file"):
             return self.check_path(args.get("path"), write=True)
+        if call.tool_name == "apply_patch":
+            return self._patch(args.get("input"))
         return _deny(f"the tool `{call.tool_name}` is not known to the policy", "built-in: tools")
+
+    def _patch(self, text: object) -> Decision:
+        """Every path a patch adds, updates, deletes or moves to, each judged as write_file's.
+
+        One refused path refuses the whole patch, naming it; nothing is applied.
+        """
+        if not isinstance(text, str):
+            return _deny("`input` must be a string", "built-in: tools")
+        try:
+            paths = patch_paths(text)
+        except ToolError as e:
+            return _deny(f"the patch cannot be read: {e.message}", "built-in: tools")
+        decisions = [self.check_path(path, write=True) for path in paths]
+        for path, decision in zip(paths, decisions, strict=True):
+            if decision.decision != "allow":
+                return decision.model_copy(
+                    update={"reason": f"the patch touches `{path}`: {decision.reason}"}
+                )
+        rules = "; ".join(dict.fromkeys(d.rule or "" for d in decisions if d.rule))
+        return Decision(
+            decision="allow",
+            rule=rules or "built-in: paths",
+            reason=f"every path the patch touches ({len(paths)}) is writable",
+        )
 
     def _bash(self, args: dict[str, Any]) -> Decision:
         command = args.get("command")

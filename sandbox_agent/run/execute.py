@@ -240,7 +240,11 @@ class Run:
         budget: Budget = own if self.wrap_budget is None else self.wrap_budget(own)
         return AgentLoop(
             model=self.p.model,
-            runtime=ToolRuntime(self.sandbox, ToolRuntimeConfig(timeouts=self.settings.sandbox)),
+            runtime=ToolRuntime(
+                self.sandbox,
+                ToolRuntimeConfig(timeouts=self.settings.sandbox),
+                tools=self.settings.model.tools,
+            ),
             policy=self.engine,
             gate=_SavingGate(self.gate, self._save_patch),
             budget=budget,

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from sandbox_agent.agent.replay import REPLAY_PREFIX, ReplayModel
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
 from sandbox_agent.errors import MissingApiKeyError, StoredRunMismatchError, UserError
@@ -185,6 +186,8 @@ def _price(settings: Policy, base_url: str | None) -> ModelPrice | None:
     name = settings.model.name
     if name.startswith(SCRIPTED_PREFIX):
         return ModelPrice(input_per_mtok=0, output_per_mtok=0, source="scripted model")
+    if name.startswith(REPLAY_PREFIX):
+        return ModelPrice(input_per_mtok=0, output_per_mtok=0, source="replayed run")
     overrides = {n: ModelPrice(**p.model_dump()) for n, p in settings.budget.prices.items()}
     return resolve_price(name, base_url=base_url, overrides=overrides)
 
@@ -200,6 +203,7 @@ def system_prompt(settings: Policy) -> str:
         allowed_programs=allowed_programs(settings),
         test_command=settings.gate.test_command or "",
         limits_text=limits,
+        tools=settings.model.tools,
     )
 
 
@@ -207,6 +211,8 @@ def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retri
     spec = settings.model.name
     if spec.startswith(SCRIPTED_PREFIX):
         return ScriptedModel.from_file(Path(spec.removeprefix(SCRIPTED_PREFIX)))
+    if spec.startswith(REPLAY_PREFIX):
+        return ReplayModel.from_run(Path(spec.removeprefix(REPLAY_PREFIX)))
     if not api_key:
         raise MissingApiKeyError(
             f"OPENAI_API_KEY is not set; the model {spec!r} needs it (or use "

@@ -15,7 +15,8 @@ from pathlib import Path
 from types import FrameType
 
 from sandbox_agent.agent.loop import Approver
-from sandbox_agent.agent.trace import Listener, ModelRetryEvent, Trace
+from sandbox_agent.agent.replay import ReplayModel, differences
+from sandbox_agent.agent.trace import Listener, ModelRetryEvent, Trace, read_trace
 from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.errors import (
@@ -129,7 +130,9 @@ def _require_affordable(prepared: Prepared) -> None:
     require_price_for_cap(prepared.model.name, prepared.price, max_cost_usd=cap)
     if prepared.price is None:
         return
-    first = prepared.model.estimate_next_call(Task(text=prepared.options.task), [], tool_specs())
+    first = prepared.model.estimate_next_call(
+        Task(text=prepared.options.task), [], tool_specs(prepared.settings.model.tools)
+    )
     require_one_call(prepared.model.name, prepared.price, first, max_cost_usd=cap)
 
 
@@ -143,6 +146,18 @@ def _link_parent(parent: RunDir, child_id: str, warn: Warn | None) -> None:
     except (UserError, OSError) as e:
         if warn is not None:
             warn(f"could not name this run in the revised run's result.json: {e}")
+
+
+def _report_replay(prepared: Prepared, record: RunRecord, warn: Warn | None) -> None:
+    """For ``--model replay:RUN``: say where the outcome differs from the recorded run's."""
+    model = prepared.model
+    if not isinstance(model, ReplayModel) or warn is None:
+        return
+    changed = differences(model.recorded, read_trace(Path(record.trace_path)))
+    if not changed:
+        warn(f"replay: every call and verdict is as recorded ({model.name})")
+    for line in changed:
+        warn(f"replay: {line}")
 
 
 def run_fix(
@@ -192,6 +207,8 @@ def run_fix(
                     _link_parent(RunDir(options.revises.run_dir), run_id, warn)
                 run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
                 retries.trace = run.trace
-                return run.execute()
+                record = run.execute()
+                _report_replay(prepared, record, warn)
+                return record
     finally:
         prepared.model.close()

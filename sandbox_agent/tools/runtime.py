@@ -6,8 +6,9 @@ Expected tool failures (``ToolError``, invalid arguments) become error observati
 
 from __future__ import annotations
 
+import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import Field, ValidationError
@@ -16,7 +17,10 @@ from sandbox_agent.errors import ToolError
 from sandbox_agent.sandbox.base import Sandbox
 from sandbox_agent.settings import SandboxSection
 from sandbox_agent.text import truncate_middle
+from sandbox_agent.tools.edits import Change, edit_text, lint, plan_patch, view
+from sandbox_agent.tools.patch import parse_patch
 from sandbox_agent.tools.specs import (
+    ApplyPatchArgs,
     BashArgs,
     EditFileArgs,
     FinishArgs,
@@ -68,9 +72,24 @@ class ToolDef(NamedTuple):
 class ToolRuntime:
     """Runs validated tool calls against a sandbox."""
 
-    def __init__(self, sandbox: Sandbox, config: ToolRuntimeConfig = DEFAULT_TOOL_RUNTIME_CONFIG):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        config: ToolRuntimeConfig = DEFAULT_TOOL_RUNTIME_CONFIG,
+        tools: Sequence[str] | None = None,
+    ):
+        """``tools``: the tools the model is offered (``[model] tools``; ``None``: all).
+
+        ``finish`` is always among them; they keep the registry's order, so the specs are the
+        same bytes every turn.
+        """
         self.sandbox = sandbox
         self.config = config
+        self.tools = tool_names(tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """The specs of this runtime's tools, in the registry's order."""
+        return tool_specs(self.tools)
 
     def parse(self, call: ToolCall) -> ToolArgs:
         """Validate a call's arguments against its tool's model.
@@ -78,9 +97,9 @@ class ToolRuntime:
         Raises:
             ToolError: ``unknown_tool`` or ``invalid_args``, naming the field and the problem.
         """
-        tool = TOOLS.get(call.tool_name)
+        tool = TOOLS.get(call.tool_name) if call.tool_name in self.tools else None
         if tool is None:
-            known = ", ".join(TOOLS)
+            known = ", ".join(self.tools)
             raise ToolError("unknown_tool", f"unknown tool {call.tool_name!r}; tools are: {known}")
         try:
             return tool.args.model_validate(call.arguments)
@@ -170,26 +189,81 @@ class ToolRuntime:
             raise ToolError(
                 "too_large", f"content is {size} bytes; the limit is {self.config.max_file_bytes}"
             )
+        if args.path.endswith(".py"):
+            self._lint_write(args.path, args.content)
         self.sandbox.write_file(args.path, args.content)
         return f"wrote {size} bytes to {args.path}", None
 
     def edit_file(self, args: EditFileArgs) -> tuple[str, int | None]:
         text = self.sandbox.read_file(args.path, max_bytes=self.config.max_file_bytes)
-        count = text.count(args.old_text)
-        if count != 1:
-            times = "does not occur" if count == 0 else f"occurs {count} times"
-            raise ToolError(
-                "edit_mismatch",
-                f"old_text {times} in {args.path}; it must occur exactly once"
-                + ("" if count == 0 else " (include more surrounding lines)"),
-            )
-        first_line = text[: text.index(args.old_text)].count("\n") + 1
-        self.sandbox.write_file(args.path, text.replace(args.old_text, args.new_text, 1))
-        last_line = first_line + args.new_text.count("\n")
-        return (
-            f"edited {args.path}: replaced 1 occurrence (now lines {first_line}-{last_line})",
-            None,
+        new, regions, done = edit_text(
+            args.path,
+            text,
+            args.old_text,
+            args.new_text,
+            replace_all=args.replace_all,
+            insert_line=args.insert_line,
         )
+        lint(args.path, text, new)
+        self.sandbox.write_file(args.path, new)
+        spans = ", ".join(f"{r.start + 1}-{max(r.stop, r.start + 1)}" for r in regions[:5])
+        summary = f"edited {args.path}: {done} (now lines {spans})"
+        return f"{summary}\n{view(args.path, new, regions)}", None
+
+    def apply_patch(self, args: ApplyPatchArgs) -> tuple[str, int | None]:
+        changes = plan_patch(parse_patch(args.input), self._read_or_none)
+        done: list[Change] = []
+        try:
+            for change in sorted(changes, key=lambda c: c.after is None):  # deletes last
+                self._make(change)
+                done.append(change)
+        except ToolError as e:
+            self._undo(done)
+            raise ToolError(e.kind, f"{e.message}; the patch was undone") from e
+        files = "1 file" if len(changes) == 1 else f"{len(changes)} files"
+        lines = [f"applied the patch: {files} changed"]
+        lines += [f"{c.label} {c.path}" for c in changes]
+        lines += [view(c.path, c.after, c.regions) for c in changes if c.after and c.regions]
+        return "\n".join(lines), None
+
+    def _lint_write(self, path: str, content: str) -> None:
+        """Lint a whole-file write; a file that cannot be read as text is not judged."""
+        try:
+            before = self._read_or_none(path)
+        except ToolError:
+            return
+        lint(path, before, content)
+
+    def _read_or_none(self, path: str) -> str | None:
+        try:
+            return self.sandbox.read_file(path, max_bytes=self.config.max_file_bytes)
+        except ToolError as e:
+            if e.kind == "not_found":
+                return None
+            raise
+
+    def _make(self, change: Change) -> None:
+        if change.after is not None:
+            self.sandbox.write_file(change.path, change.after)
+            return
+        removed = self.sandbox.exec(
+            f"rm -f -- {shlex.quote(change.path)}",
+            timeout_s=self.config.timeouts.command_timeout_s,
+            max_output_bytes=self.config.max_output_bytes,
+        )
+        if removed.exit_code != 0:
+            raise ToolError(
+                "tool_failed", f"could not delete {change.path}: {removed.stderr.strip()}"
+            )
+
+    def _undo(self, done: Sequence[Change]) -> None:
+        """Put back what a failed patch already wrote (best effort; the error names the cause)."""
+        for change in reversed(done):
+            undo = Change(change.path, change.after, change.before)
+            try:
+                self._make(undo)
+            except ToolError:
+                continue
 
 
 def _streams(stdout: str, stderr: str) -> str:
@@ -206,11 +280,27 @@ TOOLS: dict[str, ToolDef] = {
     "read_file": ToolDef(ReadFileArgs, ToolRuntime.read_file),
     "write_file": ToolDef(WriteFileArgs, ToolRuntime.write_file),
     "edit_file": ToolDef(EditFileArgs, ToolRuntime.edit_file),
+    "apply_patch": ToolDef(ApplyPatchArgs, ToolRuntime.apply_patch),
     "finish": ToolDef(FinishArgs, None),
 }
-"""Every tool the model sees, in the order it is shown them (the names are a contract)."""
+"""Every tool the model may see, in the order it is shown them (the names are a contract;
+``apply_patch`` is an addition to the original five)."""
 
 
-def tool_specs() -> list[ToolSpec]:
-    """The specs of every tool, generated from the registry."""
-    return [tool_spec(name, tool.args) for name, tool in TOOLS.items()]
+def tool_names(chosen: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The chosen tools (``None``: all) in the registry's order, ``finish`` always included.
+
+    Raises:
+        ValueError: a name that is not a tool.
+    """
+    if chosen is None:
+        return tuple(TOOLS)
+    unknown = sorted(set(chosen) - set(TOOLS))
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; the tools are: {', '.join(TOOLS)}")
+    return tuple(name for name in TOOLS if name in chosen or name == "finish")
+
+
+def tool_specs(names: Sequence[str] | None = None) -> list[ToolSpec]:
+    """The specs of the given tools (``None``: all), generated from the registry."""
+    return [tool_spec(name, TOOLS[name].args) for name in tool_names(names)]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandbox_agent.errors import ToolError
+from sandbox_agent.tools.patch import parse_patch
 from sandbox_agent.types import ToolSpec
 
 
@@ -49,14 +51,51 @@ class WriteFileArgs(ToolArgs):
 
 
 class EditFileArgs(ToolArgs):
-    """Replace old_text with new_text in a file.
+    """Edit a file: replace old_text by new_text, or insert new_text after insert_line.
 
-    old_text must occur exactly once: include surrounding lines to make it unique.
+    old_text must occur exactly once (include surrounding lines), unless replace_all;
+    insert_line 0 inserts at the top. Answers with the changed lines; an edit that breaks a
+    parsing .py file is refused.
     """
 
     path: str = Field(min_length=1, description="Path relative to the repo root.")
-    old_text: str = Field(min_length=1, description="Text that occurs exactly once in the file.")
-    new_text: str = Field(description="Replacement text.")
+    old_text: str | None = Field(
+        default=None, min_length=1, description="Text that occurs exactly once in the file."
+    )
+    new_text: str = Field(description="Replacement or inserted text.")
+    replace_all: bool = Field(default=False, description="Replace every occurrence.")
+    insert_line: int | None = Field(
+        default=None, ge=0, description="Insert after this line instead of replacing."
+    )
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> EditFileArgs:
+        if (self.old_text is None) == (self.insert_line is None):
+            raise ValueError("give old_text (to replace) or insert_line (to insert), not both")
+        if self.replace_all and self.old_text is None:
+            raise ValueError("replace_all goes with old_text")
+        return self
+
+
+class ApplyPatchArgs(ToolArgs):
+    """Edit, add, delete or move files with one patch, applied all or nothing.
+
+    Format: '*** Begin Patch', then per file '*** Add File: PATH' (lines starting '+'),
+    '*** Delete File: PATH' or '*** Update File: PATH' (optionally '*** Move to: NEW') with
+    hunks: '@@ [a line near the change, e.g. def f():]' then lines starting ' ' (context,
+    3 before and after), '-' (removed) or '+' (added); then '*** End Patch'.
+    """
+
+    input: str = Field(min_length=1, description="The whole patch text.")
+
+    @field_validator("input")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        try:
+            parse_patch(value)
+        except ToolError as e:
+            raise ValueError(e.message) from e
+        return value
 
 
 class FinishArgs(ToolArgs):

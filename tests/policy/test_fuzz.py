@@ -89,6 +89,7 @@ def test_any_bytes_get_a_decision(built_as: str, data: bytes) -> None:
     text = data.decode("utf-8", errors="surrogateescape")
     _decide(ENGINES[built_as], "bash", command=text)
     _decide(ENGINES[built_as], "read_file", path=text)
+    _decide(ENGINES[built_as], "apply_patch", input=text)
 
 
 @pytest.mark.parametrize("built_as", ENGINES)
@@ -97,6 +98,8 @@ def test_any_bytes_get_a_decision(built_as: str, data: bytes) -> None:
 @given(parts=NUL_PATHS)
 def test_any_path_gets_a_decision(built_as: str, tool: str, parts: list[str]) -> None:
     _decide(ENGINES[built_as], tool, path="".join(parts))
+    patch = f"*** Begin Patch\n*** Add File: {''.join(parts)}\n+x\n*** End Patch"
+    _decide(ENGINES[built_as], "apply_patch", input=patch)
 
 
 @pytest.mark.parametrize("built_as", ENGINES)

@@ -88,6 +88,9 @@ TABLE: dict[str, Row] = {
     "model.max_output_tokens": Row(4096, 0, 100_000, 1024),
     "model.context_window": Row(None, -1, 1_000_000),
     "model.max_tokens_param": Row("max_completion_tokens", "limit", "max_tokens"),
+    "model.tools": Row(
+        ("bash", "read_file", "write_file", "edit_file", "apply_patch"), ["python"], ["bash"]
+    ),
     "run.approve": Row("never", "sometimes", "ask", "never"),
     "run.trace_content": Row("full", "all", None, "safe"),
 }

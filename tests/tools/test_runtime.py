@@ -23,7 +23,8 @@ def run(runtime: ToolRuntime, tool: str, **arguments: object) -> Observation:
 
 def test_specs_forbid_extra_arguments_and_match_design_names() -> None:
     specs = {spec.name: spec for spec in tool_specs()}
-    assert list(specs) == ["bash", "read_file", "write_file", "edit_file", "finish"]
+    # the original five of the contract, with apply_patch added before finish
+    assert list(specs) == ["bash", "read_file", "write_file", "edit_file", "apply_patch", "finish"]
     for spec in specs.values():
         assert spec.parameters["additionalProperties"] is False
         assert spec.description
