@@ -70,6 +70,11 @@ def test_a_good_agents_loop_runs_with_no_configuration(
 
     assert record.exit_reason == "finished", record.error
     assert record.gate_passed
+    evidence = record.gate_history[-1].evidence
+    assert evidence is not None
+    assert evidence.new_test_files == ("tests/test_regression.py",)  # shown for review
+    assert evidence.strength == "strong"  # the baseline's own failing test passes now
+    assert "tests.test_parser::test_last_line_without_newline_is_kept" in evidence.fail_to_pass
     patch = Path(record.patch_path).read_text()
     assert "+    for line in text.splitlines():" in patch
     assert "tests/test_regression.py" in patch
