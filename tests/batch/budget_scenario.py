@@ -50,7 +50,10 @@ def budget_batch(tmp_path: Path, server: FakeOpenAIServer) -> tuple[Path, list[s
     """The tasks file and the flags of the capped batch."""
     repo = calc_repo(tmp_path / "user" / "calc")
     policy = tmp_path / "policy.toml"
-    policy.write_text(f'[budget.prices."{MODEL}"]\ninput_per_mtok = 1.0\noutput_per_mtok = 10.0\n')
+    policy.write_text(  # the change is a refactor: no test can prove it, none may break
+        f'[budget.prices."{MODEL}"]\ninput_per_mtok = 1.0\noutput_per_mtok = 10.0\n'
+        '[gate]\nrequire = "no-regression"\n'
+    )
     tasks = write_tasks(
         tmp_path / "tasks.jsonl",
         [{"id": f"t{i}", "repo": str(repo), "task": "b + a reads better"} for i in range(6)],

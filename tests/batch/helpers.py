@@ -63,6 +63,8 @@ def six_tasks(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, bool, int]], l
     finish = write_script(tmp_path / "finish.jsonl", FINISH)
     fix_then_finish = write_script(tmp_path / "fix.jsonl", CALC_FIX, FINISH)
     swap_then_finish = write_script(tmp_path / "swap.jsonl", SWAP, FINISH)
+    refactor = tmp_path / "refactor.toml"  # no test can prove a refactor; none may break
+    refactor.write_text('[gate]\nrequire = "no-regression"\n')
     tasks: list[dict[str, object]] = [
         {"id": f"demo-{i}", "repo": str(demo), "task": DEMO_TASK} for i in (1, 2, 3)
     ]
@@ -72,6 +74,7 @@ def six_tasks(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, bool, int]], l
             "repo": str(calc),
             "task": "b + a reads better",
             "model": f"scripted:{swap_then_finish}",
+            "policy": str(refactor),
         },
         {
             "id": "calc-v1",
