@@ -93,6 +93,8 @@ def _print_plan(plan: EnvPlan, key: str | None, cached: bool) -> None:
     _echo(f"files the steps read: {', '.join(plan.inputs) or '(none)'}")
     tests = " | ".join(plan.test_commands) or "(none detected)"
     _echo(f"test command (the first one the environment can run): {tests}")
+    for command, why in plan.test_why.items():
+        _echo(f"  {command}  ({why})")
     for note in plan.notes:
         _echo(f"note: {note}")
     if key is None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_agent.env import devcontainer, python
+from sandbox_agent.env import devcontainer, pysteps, python
 from sandbox_agent.env.model import NODE_MODULES, VENV, BaseImage, EnvPlan, SetupStep
 from sandbox_agent.env.node import has_test_script, node_steps, read_package_json
+from sandbox_agent.env.recipe import Recipe
+from sandbox_agent.env.record import read_record, system_step, version_notes
 from sandbox_agent.errors import EnvPlanError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.settings import EnvironmentSection
@@ -54,27 +56,47 @@ def _base(repo: Path, settings: EnvironmentSection) -> tuple[BaseImage, Path | N
     return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why), found
 
 
-def _detected(repo: Path) -> tuple[list[SetupStep], list[str], list[str], list[str]]:
-    """Detected installs: steps, inputs, test commands and ``PATH`` entries."""
-    steps: list[SetupStep] = []
-    inputs: list[str] = []
-    tests: list[str] = []
-    path: list[str] = []
-    if python.is_python(repo):
-        facts = python.read_facts(repo)
-        steps += python.python_steps(facts)
-        inputs += facts.inputs
-        tests += python.TEST_COMMANDS
-        path.append(f"{VENV}/bin")
+class _Detected:
+    """What detection found: steps, inputs, test commands, ``PATH`` entries and notes."""
+
+    def __init__(self) -> None:
+        self.steps: list[SetupStep] = []
+        self.inputs: list[str] = []
+        self.tests: dict[str, str] = {}
+        self.path: list[str] = []
+        self.notes: list[str] = []
+
+
+def _detected(repo: Path) -> _Detected:
+    """Detected installs, the project's own record of its tests first."""
+    found = _Detected()
     package = read_package_json(repo)
+    is_python = python.is_python(repo)
+    record = Recipe()
+    if is_python:
+        facts = python.read_facts(repo)
+        record = facts.record
+        steps, notes = pysteps.python_steps(facts)
+        found.steps += steps
+        found.notes += notes
+        found.inputs += facts.inputs
+        found.tests.update(pysteps.test_commands(facts))
+        found.path.append(f"{VENV}/bin")
+    elif package is not None:
+        record = read_record(repo, {}, package)
+        found.inputs += record.inputs
+    system = system_step(record)
+    if system is not None:
+        found.steps.insert(0, system)
     if package is not None:
         node, node_inputs = node_steps(repo, package)
-        steps += node
-        inputs += node_inputs
+        found.steps += node
+        found.inputs += node_inputs
         if has_test_script(package):
-            tests.append("npm test")
-        path.append(f"{NODE_MODULES}/.bin")
-    return steps, inputs, tests, path
+            found.tests.setdefault("npm test", "package.json scripts.test")
+        found.path.append(f"{NODE_MODULES}/.bin")
+    found.notes += version_notes(record, python=is_python, node=package is not None)
+    return found
 
 
 def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPlan:
@@ -90,12 +112,13 @@ def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPl
     if not (base.kind == "image" and base.image == DEFAULT_IMAGE):
         steps.append(RUNTIME_STEP)
     inputs: list[str] = []
-    tests: list[str] = []
+    tests: dict[str, str] = {}
     path: list[str] = []
     notes: list[str] = []
     if settings.auto:
-        detected, inputs, tests, path = _detected(repo)
-        steps += detected
+        found = _detected(repo)
+        steps += found.steps
+        inputs, tests, path, notes = found.inputs, found.tests, found.path, found.notes
     else:
         notes.append("detection is off ([environment] auto = false): only the setup commands run")
     if dc_path is not None:
@@ -104,7 +127,7 @@ def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPl
     steps += [SetupStep(command=c, why="[environment] setup") for c in settings.setup]
     for marker, command, name in OTHER_TOOLCHAINS:
         if (repo / marker).is_file():
-            tests.append(command)
+            tests.setdefault(command, f"{marker}: the {name} toolchain's test command")
             notes.append(
                 f"{marker}: nothing installs a {name} toolchain; `{command}` is kept only if "
                 "the image has it ([environment] image or dockerfile)"
@@ -113,7 +136,8 @@ def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPl
         base=base,
         steps=tuple(steps),
         inputs=tuple(sorted(set(inputs))),
-        test_commands=tuple(dict.fromkeys(tests)),
+        test_commands=tuple(tests),
+        test_why=tests,
         path=tuple(path),
         network_during_setup=settings.network_during_setup,
         timeout_s=settings.timeout_s,

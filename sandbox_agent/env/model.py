@@ -56,6 +56,8 @@ class EnvPlan(Frozen):
     """Repo-relative files the steps read; their contents are part of the cache key."""
     test_commands: tuple[str, ...]
     """Candidate test commands, best first; the build keeps the first the image can run."""
+    test_why: dict[str, str] = Field(default_factory=dict)
+    """Where a test command came from (the project's CI, tox, nox), by command."""
     path: tuple[str, ...] = ()
     """Directories put in front of ``PATH`` in the environment (the venv, ``node_modules``)."""
     network_during_setup: bool = True
