@@ -52,8 +52,12 @@ def _base(repo: Path, settings: EnvironmentSection) -> tuple[BaseImage, Path | N
         chosen = devcontainer.base_image(repo, found, devcontainer.read(found))
         if chosen is not None:
             return chosen, found
+    return _default_base(), found
+
+
+def _default_base() -> BaseImage:
     why = "default: the sandbox image (Python 3, pytest, git)"
-    return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why), found
+    return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why)
 
 
 class _Detected:
@@ -99,15 +103,23 @@ def _detected(repo: Path) -> _Detected:
     return found
 
 
-def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPlan:
+def detect_plan(
+    repo: Path, settings: EnvironmentSection | None = None, *, devcontainer_base: bool = True
+) -> EnvPlan:
     """The environment plan of ``repo`` under ``settings`` (all defaults when ``None``).
+
+    A devcontainer's base comes with a :attr:`EnvPlan.fallback`: the plan without it (its
+    ``postCreateCommand`` assumes its image), used when that image cannot be pulled or built.
 
     Raises:
         EnvPlanError: a file the plan reads is malformed, or the settings contradict.
     """
     settings = settings or EnvironmentSection()
     repo = repo.resolve()
-    base, dc_path = _base(repo, settings)
+    base, dc_path = _base(repo, settings) if devcontainer_base else (_default_base(), None)
+    fallback = None
+    if dc_path is not None and base.why.startswith(dc_path.relative_to(repo).as_posix()):
+        fallback = detect_plan(repo, settings, devcontainer_base=False)
     steps: list[SetupStep] = []
     if not (base.kind == "image" and base.image == DEFAULT_IMAGE):
         steps.append(RUNTIME_STEP)
@@ -142,4 +154,5 @@ def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPl
         network_during_setup=settings.network_during_setup,
         timeout_s=settings.timeout_s,
         notes=tuple(notes),
+        fallback=fallback,
     )

@@ -65,6 +65,9 @@ class EnvPlan(Frozen):
     """Most time one setup step may take (not part of the cache key)."""
     notes: tuple[str, ...] = ()
     """What the reader should know (a lock file not understood, a setting overridden)."""
+    fallback: EnvPlan | None = None
+    """The plan used when the base (a devcontainer's image or Dockerfile) cannot be had:
+    detection on the sandbox image."""
 
     @property
     def needs_network(self) -> bool:
