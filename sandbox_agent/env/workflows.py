@@ -215,7 +215,8 @@ def read_workflows(repo: Path) -> tuple[Recipe, list[str]]:
                 continue
             if rel not in recipe.inputs:
                 recipe.inputs.append(rel)
-            if "ubuntu" in str(job.get("runs-on")) or "ubuntu" in str(job.get("strategy")):
+            on_ubuntu = "ubuntu" in str(job.get("runs-on")) + str(job.get("strategy"))
+            if on_ubuntu and not any(f.value in RUNNER_TOOLS for f in recipe.apt):
                 where = f"{rel} job {name}: preinstalled on GitHub's ubuntu runner"
                 recipe.apt += [Fact(tool, where) for tool in RUNNER_TOOLS]
             steps = job.get("steps")
