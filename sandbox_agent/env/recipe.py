@@ -196,6 +196,8 @@ def unittest_command(command: str) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if len(words) >= 3 and words[1:3] == ["-m", "unittest"]:
+    head = words[0].rsplit("/", 1)[-1] if words else ""
+    runs_python = re.fullmatch(r"python(\d+(\.\d+)?)?|\{envpython\}", head) or words[1:2] == ["run"]
+    if runs_python and any(words[i : i + 2] == ["-m", "unittest"] for i in range(len(words))):
         return "python -m pytest -q"
     return None

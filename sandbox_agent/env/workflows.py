@@ -150,13 +150,47 @@ def _read_command(recipe: Recipe, command: str, source: str, runners: list[str])
 
 
 def _runner(command: str) -> str | None:
-    """``tox``, ``nox`` or ``make`` when the command runs the tests through one of them."""
+    """``tox``, ``nox`` or ``make TARGET`` when the command runs the tests through one."""
     words = _words(command)
     for i, word in enumerate(words[:12]):
         name = word.rsplit("/", 1)[-1]
         if name in RUNNERS and _RUNNER_TEST.match(" ".join(words[i:])):
-            return None if _NOT_TEST_ENV.search(" ".join(words[i:])) else name
+            if _NOT_TEST_ENV.search(" ".join(words[i:])):
+                return None
+            return f"make {words[i + 1]}" if name == "make" else name
     return None
+
+
+def make_target(repo: Path, target: str) -> list[str]:
+    """The recipe lines of a ``Makefile`` target (read as text; ``make`` is never run)."""
+    path = repo / "Makefile"
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"{target}:")), None)
+    if start is None:
+        return []
+    recipe: list[str] = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip().lstrip("@-").strip())
+    return recipe
+
+
+def _read_make(repo: Path, recipe: Recipe, runners: list[str]) -> list[str]:
+    """Follow ``make TARGET`` runners into the Makefile; the runners left unread."""
+    left: list[str] = []
+    for runner in runners:
+        target = runner.removeprefix("make ")
+        lines = make_target(repo, target) if runner.startswith("make ") else []
+        for line in lines:
+            _read_command(recipe, line, f"Makefile target {target}", [])
+        if lines and "Makefile" not in recipe.inputs:
+            recipe.inputs.append("Makefile")
+        if not lines:
+            left.append(runner.split()[0])
+    return left
 
 
 def _runs_tests(script: str) -> bool:
@@ -223,4 +257,4 @@ def read_workflows(repo: Path) -> tuple[Recipe, list[str]]:
             for step in steps if isinstance(steps, list) else []:
                 if isinstance(step, dict):
                     runners += _read_step(recipe, job, step, f"{rel} job {name}")
-    return recipe, list(dict.fromkeys(runners))
+    return recipe, list(dict.fromkeys(_read_make(repo, recipe, list(dict.fromkeys(runners)))))

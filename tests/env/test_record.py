@@ -352,3 +352,24 @@ def test_extras_and_groups_the_project_does_not_declare_are_noted_not_installed(
     assert "tox.ini [testenv] extras: extra [testing] is not declared by the project" in notes
     assert "group docs is not declared" in notes
     assert facts.record.inputs == ["tox.ini"]
+
+
+def test_a_make_target_the_ci_runs_is_read_from_the_makefile(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {  # more-itertools: the CI runs `make coverage`
+            ".github/workflows/python-app.yml": (
+                "jobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n"
+                "    - name: Run tests\n      run: make coverage\n"
+            ),
+            "Makefile": ".PHONY: coverage\ncoverage:\n"
+            "\tpython -m pip install --upgrade -r requirements/testing.txt\n"
+            '\tcoverage run --include="more_itertools/*.py" -m unittest\n'
+            "\tcoverage report --show-missing --fail-under=99\n\ncheck:\n\truff check .\n",
+        },
+    )
+    recipe, runners = read_workflows(tmp_path)
+    assert runners == []
+    assert recipe.requirements == [Fact("requirements/testing.txt", "Makefile target coverage")]
+    assert [f.value for f in recipe.tests] == ["python -m pytest -q"]
+    assert "Makefile" in recipe.inputs
