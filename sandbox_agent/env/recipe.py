@@ -106,6 +106,8 @@ def add_requirement(recipe: Recipe, spec: str, source: str) -> None:
             if path and "{" not in path and not path.startswith(("/", "http")):
                 target.append(Fact(path, source))
             return
+    if spec.startswith(("-e ", "--editable ")):
+        spec = spec.split(None, 1)[1].strip()
     if spec.startswith("-") or "{" in spec:
         return
     if "://" in spec or spec.startswith("git+"):

@@ -138,6 +138,7 @@ def test_tox_in_pyproject_follows_references_and_drops_other_factors(tmp_path: P
 ATTRS_TOX = """\
 [testenv]
 package = wheel
+deps = -e .[yaml]
 dependency_groups =
     tests: tests
     mypy: mypy
@@ -156,7 +157,7 @@ def test_tox_ini_factor_conditions_keep_the_test_lines(tmp_path: Path) -> None:
     recipe = read_tox(tmp_path, {})
     assert recipe is not None
     assert [f.value for f in recipe.groups] == ["tests"]
-    assert [f.value for f in recipe.extras] == ["dev", "tests"]
+    assert [f.value for f in recipe.extras] == ["yaml", "dev", "tests"]
     assert [f.value for f in recipe.requirements] == ["requirements/test.txt"]
     assert recipe.requirements[0].source == "tox.ini [testenv:tests] deps"
     assert [f.value for f in recipe.tests] == ["python -m pytest -q"]
