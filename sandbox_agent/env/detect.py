@@ -103,6 +103,17 @@ def _detected(repo: Path) -> _Detected:
     return found
 
 
+def _other_toolchains(repo: Path, tests: dict[str, str], notes: list[str]) -> None:
+    """Go's and Rust's test commands, kept only if the image has the toolchain."""
+    for marker, command, name in OTHER_TOOLCHAINS:
+        if (repo / marker).is_file():
+            tests.setdefault(command, f"{marker}: the {name} toolchain's test command")
+            notes.append(
+                f"{marker}: nothing installs a {name} toolchain; `{command}` is kept only if "
+                "the image has it ([environment] image or dockerfile)"
+            )
+
+
 def detect_plan(
     repo: Path, settings: EnvironmentSection | None = None, *, devcontainer_base: bool = True
 ) -> EnvPlan:
@@ -137,13 +148,7 @@ def detect_plan(
         rel = dc_path.relative_to(repo).as_posix()
         steps += devcontainer.post_create_steps(dc_path, devcontainer.read(dc_path), rel)
     steps += [SetupStep(command=c, why="[environment] setup") for c in settings.setup]
-    for marker, command, name in OTHER_TOOLCHAINS:
-        if (repo / marker).is_file():
-            tests.setdefault(command, f"{marker}: the {name} toolchain's test command")
-            notes.append(
-                f"{marker}: nothing installs a {name} toolchain; `{command}` is kept only if "
-                "the image has it ([environment] image or dockerfile)"
-            )
+    _other_toolchains(repo, tests, notes)
     return EnvPlan(
         base=base,
         steps=tuple(steps),
