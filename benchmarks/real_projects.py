@@ -114,7 +114,7 @@ def _baseline(row: Row, repo: Path, work: Path) -> None:
     row.test_command = record.get("test_command") or row.test_command
     log = Path(record["gate_log_path"]) if record.get("gate_log_path") else None
     text = log.read_text(errors="replace") if log and log.is_file() else ""
-    blocks = text.split("===== ")
+    blocks = re.split(r"(?m)^===== ", text)  # each run's header; pytest's rules have more "="
     baseline = blocks[1] if len(blocks) > 1 else text  # the first run is the baseline
     row.counts = _counts(baseline)
     row.why = _why(baseline) or (diagnosis.get("message") or "")[:120]
