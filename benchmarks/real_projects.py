@@ -130,14 +130,13 @@ def measure(mirror: Path, work: Path) -> Row:
     plan = json.loads(out[out.index("{") :]) if code == 0 else {}
     row.sources = _sources(plan) if plan else [f"plan failed: {out.strip()[-200:]}"]
     row.test_command = (plan.get("test_commands") or [""])[0]
-    log = work / f"{name}.build.log"
-    build = [*CLI, "env", "build", "--repo", str(repo), "--log", str(log)]
-    code, out, seconds = _run(build, work)
+    build = [*CLI, "env", "build", "--repo", str(repo), "--log"]
+    code, out, seconds = _run([*build, str(work / f"{name}.build.log")], work)
     row.first_s = round(seconds, 1) if code == 0 and "is cached" not in out else None
     if code != 0:
         row.verdict, row.why = "build failed", out.strip().splitlines()[-1][:160] if out else ""
         return row
-    code, _, seconds = _run(build, work)
+    code, _, seconds = _run([*build, str(work / f"{name}.cached.log")], work)
     row.cached_s = round(seconds, 1) if code == 0 else None
     _baseline(row, repo, work)
     return row
