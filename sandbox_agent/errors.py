@@ -99,6 +99,10 @@ class EnvPlanError(UserError):
     """A repository's environment description cannot be read (file and problem named)."""
 
 
+class YamlishError(SandboxAgentError, ValueError):
+    """A CI file is outside the YAML subset ``env/yamlish.py`` reads (the line is named)."""
+
+
 class EnvBuildError(UserError):
     """Building a project's environment failed; the message names the step and the log."""
 

@@ -16,12 +16,13 @@ import docker
 import typer
 
 from sandbox_agent.cli.command import Command, Group
-from sandbox_agent.cli.output import fail, warn
+from sandbox_agent.cli.output import fail
 from sandbox_agent.env import cache
 from sandbox_agent.env.base import base_lookup
-from sandbox_agent.env.build import describe, ensure_environment
+from sandbox_agent.env.build import describe
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvPlan
+from sandbox_agent.env.prepare import ensure_with_fallback
 from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.policy.config import default_user_config_dir, load_policy
 from sandbox_agent.run.artifacts import default_runs_dir, env_logs_dir
@@ -38,16 +39,15 @@ RepoOption = Annotated[Path, typer.Option("--repo", help="The repository (defaul
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 
 
-def settings_for(repo: Path) -> EnvironmentSection:
-    """The ``[environment]`` settings ``fix`` would use for ``repo`` (its policy files merged).
+def settings_for(repo: Path) -> tuple[EnvironmentSection, list[str]]:
+    """The ``[environment]`` settings ``fix`` would use for ``repo``, and the loader's warnings.
 
-    What the loader ignored (an untrusted repo file's loosenings) is printed as warnings, as
-    ``fix`` prints them.
+    The policy files are merged as for ``fix``; the warnings are what the loader ignored (an
+    untrusted repo file's loosenings, its ``[environment] image`` or ``setup`` among them),
+    printed and put in ``--json`` as ``fix`` prints them.
     """
     loaded = load_policy(repo, user_config_dir=default_user_config_dir())
-    for warning in loaded.warnings:
-        warn(warning)
-    return loaded.policy.environment
+    return loaded.policy.environment, list(loaded.warnings)
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -62,10 +62,11 @@ def _echo(text: str, *, err: bool = False) -> None:
     typer.echo(visible(text), err=err)
 
 
-def _plan(repo: Path) -> tuple[Path, EnvPlan]:
+def _plan(repo: Path) -> tuple[Path, EnvPlan, list[str]]:
     try:
         resolved = repo_root(repo)
-        return resolved, detect_plan(resolved, settings_for(resolved))
+        settings, warnings = settings_for(resolved)
+        return resolved, detect_plan(resolved, settings), warnings
     except UserError as e:
         raise _fail(e) from e
 
@@ -96,6 +97,11 @@ def _plan_json(plan: EnvPlan, key: str | None, cached: bool) -> dict[str, Any]:
 
 def _print_plan(plan: EnvPlan, key: str | None, cached: bool) -> None:
     _echo(f"base image: {plan.base.describe()}  ({plan.base.why})")
+    if plan.fallback is not None:
+        _echo(
+            f"  if it cannot be pulled or built: detection on {plan.fallback.base.describe()} "
+            f"({len(plan.fallback.steps)} steps, without the devcontainer's commands)"
+        )
     network = "yes" if plan.network_during_setup else "no"
     _echo(f"setup steps ({len(plan.steps)}, network during setup: {network}):")
     for i, step in enumerate(plan.steps, 1):
@@ -104,6 +110,8 @@ def _print_plan(plan: EnvPlan, key: str | None, cached: bool) -> None:
     _echo(f"files the steps read: {', '.join(plan.inputs) or '(none)'}")
     tests = " | ".join(plan.test_commands) or "(none detected)"
     _echo(f"test command (the first one the environment can run): {tests}")
+    for command, why in plan.test_why.items():
+        _echo(f"  {command}  ({why})")
     for note in plan.notes:
         _echo(f"note: {note}")
     if key is None:
@@ -115,7 +123,9 @@ def _print_plan(plan: EnvPlan, key: str | None, cached: bool) -> None:
 @env_app.command("plan", cls=Command)
 def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None:
     """Print how the repo's environment is made: base image, each step and why, the test command."""
-    resolved, plan = _plan(repo)
+    resolved, plan, warnings = _plan(repo)
+    for warning in warnings:
+        _echo(f"warning: {warning}", err=True)
     try:
         client = engine.connect()
     except UserError as e:
@@ -129,7 +139,7 @@ def plan_command(repo: RepoOption = Path(), as_json: JsonOption = False) -> None
         finally:
             client.close()
     if as_json:
-        typer.echo(json.dumps(_plan_json(plan, key, cached)))
+        typer.echo(json.dumps({**_plan_json(plan, key, cached), "warnings": warnings}))
     else:
         _print_plan(plan, key, cached)
 
@@ -151,10 +161,12 @@ def build_command(
     log: Annotated[Path | None, typer.Option(help="Build log file.")] = None,
 ) -> None:
     """Build the repo's environment (or find it in the cache); output streams with elapsed time."""
-    resolved, plan = _plan(repo)
+    resolved, plan, warnings = _plan(repo)
+    for warning in warnings:
+        _echo(f"warning: {warning}", err=True)
     log_path = log or default_log_path()
     try:
-        env = ensure_environment(
+        _, env = ensure_with_fallback(
             resolved,
             plan,
             progress=lambda line: _echo(line, err=True),

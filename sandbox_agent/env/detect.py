@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_agent.env import devcontainer, python
+from sandbox_agent.env import devcontainer, pysteps, python
 from sandbox_agent.env.model import (
     NODE_MODULES,
     VENV,
@@ -18,6 +18,8 @@ from sandbox_agent.env.model import (
     SetupStep,
 )
 from sandbox_agent.env.node import has_test_script, node_steps, read_package_json
+from sandbox_agent.env.recipe import Recipe
+from sandbox_agent.env.record import read_record, system_step, version_notes
 from sandbox_agent.errors import EnvPlanError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.settings import EnvironmentSection
@@ -57,70 +59,109 @@ def _base(repo: Path, settings: EnvironmentSection) -> tuple[BaseImage, Path | N
         chosen = devcontainer.base_image(repo, found, devcontainer.read(found))
         if chosen is not None:
             return chosen, found
+    return _default_base(), found
+
+
+def _default_base() -> BaseImage:
     why = "default: the sandbox image (Python 3, pytest, git)"
-    return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why), found
+    return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why)
 
 
-def _detected(repo: Path) -> tuple[list[SetupStep], list[str], list[str], list[str]]:
-    """Detected installs: steps, inputs, test commands and ``PATH`` entries."""
-    steps: list[SetupStep] = []
-    inputs: list[str] = []
-    tests: list[str] = []
-    path: list[str] = []
-    if python.is_python(repo):
-        facts = python.read_facts(repo)
-        steps += python.python_steps(facts)
-        inputs += facts.inputs
-        tests += python.TEST_COMMANDS
-        path.append(f"{VENV}/bin")
+class _Detected:
+    """What detection found: steps, inputs, test commands, ``PATH`` entries and notes."""
+
+    def __init__(self) -> None:
+        self.steps: list[SetupStep] = []
+        self.inputs: list[str] = []
+        self.tests: dict[str, str] = {}
+        self.path: list[str] = []
+        self.notes: list[str] = []
+
+
+def _detected(repo: Path) -> _Detected:
+    """Detected installs, the project's own record of its tests first."""
+    found = _Detected()
     package = read_package_json(repo)
+    is_python = python.is_python(repo)
+    record = Recipe()
+    if is_python:
+        facts = python.read_facts(repo)
+        record = facts.record
+        steps, notes = pysteps.python_steps(facts)
+        found.steps += steps
+        found.notes += notes
+        found.inputs += facts.inputs
+        found.tests.update(pysteps.test_commands(facts))
+        found.path.append(f"{VENV}/bin")
+    elif package is not None:
+        record = read_record(repo, {}, package)
+        found.inputs += record.inputs
+    system = system_step(record)
+    if system is not None:
+        found.steps.insert(0, system)
     if package is not None:
         node, node_inputs = node_steps(repo, package)
-        steps += node
-        inputs += node_inputs
+        found.steps += node
+        found.inputs += node_inputs
         if has_test_script(package):
-            tests.append("npm test")
-        path.append(f"{NODE_MODULES}/.bin")
-    return steps, inputs, tests, path
+            found.tests.setdefault("npm test", "package.json scripts.test")
+        found.path.append(f"{NODE_MODULES}/.bin")
+    found.notes += version_notes(record, python=is_python, node=package is not None)
+    return found
 
 
-def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPlan:
+def _other_toolchains(repo: Path, tests: dict[str, str], notes: list[str]) -> None:
+    """Go's and Rust's test commands, kept only if the image has the toolchain."""
+    for marker, command, name in OTHER_TOOLCHAINS:
+        if (repo / marker).is_file():
+            tests.setdefault(command, f"{marker}: the {name} toolchain's test command")
+            notes.append(
+                f"{marker}: nothing installs a {name} toolchain; `{command}` is kept only if "
+                "the image has it ([environment] image or dockerfile)"
+            )
+
+
+def detect_plan(
+    repo: Path, settings: EnvironmentSection | None = None, *, devcontainer_base: bool = True
+) -> EnvPlan:
     """The environment plan of ``repo`` under ``settings`` (all defaults when ``None``).
+
+    A devcontainer's base comes with a :attr:`EnvPlan.fallback`: the plan without it (its
+    ``postCreateCommand`` assumes its image), used when that image cannot be pulled or built.
 
     Raises:
         EnvPlanError: a file the plan reads is malformed, or the settings contradict.
     """
     settings = settings or EnvironmentSection()
     repo = repo.resolve()
-    base, dc_path = _base(repo, settings)
+    base, dc_path = _base(repo, settings) if devcontainer_base else (_default_base(), None)
+    fallback = None
+    if dc_path is not None and base.why.startswith(dc_path.relative_to(repo).as_posix()):
+        fallback = detect_plan(repo, settings, devcontainer_base=False)
     steps: list[SetupStep] = []
     if not (base.kind == "image" and base.image == DEFAULT_IMAGE):
         steps.append(RUNTIME_STEP)
     inputs: list[str] = []
-    tests: list[str] = []
+    tests: dict[str, str] = {}
     path: list[str] = []
     notes: list[str] = []
     if settings.auto:
-        detected, inputs, tests, path = _detected(repo)
-        steps += detected
+        found = _detected(repo)
+        steps += found.steps
+        inputs, tests, path, notes = found.inputs, found.tests, found.path, found.notes
     else:
         notes.append("detection is off ([environment] auto = false): only the setup commands run")
     if dc_path is not None:
         rel = dc_path.relative_to(repo).as_posix()
         steps += devcontainer.post_create_steps(dc_path, devcontainer.read(dc_path), rel)
     steps += [SetupStep(command=c, why="[environment] setup") for c in settings.setup]
-    for marker, command, name in OTHER_TOOLCHAINS:
-        if (repo / marker).is_file():
-            tests.append(command)
-            notes.append(
-                f"{marker}: nothing installs a {name} toolchain; `{command}` is kept only if "
-                "the image has it ([environment] image or dockerfile)"
-            )
+    _other_toolchains(repo, tests, notes)
     return EnvPlan(
         base=base,
         steps=tuple(steps),
         inputs=tuple(sorted(set(inputs))),
-        test_commands=tuple(dict.fromkeys(tests)),
+        test_commands=tuple(tests),
+        test_why=tests,
         path=tuple(path),
         network_during_setup=settings.network_during_setup,
         timeout_s=settings.timeout_s,
@@ -128,4 +169,5 @@ def detect_plan(repo: Path, settings: EnvironmentSection | None = None) -> EnvPl
         limits=BuildLimits.model_validate(
             settings.model_dump(include=set(BuildLimits.model_fields))
         ),
+        fallback=fallback,
     )

@@ -66,6 +66,8 @@ class EnvPlan(Frozen):
     """Repo-relative files the steps read; their contents are part of the cache key."""
     test_commands: tuple[str, ...]
     """Candidate test commands, best first; the build keeps the first the image can run."""
+    test_why: dict[str, str] = Field(default_factory=dict)
+    """Where a test command came from (the project's CI, tox, nox), by command."""
     path: tuple[str, ...] = ()
     """Directories put in front of ``PATH`` in the environment (the venv, ``node_modules``)."""
     network_during_setup: bool = True
@@ -75,6 +77,9 @@ class EnvPlan(Frozen):
     """What the reader should know (a lock file not understood, a setting overridden)."""
     limits: BuildLimits = Field(default_factory=BuildLimits)
     """The build container's limits (not part of the cache key)."""
+    fallback: EnvPlan | None = None
+    """The plan used when the base (a devcontainer's image or Dockerfile) cannot be had:
+    detection on the sandbox image."""
 
     @property
     def needs_network(self) -> bool:

@@ -9,8 +9,51 @@ import docker
 from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
+from sandbox_agent.errors import EnvBuildError
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
 from sandbox_agent.settings import EnvironmentSection
+
+
+def base_failed(plan: EnvPlan, error: EnvBuildError) -> bool:
+    """Whether the build failed at the base image (a pull, or building its Dockerfile)."""
+    return error.step in ("base image", plan.base.dockerfile) and bool(error.step)
+
+
+def ensure_with_fallback(
+    repo: Path,
+    plan: EnvPlan,
+    *,
+    progress: Progress = print_to_stderr,
+    log_path: Path | None = None,
+    client: docker.DockerClient | None = None,
+    rebuild: bool = False,
+) -> tuple[EnvPlan, EnvImage]:
+    """The plan's environment; when its devcontainer base cannot be had, the fallback's.
+
+    The fallback is announced on ``progress`` as a warning naming the image and why.
+
+    Raises:
+        EnvBuildError: a setup step failed, or the base failed and there is no fallback.
+        EngineUnavailableError: no engine.
+    """
+    try:
+        env = ensure_environment(
+            repo, plan, client=client, progress=progress, log_path=log_path, rebuild=rebuild
+        )
+        return plan, env
+    except EnvBuildError as e:
+        if plan.fallback is None or not base_failed(plan, e):
+            raise
+        reason = str(e).strip().splitlines()[0][:300]
+        progress(
+            f"warning: the base image {plan.base.describe()} ({plan.base.why}) cannot be had "
+            f"({reason}); falling back to detection on {plan.fallback.base.describe()}"
+        )
+    fallback = plan.fallback
+    env = ensure_environment(
+        repo, fallback, client=client, progress=progress, log_path=log_path, rebuild=rebuild
+    )
+    return fallback, env
 
 
 def environment_for_run(
@@ -29,8 +72,7 @@ def environment_for_run(
         EngineUnavailableError: no engine.
     """
     plan = detect_plan(repo, settings)
-    env = ensure_environment(repo, plan, client=client, progress=progress, log_path=log_path)
-    return plan, env
+    return ensure_with_fallback(repo, plan, client=client, progress=progress, log_path=log_path)
 
 
 def sandbox_settings(env: EnvImage) -> dict[str, object]:

@@ -12,28 +12,19 @@ from __future__ import annotations
 
 import configparser
 import re
-import shlex
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox_agent.env.model import VENV, SetupStep
+from sandbox_agent.env.model import VENV
+from sandbox_agent.env.recipe import Recipe
+from sandbox_agent.env.record import read_package_json_quiet, read_record, requirement_files
 from sandbox_agent.errors import EnvPlanError
 
 TEST_NAMES = ("test", "tests", "testing", "dev")
 """Extras and dependency groups that hold what the tests need."""
-REQUIREMENT_FILES = (
-    "requirements.txt",
-    "requirements-dev.txt",
-    "requirements-test.txt",
-    "requirements-tests.txt",
-    "requirements_dev.txt",
-    "requirements_test.txt",
-    "dev-requirements.txt",
-    "test-requirements.txt",
-)
 PYTHON_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
 TEST_COMMANDS = ("python -m pytest -q", "python3 -m pytest -q")
 UV = f"{VENV}/bin/uv"
@@ -48,10 +39,16 @@ class PythonFacts:
     installable: bool = False
     """The project can be pip-installed (``[project]``, a build backend, setup.py/cfg)."""
     extras: list[str] = field(default_factory=list)
+    """Declared extras named for tests (``test``, ``dev``, ...)."""
     groups: list[str] = field(default_factory=list)
     poetry_groups: list[str] = field(default_factory=list)
     requirements: list[str] = field(default_factory=list)
-    """Requirement files to install, repo-relative."""
+    """Requirement files found by their names, repo-relative (a weaker source than the record)."""
+    declared_extras: list[str] = field(default_factory=list)
+    declared_groups: list[str] = field(default_factory=list)
+    pyproject: dict[str, Any] = field(default_factory=dict)
+    record: Recipe = field(default_factory=Recipe)
+    """What the project's CI, tox, nox and hatch files say."""
     inputs: list[str] = field(default_factory=list)
     """Every file the install reads (for the cache key)."""
     lock: str | None = None
@@ -82,9 +79,12 @@ def _pyproject_facts(repo: Path, facts: PythonFacts) -> str:
     facts.inputs.append("pyproject.toml")
     project = data.get("project", {})
     facts.installable = bool(project) or "build-system" in data
+    facts.pyproject = data
     extras = project.get("optional-dependencies", {})
+    facts.declared_extras += list(extras)
     facts.extras += [n for n in TEST_NAMES if n in extras]
     groups = data.get("dependency-groups", {})
+    facts.declared_groups += list(groups)
     facts.groups += [n for n in TEST_NAMES if n in groups]
     poetry = data.get("tool", {}).get("poetry", {})
     facts.poetry_groups += [n for n in TEST_NAMES if n in poetry.get("group", {})]
@@ -105,6 +105,7 @@ def _setup_facts(repo: Path, facts: PythonFacts) -> str:
             facts.installable = True
         if parser.has_section("options.extras_require"):
             declared = parser.options("options.extras_require")
+            facts.declared_extras += declared
             facts.extras += [n for n in TEST_NAMES if n in declared and n not in facts.extras]
     setup_py = repo / "setup.py"
     if setup_py.is_file():
@@ -112,18 +113,11 @@ def _setup_facts(repo: Path, facts: PythonFacts) -> str:
         facts.installable = True
         text = setup_py.read_text(encoding="utf-8", errors="replace")
         if "extras_require" in text:
-            for name in TEST_NAMES:
-                if re.search(rf"[\"']{name}[\"']\s*[:=]", text) and name not in facts.extras:
+            for name in re.findall(r"[\"']([\w.-]+)[\"']\s*[:=]", text):
+                facts.declared_extras.append(name)
+                if name in TEST_NAMES and name not in facts.extras:
                     facts.extras.append(name)
     return text
-
-
-def _requirement_files(repo: Path) -> list[str]:
-    found = [name for name in REQUIREMENT_FILES if (repo / name).is_file()]
-    for directory in sorted(repo.glob("requirements*/")):
-        if directory.is_dir():
-            found += sorted(p.relative_to(repo).as_posix() for p in directory.glob("test*.txt"))
-    return found
 
 
 def _included(repo: Path, names: list[str]) -> list[str]:
@@ -142,7 +136,7 @@ def _included(repo: Path, names: list[str]) -> list[str]:
             target = (path.parent / ref).resolve()
             if target.is_relative_to(repo) and target.is_file():
                 todo.append(target.relative_to(repo).as_posix())
-    return sorted(seen)
+    return sorted(name for name in seen if (repo / name).is_file())
 
 
 def nearest_tag_version(repo: Path) -> str:
@@ -166,8 +160,11 @@ def read_facts(repo: Path) -> PythonFacts:
     """Everything the Python installs depend on, from the repo's files."""
     facts = PythonFacts()
     text = _pyproject_facts(repo, facts) + _setup_facts(repo, facts)
-    facts.requirements = _requirement_files(repo)
-    facts.inputs += _included(repo, facts.requirements)
+    facts.requirements = requirement_files(repo)
+    facts.record = read_record(repo, facts.pyproject, read_package_json_quiet(repo))
+    record_files = [f.value for f in facts.record.requirements + facts.record.constraints]
+    facts.inputs += _included(repo, facts.requirements + record_files)
+    facts.inputs += facts.record.inputs
     for lock in ("uv.lock", "poetry.lock", "pdm.lock"):
         if (repo / lock).is_file() and (repo / "pyproject.toml").is_file():
             facts.lock = lock
@@ -177,90 +174,3 @@ def read_facts(repo: Path) -> PythonFacts:
         facts.scm_version = nearest_tag_version(repo)
     facts.inputs = sorted(set(facts.inputs))
     return facts
-
-
-def _q(words: list[str]) -> str:
-    return shlex.join(words)
-
-
-def _tool_venv(tool: str) -> str:
-    """A throwaway venv in the build's ``/tmp`` (not kept in the image) holding ``tool``."""
-    return f"python3 -m venv /tmp/{tool} && /tmp/{tool}/bin/pip install -q --no-cache-dir {tool}"
-
-
-def _lock_install(facts: PythonFacts) -> SetupStep:
-    env = f"SETUPTOOLS_SCM_PRETEND_VERSION={facts.scm_version} " if facts.scm_version else ""
-    if facts.lock == "uv.lock":
-        words = [UV, "sync", "--frozen", "--inexact", "--no-default-groups"]
-        words += [w for e in facts.extras for w in ("--extra", e)]
-        words += [w for g in facts.groups for w in ("--group", g)]
-        command = f"cd /workspace && {env}UV_PROJECT_ENVIRONMENT={VENV} {_q(words)}"
-        return SetupStep(command=command, why="uv.lock: the locked versions, with uv")
-    if facts.lock == "poetry.lock":
-        words = ["/tmp/poetry/bin/poetry", "install", "--no-interaction"]
-        words += [w for e in facts.extras for w in ("--extras", e)]
-        words += [w for g in facts.poetry_groups for w in ("--with", g)]
-        command = (
-            f"{_tool_venv('poetry')} && cd /workspace && {env}VIRTUAL_ENV={VENV} "
-            f"POETRY_VIRTUALENVS_CREATE=false {_q(words)}"
-        )
-        return SetupStep(command=command, why="poetry.lock: the locked versions, with poetry")
-    command = (
-        f"{_tool_venv('pdm')} && cd /workspace && {env}VIRTUAL_ENV={VENV} "
-        "PDM_CHECK_UPDATE=false /tmp/pdm/bin/pdm sync -G :all"
-    )
-    return SetupStep(command=command, why="pdm.lock: the locked versions, with pdm")
-
-
-def _plain_install(facts: PythonFacts) -> SetupStep | None:
-    words = [UV, "pip", "install", "--python", f"{VENV}/bin/python"]
-    why: list[str] = []
-    if facts.installable and not facts.lock:
-        extras = f"[{','.join(facts.extras)}]" if facts.extras else ""
-        words += ["-e", f".{extras}"]
-        source = next(n for n in ("pyproject.toml", "setup.py", "setup.cfg") if n in facts.inputs)
-        why.append(f"{source}: the project, editable" + (f", extras {extras}" if extras else ""))
-    for name in facts.requirements:
-        words += ["-r", name]
-        why.append(name)
-    if facts.groups and not facts.lock:
-        words += [w for g in facts.groups for w in ("--group", g)]
-        why.append(f"pyproject.toml [dependency-groups] {', '.join(facts.groups)}")
-    if not why:
-        return None
-    env = f"SETUPTOOLS_SCM_PRETEND_VERSION={facts.scm_version} " if facts.scm_version else ""
-    return SetupStep(command=f"cd /workspace && {env}{_q(words)}", why="; ".join(why))
-
-
-def python_steps(facts: PythonFacts) -> list[SetupStep]:
-    """The setup steps that install a Python project's declared dependencies into the venv."""
-    steps = [
-        SetupStep(
-            command=f"test -x {VENV}/bin/python || python3 -m venv --system-site-packages {VENV}",
-            why=f"Python project: dependencies go into {VENV}, outside /workspace",
-            network=False,
-        ),
-        SetupStep(
-            command=f"{VENV}/bin/python -m pip install -q --no-cache-dir 'uv>=0.6.10'",
-            why="uv installs dependency groups and lock files (Debian's pip cannot)",
-        ),
-    ]
-    if facts.lock:
-        steps.append(_lock_install(facts))
-    plain = _plain_install(facts)
-    if plain is not None:
-        steps.append(plain)
-    if facts.scm_version:
-        steps[-1] = steps[-1].model_copy(
-            update={"why": f"{steps[-1].why}; version {facts.scm_version} from the nearest tag"}
-        )
-    steps.append(
-        SetupStep(
-            command=(
-                f"{VENV}/bin/python -c 'import pytest' 2>/dev/null || "
-                f"{UV} pip install --python {VENV}/bin/python pytest"
-            ),
-            why="the test command runs pytest: installed unless the environment has it",
-        )
-    )
-    return steps

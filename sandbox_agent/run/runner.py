@@ -17,8 +17,8 @@ from types import FrameType
 from sandbox_agent.agent.loop import Approver
 from sandbox_agent.agent.replay import ReplayModel, differences
 from sandbox_agent.agent.trace import Listener, ModelRetryEvent, Trace, read_trace
-from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.model import EnvImage
+from sandbox_agent.env.prepare import ensure_with_fallback
 from sandbox_agent.errors import (
     RunInterrupted,
     SandboxError,
@@ -109,10 +109,10 @@ def environment(prepared: Prepared, log: Path, on_build_line: Progress) -> Prepa
         EnvBuildError: a setup step failed (the step and the log named).
         UserError: no engine, or the environment has no program for any test command.
     """
-    env = ensure_environment(
+    plan, env = ensure_with_fallback(
         prepared.repo.root, prepared.plan, progress=on_build_line, log_path=log
     )
-    prepared = replace(prepared, env=env)
+    prepared = replace(prepared, plan=plan, env=env)
     if prepared.test_command_given:
         return prepared
     if env.test_command is None:

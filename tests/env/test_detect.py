@@ -127,7 +127,8 @@ def test_node_installs_with_the_matching_frozen_install(
         files[lock] = "{}"
     plan = detect_plan(write(tmp_path, files))
     assert "apt-get install" in plan.steps[0].command
-    assert "nodejs npm" in plan.steps[0].command
+    assert "--no-install-recommends nodejs &&" in plan.steps[0].command
+    assert "npm-cli.js install -g" in plan.steps[0].command  # npm from the npm registry
     assert expected in plan.steps[1].command
     assert "mv node_modules /node_modules" in plan.steps[1].command
     assert plan.test_commands == ("npm test",)

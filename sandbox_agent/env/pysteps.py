@@ -1,0 +1,243 @@
+"""The setup steps that install a Python project, from its facts and its own record.
+
+The install is one step made of candidates tried in order, each a weaker source than the one
+before: what the project's record names (CI, tox, nox, hatch), then what its files declare by
+name (extras and groups called ``test``/``dev``, requirement files found by name), then the
+project alone. When a candidate fails, the step says so in the build log and tries the next;
+only the last one failing fails the build. A lock file (``uv.lock``, ``poetry.lock``,
+``pdm.lock``) is installed first, with its own tool, so its pins hold.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sandbox_agent.env.model import VENV, SetupStep
+from sandbox_agent.env.python import UV, PythonFacts
+from sandbox_agent.env.record import by_source
+
+TEST_COMMANDS = ("python -m pytest -q", "python3 -m pytest -q")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to install the test dependencies, and the sources it comes from."""
+
+    words: tuple[str, ...]
+    why: str
+
+
+def _q(words: Sequence[str]) -> str:
+    return shlex.join(words)
+
+
+def _env(facts: PythonFacts) -> str:
+    return f"SETUPTOOLS_SCM_PRETEND_VERSION={facts.scm_version} " if facts.scm_version else ""
+
+
+def chain(candidates: Sequence[Candidate], prefix: str) -> tuple[str, str]:
+    """One shell command trying each candidate in turn, saying which failed; and its ``why``."""
+    parts: list[str] = []
+    for i, candidate in enumerate(candidates):
+        command = f"{prefix}{_q(candidate.words)}"
+        if i == 0:
+            parts.append(command)
+            continue
+        said = _q(
+            [
+                "echo",
+                f"sandbox-agent: that install ({candidates[i - 1].why}) failed; "
+                f"trying the next source: {candidate.why}",
+            ]
+        )
+        parts.append(f"{{ {said} >&2; {command}; }}")
+    why = candidates[0].why
+    if len(candidates) > 1:
+        why += "; if it fails: " + "; then ".join(c.why for c in candidates[1:])
+    return " || ".join(parts), why
+
+
+def _record_extras(facts: PythonFacts) -> tuple[list[str], list[str], list[str]]:
+    """The record's extras and groups the project declares, and notes about the others."""
+    record = facts.record
+    notes: list[str] = []
+    extras: list[str] = []
+    groups: list[str] = []
+    for fact in record.extras:
+        if fact.value in facts.declared_extras or (
+            not facts.declared_extras and not facts.pyproject
+        ):
+            extras.append(fact.value)
+        else:
+            notes.append(f"{fact.source}: extra [{fact.value}] is not declared by the project")
+    for fact in record.groups:
+        if fact.value in facts.declared_groups:
+            groups.append(fact.value)
+        else:
+            notes.append(f"{fact.source}: group {fact.value} is not declared by the project")
+    return list(dict.fromkeys(extras)), list(dict.fromkeys(groups)), notes
+
+
+def _install(
+    facts: PythonFacts,
+    extras: list[str],
+    groups: list[str],
+    requirements: list[str],
+    packages: list[str],
+    constraints: Sequence[str] = (),
+) -> tuple[str, ...]:
+    words = [UV, "pip", "install", "--python", f"{VENV}/bin/python"]
+    if facts.installable and not facts.lock:
+        words += ["-e", f".[{','.join(extras)}]" if extras else "."]
+    words += [w for r in requirements for w in ("-r", r)]
+    words += [w for c in constraints for w in ("-c", c)]
+    if not facts.lock:
+        words += [w for g in groups for w in ("--group", g)]
+    words += packages
+    return tuple(words)
+
+
+def _project_why(facts: PythonFacts, extras: list[str]) -> str:
+    if not facts.installable or facts.lock:
+        return ""
+    source = next(n for n in ("pyproject.toml", "setup.py", "setup.cfg") if n in facts.inputs)
+    return f"{source}: the project, editable" + (f", extras [{','.join(extras)}]" if extras else "")
+
+
+def _record_candidate(facts: PythonFacts, notes: list[str]) -> Candidate | None:
+    record = facts.record
+    extras, groups, bad = _record_extras(facts)
+    notes += bad
+    requirements = [f.value for f in record.requirements]
+    missing = [f for f in record.requirements if f.value not in facts.inputs]
+    notes += [f"{f.source}: {f.value} is not in the repository" for f in missing]
+    requirements = [r for r in requirements if r in facts.inputs]
+    constraints = [f.value for f in record.constraints if f.value in facts.inputs]
+    packages = [f.value for f in record.packages]
+    if not (requirements or packages or (not facts.lock and (extras or groups))):
+        return None
+    said = [f for f in record.extras if f.value in extras] + [
+        f for f in record.groups if f.value in groups
+    ]
+    said += [f for f in record.requirements if f.value in requirements] + record.packages
+    why = f"the project's own test setup: {by_source(said)}"
+    words = _install(facts, extras, groups, requirements, packages, constraints)
+    return Candidate(words, why)
+
+
+def _declared_candidates(facts: PythonFacts) -> list[Candidate]:
+    out: list[Candidate] = []
+    extras = [] if facts.lock else facts.extras
+    groups = [] if facts.lock else facts.groups
+    project = _project_why(facts, extras)
+    named = [*([project] if project else []), *facts.requirements]
+    if groups:
+        named.append(f"pyproject.toml [dependency-groups] {', '.join(groups)}")
+    if named:
+        words = _install(facts, extras, groups, facts.requirements, [])
+        out.append(Candidate(words, "; ".join(named)))
+    if facts.requirements and (project or groups):
+        words = _install(facts, extras, groups, [], [])
+        why = "; ".join([*([project] if project else []), *named[len(facts.requirements) + 1 :]])
+        out.append(Candidate(words, f"{why} (without {', '.join(facts.requirements)})"))
+    if facts.installable and not facts.lock and (extras or groups):
+        out.append(Candidate(_install(facts, [], [], [], []), "the project alone, editable"))
+    return out
+
+
+def install_step(facts: PythonFacts) -> tuple[SetupStep | None, list[str]]:
+    """The install step (its candidates in order), and notes about the record."""
+    notes: list[str] = []
+    candidates: list[Candidate] = []
+    record = _record_candidate(facts, notes)
+    if record is not None:
+        candidates.append(record)
+        skipped = [r for r in facts.requirements if r not in record.words]
+        if skipped:
+            notes.append(
+                f"{', '.join(skipped)}: found by name, installed only if the project's own "
+                "test setup fails to install"
+            )
+    tried = {c.words for c in candidates}
+    candidates += [c for c in _declared_candidates(facts) if c.words not in tried]
+    if not candidates:
+        return None, notes
+    command, why = chain(candidates, f"cd /workspace && {_env(facts)}")
+    return SetupStep(command=command, why=why), notes
+
+
+def lock_step(facts: PythonFacts) -> SetupStep:
+    """The lock file's install, with the record's extras and groups when it names them."""
+    extras, groups, _ = _record_extras(facts)
+    env = _env(facts)
+    if facts.lock == "uv.lock":
+        words = [UV, "sync", "--frozen", "--inexact", "--no-default-groups"]
+        words += [w for e in (extras or facts.extras) for w in ("--extra", e)]
+        words += [w for g in (groups or facts.groups) for w in ("--group", g)]
+        command = f"cd /workspace && {env}UV_PROJECT_ENVIRONMENT={VENV} {_q(words)}"
+        return SetupStep(command=command, why="uv.lock: the locked versions, with uv")
+    if facts.lock == "poetry.lock":
+        words = ["/tmp/poetry/bin/poetry", "install", "--no-interaction"]
+        words += [w for e in facts.extras for w in ("--extras", e)]
+        words += [w for g in facts.poetry_groups for w in ("--with", g)]
+        command = (
+            f"{_tool_venv('poetry')} && cd /workspace && {env}VIRTUAL_ENV={VENV} "
+            f"POETRY_VIRTUALENVS_CREATE=false {_q(words)}"
+        )
+        return SetupStep(command=command, why="poetry.lock: the locked versions, with poetry")
+    command = (
+        f"{_tool_venv('pdm')} && cd /workspace && {env}VIRTUAL_ENV={VENV} "
+        "PDM_CHECK_UPDATE=false /tmp/pdm/bin/pdm sync -G :all"
+    )
+    return SetupStep(command=command, why="pdm.lock: the locked versions, with pdm")
+
+
+def _tool_venv(tool: str) -> str:
+    """A throwaway venv in the build's ``/tmp`` (not kept in the image) holding ``tool``."""
+    return f"python3 -m venv /tmp/{tool} && /tmp/{tool}/bin/pip install -q --no-cache-dir {tool}"
+
+
+def test_commands(facts: PythonFacts) -> dict[str, str]:
+    """The record's test commands first, then the default pytest ones; each with its source."""
+    found: dict[str, str] = {}
+    for fact in facts.record.tests:
+        found.setdefault(fact.value, fact.source)
+    for command in TEST_COMMANDS:
+        found.setdefault(command, "default: pytest, for a Python project")
+    return found
+
+
+def python_steps(facts: PythonFacts) -> tuple[list[SetupStep], list[str]]:
+    """The steps installing a Python project's test dependencies into the venv, and notes."""
+    steps = [
+        SetupStep(
+            command=f"test -x {VENV}/bin/python || python3 -m venv --system-site-packages {VENV}",
+            why=f"Python project: dependencies go into {VENV}, outside /workspace",
+            network=False,
+        ),
+        SetupStep(
+            command=f"{VENV}/bin/python -m pip install -q --no-cache-dir 'uv>=0.6.10'",
+            why="uv installs dependency groups and lock files (Debian's pip cannot)",
+        ),
+    ]
+    if facts.lock:
+        steps.append(lock_step(facts))
+    install, notes = install_step(facts)
+    if install is not None:
+        steps.append(install)
+    if facts.scm_version:
+        steps[-1] = steps[-1].model_copy(
+            update={"why": f"{steps[-1].why}; version {facts.scm_version} from the nearest tag"}
+        )
+    steps.append(
+        SetupStep(
+            command=(
+                f"{VENV}/bin/python -c 'import pytest' 2>/dev/null || "
+                f"{UV} pip install --python {VENV}/bin/python pytest"
+            ),
+            why="the test command runs pytest: installed unless the environment has it",
+        )
+    )
+    return steps, notes + facts.record.notes
