@@ -161,10 +161,20 @@ def _presets() -> tuple[tuple[str, PolicyFile], ...]:
 
 
 def preset_conflict(rule: str, policy: Policy) -> str | None:
-    """Why ``rule`` would admit something a shipped preset denies, or ``None``."""
+    """Why ``rule`` would admit something a shipped preset denies, or ``None``.
+
+    The presets asked are ``base`` and ``default`` (what every agent is refused: installs, the
+    network, git state writes, privilege) and those the policy is made of; ``readonly``'s
+    refusal of every write and test run binds only a policy built on it.
+    """
     tokens = tuple(shlex.split(rule))
     before, after = RuleEngine(policy), RuleEngine(with_allow(policy, [rule]))
+    asked = {"base", "default"} | {
+        s.removeprefix("preset ") for s in policy.sources if s.startswith("preset ")
+    }
     for name, preset in _presets():
+        if name not in asked:
+            continue
         for deny in preset.commands.deny:
             parsed = parse_rule(deny)
             if parsed.matches_normalised(tokens):

@@ -77,9 +77,10 @@ def runs(
     )
     tmp = tmp_path_factory.mktemp("review")
     repo = demo_repo(tmp)
-    # Only the default preset (the demo's file extends `python`, which asks for `python -c`).
-    git(repo, "rm", "-q", ".sandbox-agent.toml")
-    git(repo, "commit", "-q", "-m", "default policy")
+    # The strict allowlist, whose refusals replay and suggest learn from (under the default
+    # preset `python -c` and `make test` simply run).
+    (repo / ".sandbox-agent.toml").write_text('extends = "strict"\n')
+    git(repo, "commit", "-q", "-am", "the strict preset")
     usage = {"usage": {"prompt_tokens": 900, "completion_tokens": 120}}
     actions: list[Mapping[str, object]] = [bash(hostile, **usage), bash("ls kvparse")]
     actions.append(bash(ESC_COMMAND))
@@ -198,8 +199,8 @@ def test_suggest_then_replay_round_trip(runs: Recorded, cli_env: None, tmp_path:
     assert "python -c" in out
     assert "runs any code" in out
     assert "curl" in out
-    assert "preset default must deny" in out
-    assert "rm -r build (1x): asked by `preset default: rm -r`" in out
+    assert "preset default denies `curl`" in out
+    assert "rm -r build (1x): asked by `preset strict: rm -r`" in out
     assert "echo 'x^[[31mred\\u202etxt' (1x): denied by built-in: static analysis" in out
     assert "#     deny -> allow: 3" in out  # the replay with the rules added
     assert "#   still not allowed: 4 calls" in out  # python -c, curl, the control char, rm -r

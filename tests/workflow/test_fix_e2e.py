@@ -315,16 +315,18 @@ def test_symlink_out_of_the_repo_is_refused_to_tools_and_commands(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
     repo = demo_repo(tmp_path)
-    (repo / "leak").symlink_to("/etc")
-    git(repo, "add", "leak")
+    # A link to a file: a link to a directory is a second top-level package to setuptools,
+    # which then refuses the editable install of the environment (its cache key holds the tree).
+    (repo / "leak.txt").symlink_to("/etc/passwd")
+    git(repo, "add", "leak.txt")
     git(repo, "commit", "-qm", "a link out")
-    read = {"type": "tool_call", "tool_name": "read_file", "arguments": {"path": "leak/passwd"}}
+    read = {"type": "tool_call", "tool_name": "read_file", "arguments": {"path": "leak.txt"}}
     record = fix(
         tmp_path,
         repo,
         workspace_root,
         read,
-        bash("cat leak/passwd"),
+        bash("cat leak.txt"),
         FINISH,
         max_steps=3,
         trace_content="full",
