@@ -100,13 +100,13 @@ class RuleEngine:
         return self.policy.paths.protect
 
     def is_protected(self, path: str) -> bool:
-        """Whether a protect glob (``protect`` or ``protect_new``) names a repo-relative path.
+        """Whether a ``[paths] protect`` glob names a repo-relative path, whether or not it exists.
 
-        Whether or not it exists: the gate tells a changed baseline file from a new one itself.
+        The gate tells a changed baseline file from a new one itself, and judges a new file
+        that would change how the tests run with its harness checks.
         """
         rel = path.removeprefix("./")
-        globs = self.policy.paths.protect + self.policy.paths.protect_new
-        return any(glob_match(rel, g) for g in globs)
+        return any(glob_match(rel, g) for g in self.policy.paths.protect)
 
     def decide(self, call: ToolCall) -> Decision:
         """Decide on one tool call (``bash``, ``apply_patch`` and the file tools).

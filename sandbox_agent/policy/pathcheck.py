@@ -90,6 +90,12 @@ class PathChecker:
                 return pattern
         return None
 
+    def _exists(self, rel: str) -> bool:
+        """Whether ``rel`` is in the host copy of the workspace now (never, without one)."""
+        if self.host_workspace is None:
+            return False
+        return (self.host_workspace / rel).is_symlink() or (self.host_workspace / rel).exists()
+
     def _in_baseline(self, rel: str) -> bool:
         """Whether ``rel`` is, or is below, one of the baseline's protected paths."""
         assert self.protected is not None
@@ -261,8 +267,8 @@ class PathChecker:
                 _BASELINE,
             )
         pattern = self.protecting(rel)
-        if pattern is None:
-            return None
+        if pattern is None or self._exists(rel):
+            return None  # an existing file that is not protected: an edit (the gate judges it)
         origin = self.policy.origin("paths.protect_new", pattern)
         return deny(
             f"`{raw}` would be a new `{pattern}` file, which changes how the project's existing "

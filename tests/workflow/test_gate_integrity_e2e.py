@@ -7,6 +7,7 @@ make the gate say yes anyway. Each attack must be rejected with a reason that na
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -33,11 +34,13 @@ FAKE_PYTEST = 'import sys\nprint("4 passed")\nsys.exit(0)\n'
 
 
 def write(path: str, content: str) -> dict[str, object]:
-    return {
-        "type": "tool_call",
-        "tool_name": "write_file",
-        "arguments": {"path": path, "content": content},
-    }
+    """Write a file as an adversary would, past the policy's early refusals: with Python."""
+    code = (
+        "import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+        "p.parent.mkdir(parents=True, exist_ok=True); p.write_text(sys.argv[2])"
+    )
+    command = shlex.join(["python", "-c", code, path, content])
+    return {"type": "tool_call", "tool_name": "bash", "arguments": {"command": command}}
 
 
 def last_verdict(record: RunRecord) -> GateOutcome:
