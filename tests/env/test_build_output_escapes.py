@@ -62,7 +62,7 @@ def test_fix_and_env_build_show_a_setup_script_output_inert(
         )  # fmt: skip
         assert "postCreateCommand" in fixed.stderr, fixed.output  # the build ran here
         assert_inert(fixed.stderr, where="fix")
-        (log,) = runs.glob("*/env-build.log")
+        (log,) = (runs.parent / "env-logs").glob("*.log")  # the one place build logs go
         assert_inert(log.read_text(), where="env-build.log")
         built = CliRunner().invoke(app, ["env", "build", "--repo", str(repo), "--rebuild"])
         assert built.exit_code == 0, built.output

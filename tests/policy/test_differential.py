@@ -22,6 +22,7 @@ from docker.models.containers import Container
 from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.files import preset_dir
 from sandbox_agent.policy.shell import analyze
 from sandbox_agent.sandbox import engine as docker_engine
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
@@ -222,7 +223,11 @@ def candidates() -> list[str]:
 
 @pytest.fixture(scope="module")
 def allowed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    engine = RuleEngine(load_policy(tmp_path_factory.mktemp("repo")).policy)
+    # The strict allowlist: what its static reading promises is what bash is checked against
+    # (the default preset leaves what it cannot read to the container, by design).
+    engine = RuleEngine(
+        load_policy(tmp_path_factory.mktemp("repo"), preset_dir() / "strict.toml").policy
+    )
     commands = sorted({c for c in candidates() if engine.check_command(c).decision == "allow"})
     assert len(commands) >= 80
     return commands
@@ -322,7 +327,7 @@ VECTORS = [
 
 
 def test_real_injection_vectors_are_denied(container: Container, tmp_path: Path) -> None:
-    engine = RuleEngine(load_policy(tmp_path).policy)
+    engine = RuleEngine(load_policy(tmp_path, preset_dir() / "strict.toml").policy)
     for command in VECTORS:
         assert engine.check_command(command).decision == "deny", command
     ran = run_in_bash(container, VECTORS)

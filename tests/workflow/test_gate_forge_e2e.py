@@ -168,7 +168,8 @@ def test_an_unchecked_pyc_is_ignored_where_the_tests_run(
     assert not record.gate_passed
     problems = failed(last_verdict(record))
     assert "compiled_files" not in problems
-    assert "1 failing" in problems["tests"]
+    # the .pyc is not read: the bug stays, so no test shows a fix (the test still fails)
+    assert "no test shows your change works" in problems["proof"]
 
 
 def test_a_test_that_clones_a_local_repository_passes_the_gate(
