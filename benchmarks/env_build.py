@@ -17,7 +17,6 @@ from pathlib import Path
 
 from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.detect import detect_plan
-from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.settings import EnvironmentSection
@@ -83,7 +82,7 @@ def main() -> None:
         first = time.perf_counter() - start
         hit = median_s(hit_once, args.n)
         plain = median_s(lambda: ready(repo, DockerSandboxConfig(), root), args.n)
-        config = DockerSandboxConfig.model_validate(sandbox_settings(env))
+        config = DockerSandboxConfig(image=env.tag, extra_env=dict(env.container_env))
         on_env = median_s(lambda: ready(repo, config, root), args.n)
         client.close()
     print(f"repo: {repo}  ({len(plan.steps)} setup steps; test command {env.test_command})")

@@ -21,7 +21,6 @@ from pathlib import Path
 from sandbox_agent.cli.demo import make_demo_repo
 from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.detect import detect_plan
-from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.gate.testrun import Pin, resolve_pin, run_tests
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.settings import EnvironmentSection
@@ -37,7 +36,7 @@ def config_for(repo: Path | None) -> tuple[Path, DockerSandboxConfig, str]:
         return demo, DockerSandboxConfig(), "python -m pytest -q"
     plan = detect_plan(repo, EnvironmentSection())
     env = ensure_environment(repo, plan, progress=lambda _: None)
-    config = DockerSandboxConfig.model_validate(sandbox_settings(env))
+    config = DockerSandboxConfig(image=env.tag, extra_env=dict(env.container_env))
     return repo, config, env.test_command or "python -m pytest -q"
 
 

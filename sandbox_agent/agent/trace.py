@@ -215,9 +215,6 @@ class Trace:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file = path.open("a", encoding="utf-8")
 
-    def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
     def text(self, value: str) -> TextRecord:
         """Record free text (its text is dropped from the file in safe mode)."""
         value = self.redactor.text(value)

@@ -13,7 +13,6 @@ VENV = "/opt/venv"
 """Where Python dependencies go: outside ``/workspace``, so the diff holds only the agent's work."""
 NODE_MODULES = "/node_modules"
 """Where Node dependencies go: Node and npm look for ``node_modules`` in every parent directory."""
-SETUP_SHELL = "sh"
 
 
 class BaseImage(Frozen):

@@ -32,14 +32,7 @@ from sandbox_agent.models.retry import (
     server_message,
 )
 
-__all__ = [
-    "OPENAI_BASE_URL",
-    "ChatClient",
-    "ContextLengthError",
-    "InvalidBaseUrlError",
-    "MissingApiKeyError",
-    "is_context_length_error",
-]  # the three error classes are defined in ``errors`` and re-exported for older imports
+__all__ = ["OPENAI_BASE_URL", "ChatClient", "is_context_length_error"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Used when no base URL is given (the environment is read by the runner, not here)."""

@@ -15,8 +15,8 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox_agent.errors import InvalidModelOutputError, ModelError
-from sandbox_agent.models.chat_client import ChatClient, ContextLengthError
+from sandbox_agent.errors import ContextLengthError, InvalidModelOutputError, ModelError
+from sandbox_agent.models.chat_client import ChatClient
 from sandbox_agent.models.context import (
     Compactor,
     Result,

@@ -20,7 +20,6 @@ import pytest
 from sandbox_agent.env.build import BUILD_LABEL, ensure_environment, owner_label
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage
-from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.settings import EnvironmentSection
 
@@ -172,7 +171,7 @@ def env_sandbox(
     made: list[DockerSandbox] = []
 
     def make(repo: Path, env: EnvImage) -> DockerSandbox:
-        config = DockerSandboxConfig.model_validate(sandbox_settings(env))
+        config = DockerSandboxConfig(image=env.tag, extra_env=dict(env.container_env))
         sandbox = DockerSandbox.create(
             repo,
             config,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.errors import ModelError
-from sandbox_agent.models.chat_client import ChatClient, InvalidBaseUrlError, MissingApiKeyError
+from sandbox_agent.errors import InvalidBaseUrlError, MissingApiKeyError, ModelError
+from sandbox_agent.models.chat_client import ChatClient
 from sandbox_agent.models.retry import RetrySettings
 from sandbox_agent.types import ExitReason, HistoryItem, ModelTurn, Observation, Task, ToolCall
 from tests.models.conftest import TOOLS, MakeModel, RetryLog
