@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sandbox_agent.sandbox.container import container_env, executor_python
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
-from sandbox_agent.sandbox.executor import ExecutorChannel
+from sandbox_agent.sandbox.executor import ExecutorChannel, bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = re.compile(r"runs \(step/local ms\): ([\d.]+)/([\d.]+)")
@@ -87,6 +87,14 @@ def round_trips(old_executor: str, n: int) -> dict[str, float]:
     return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
 
+def executor_of(sandbox: Path) -> str:
+    """The executor program of a tree: one file before the wire split, a bundled package after."""
+    single = sandbox / "incontainer.py"
+    if single.is_file():
+        return single.read_text(encoding="utf-8")
+    return bundle(sandbox / "incontainer")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("rev")
@@ -105,7 +113,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, tree in trees.items():
                 rows[name].append(run_once(tree, args.calls))
-        old_executor = (old / "sandbox_agent/sandbox/incontainer.py").read_text()
+        old_executor = executor_of(old / "sandbox_agent/sandbox")
         trips = round_trips(old_executor, args.n)
     print(f"{f'{args.calls} bash true calls, medians of {args.rounds}':<34}", end="")
     print(f"{'local ms':>9}{'step ms':>9}{'x local':>9}{'x env':>7}  x local per run")

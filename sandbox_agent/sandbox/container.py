@@ -29,6 +29,7 @@ from sandbox_agent.sandbox.executor import (
     interpreter_for,
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from sandbox_agent.sandbox.incontainer.wire import PingRequest
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import guard_dirs
 from sandbox_agent.sandbox.runtime import host_pids_limit
@@ -245,7 +246,7 @@ def start_container(
             listener=listener,
         )
         out["channel"] = channel
-        channel.request({"op": "ping"}, timeout_s=60)
+        channel.request(PingRequest(), timeout_s=60)
     except docker.errors.DockerException as e:
         hint = " (the image must provide python3)" if "python3" in str(e) else ""
         out["error"] = SandboxError(f"could not start the container{hint}: {e}", op="start")

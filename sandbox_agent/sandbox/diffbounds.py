@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
@@ -17,6 +16,7 @@ from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import gitops
 from sandbox_agent.sandbox.base import Omitted, Patch
 from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT
+from sandbox_agent.sandbox.incontainer.wire import RunAnswer, RunRequest
 from sandbox_agent.types import Frozen
 
 SCAN_SOURCE = (Path(__file__).parent / "diffscan.py").read_text(encoding="utf-8")
@@ -63,31 +63,25 @@ def read_patch(stdout: bytes) -> Patch:
 
 def run_request(
     argv: list[str], bounds: DiffBounds | None, timeout_s: float
-) -> tuple[dict[str, Any], int]:
+) -> tuple[RunRequest, int]:
     """The executor's ``run`` request for git (capped when ``bounds``) and its answer's limit."""
-    payload: dict[str, Any] = {
-        "op": "run",
-        "argv": argv,
-        "env": gitops.GIT_ENV,
-        "timeout_s": timeout_s,
-    }
+    env = dict(gitops.GIT_ENV)
     if bounds is None:
-        return payload, DEFAULT_LINE_LIMIT
+        return RunRequest(argv, env, timeout_s), DEFAULT_LINE_LIMIT
     stdout = 2 * bounds.max_bytes + (4 << 20)  # the patch, and the paths and omissions
-    payload["max_stdout"] = stdout
-    return payload, stdout * 4 // 3 + (1 << 20)  # base64 of it, and JSON
+    return RunRequest(argv, env, timeout_s, stdout), stdout * 4 // 3 + (1 << 20)  # base64, JSON
 
 
-def run_output(answer: dict[str, Any], argv: list[str], what: str) -> bytes:
+def run_output(answer: RunAnswer, argv: list[str], what: str) -> bytes:
     """The stdout of a successful ``run``.
 
     Raises:
         SandboxError: the command failed or was killed.
     """
-    code, stdout = answer["exit_code"], base64.b64decode(answer["stdout"])
+    code, stdout = answer.exit_code, base64.b64decode(answer.stdout)
     if code != 0:
         why = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
         hint = " (out of memory in the container?)" if code == -9 else ""
-        detail = answer["stderr"].strip()[-2000:]
+        detail = answer.stderr.strip()[-2000:]
         raise SandboxError(f"{what}: {argv[0]} {why}{hint}: {detail}", op="git")
     return stdout

@@ -16,7 +16,7 @@ import time
 import weakref
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import docker
 import docker.errors
@@ -58,6 +58,15 @@ from sandbox_agent.sandbox.executor import (
     decode_stream,
 )
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
+from sandbox_agent.sandbox.incontainer.wire import (
+    ExecRequest,
+    KillallRequest,
+    PingRequest,
+    ReadRequest,
+    Refusal,
+    Request,
+    WriteRequest,
+)
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
 from sandbox_agent.sandbox.runtime import require_runtime
@@ -84,6 +93,7 @@ _ANSWER_OVERHEAD = 64 << 10
 _GIT_TIMEOUT_S = 600.0
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
+A = TypeVar("A")
 
 
 def _close_live() -> None:
@@ -247,7 +257,7 @@ class DockerSandbox:
             self._raise_if_dead(e)
             raise
         try:
-            channel.request({"op": "ping"}, timeout_s=60)
+            channel.request(PingRequest(), timeout_s=60)
         except ChannelClosedError as e:
             channel.close()
             self._raise_if_dead(e)
@@ -275,16 +285,16 @@ class DockerSandbox:
             time.sleep(0.05)
 
     def _call(
-        self, payload: dict[str, Any], timeout_s: float, line_limit: int = DEFAULT_LINE_LIMIT
-    ) -> dict[str, Any]:
-        op = str(payload.get("op"))
+        self, message: Request[A], timeout_s: float, line_limit: int = DEFAULT_LINE_LIMIT
+    ) -> A:
+        op = message.op
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox is closed", op=op)
             if self._channel.closed:
                 self._channel = self._open_channel()
             try:
-                answer = self._channel.request(payload, timeout_s=timeout_s, line_limit=line_limit)
+                answer = self._channel.request(message, timeout_s=timeout_s, line_limit=line_limit)
             except (KeyboardInterrupt, RunInterrupted):
                 # The answer will never be read, so the channel cannot be reused. Closing it
                 # makes the executor kill the command it runs (it watches stdin for EOF), and
@@ -310,8 +320,8 @@ class DockerSandbox:
                     "the sandbox's executor was killed while handling this call (did a command "
                     "kill every process?); the container is still up, so retry",
                 ) from e
-        if not answer.get("ok"):
-            raise ToolError(answer["kind"], answer["message"])
+        if isinstance(answer, Refusal):
+            raise ToolError(answer.kind, answer.message)
         return answer
 
     def exec(
@@ -319,23 +329,18 @@ class DockerSandbox:
     ) -> ExecResult:
         """Run ``command`` with bash in ``/workspace``; kill its process group on timeout."""
         answer = self._call(
-            {
-                "op": "exec",
-                "command": command,
-                "timeout_s": timeout_s,
-                "max_output_bytes": max_output_bytes,
-            },
+            ExecRequest(command, timeout_s, max_output_bytes),
             timeout_s + _CHANNEL_MARGIN_S,
             max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + _ANSWER_OVERHEAD),
         )
-        stdout, stdout_dropped = decode_stream(answer["stdout"])
-        stderr, stderr_dropped = decode_stream(answer["stderr"])
+        stdout, stdout_dropped = decode_stream(answer.stdout)
+        stderr, stderr_dropped = decode_stream(answer.stderr)
         return ExecResult(
-            exit_code=answer["exit_code"],
+            exit_code=answer.exit_code,
             stdout=stdout,
             stderr=stderr,
-            timed_out=answer["timed_out"],
-            duration_s=answer["duration_s"],
+            timed_out=answer.timed_out,
+            duration_s=answer.duration_s,
             stdout_dropped=stdout_dropped,
             stderr_dropped=stderr_dropped,
         )
@@ -343,22 +348,15 @@ class DockerSandbox:
     def read_file(self, path: str, *, max_bytes: int) -> str:
         """UTF-8 text of a workspace file, read inside the container."""
         answer = self._call(
-            {"op": "read", "path": path, "max_bytes": max_bytes},
+            ReadRequest(path, max_bytes),
             _FILE_OP_TIMEOUT_S,
             max(DEFAULT_LINE_LIMIT, 6 * max_bytes + _ANSWER_OVERHEAD),  # JSON escapes: <= 6x
         )
-        text: str = answer["text"]
-        return text
+        return answer.text
 
     def write_file(self, path: str, content: str) -> None:
         """Write UTF-8 text to a workspace file inside the container, creating parents."""
-        payload = {
-            "op": "write",
-            "path": path,
-            "content": content,
-            "max_bytes": self.config.max_write_bytes,
-        }
-        self._call(payload, _FILE_OP_TIMEOUT_S)
+        self._call(WriteRequest(path, content, self.config.max_write_bytes), _FILE_OP_TIMEOUT_S)
 
     def _revive(self) -> None:
         """Start a container that died (OOM, killed) again, so the diff can still be taken."""
@@ -380,15 +378,15 @@ class DockerSandbox:
         Raises:
             SandboxError: git failed or was killed, or the container cannot be revived.
         """
-        payload, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
+        request, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
         try:
             try:
-                answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
+                answer = self._call(request, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
             except SandboxError:
                 if self._closed or self._running():
                     raise  # a timeout or an engine error: restarting will not help
                 self._revive()
-                answer = self._call(payload, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
+                answer = self._call(request, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
         except ToolError as e:
             raise SandboxError(f"{what}: {e.message} ({e.kind})", op="git") from e
         return run_output(answer, argv, what)
@@ -455,7 +453,7 @@ class DockerSandbox:
                 raise SandboxError("the sandbox is closed", op="reset")
             fresh = self._open_channel()
             try:
-                fresh.request({"op": "killall"}, timeout_s=60)
+                fresh.request(KillallRequest(), timeout_s=60)
             except ChannelClosedError as e:
                 fresh.close()
                 raise SandboxError(f"could not reset the processes: {e}", op="reset") from e

@@ -1,7 +1,8 @@
 """The persistent executor channel: one executor, started by ``docker exec``, for the whole run.
 
-The in-container side is :mod:`sandbox_agent.sandbox.incontainer`, started as
-``python3 -c <its source> [socket]``. Requests and answers are JSON lines over a unix socket
+The in-container side is the package :mod:`sandbox_agent.sandbox.incontainer`, shipped as one
+``python3 -c <bundle> [socket]`` (:func:`bundle`). Requests and answers are the messages of
+``incontainer/wire.py``, one JSON line each, over a unix socket
 bind-mounted into the container (``listener.py``: the executor connects and proves itself with
 a token it read from its stdin); the exec's attached stream stays open as the lifeline (its EOF
 tells the executor the host is gone) and carries the executor's stderr. Where the socket cannot
@@ -20,12 +21,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import socket
 import struct
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 import docker
 import docker.errors
@@ -37,13 +37,31 @@ from sandbox_agent.errors import (
     SandboxError,
 )
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from sandbox_agent.sandbox.incontainer import wire
+from sandbox_agent.sandbox.incontainer.wire import Capture, Malformed, Refusal, Request
 from sandbox_agent.sandbox.listener import CONTAINER_SOCKET, ChannelListener, new_token
 
 EXECUTOR_USER = "0:0"
 """Who the executor starts as: root with CAP_SETUID/CAP_SETGID only, until it takes the agent's
 effective ids."""
-EXECUTOR_SOURCE = (Path(__file__).parent / "incontainer.py").read_text(encoding="utf-8")
-"""Source of the in-container executor, sent with ``python3 -c``."""
+INCONTAINER = Path(wire.__file__).parent
+
+
+def bundle(package: Path = INCONTAINER) -> str:
+    """The in-container executor as one program: ``boot.py``, then ``run`` on the sources.
+
+    The sources are the package's files, read here: the same ``wire.py`` the host imports.
+    """
+    sources = {
+        path.stem: path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py"))
+    }
+    return f"{sources['boot']}\n\nrun({sources!r})\n"
+
+
+EXECUTOR_SOURCE = bundle()
+"""The in-container executor, sent with ``python3 -c``."""
+
+A = TypeVar("A")
 
 EXEC_ONLY_PYTHON = "/usr/local/libexec/sandbox-agent/python3"
 """An execute-only (mode 0711) copy of python3 in the default image.
@@ -189,7 +207,7 @@ class ExecutorChannel:
 
         The executor starts as root (the container grants only CAP_SETUID and CAP_SETGID) and
         takes ``user``'s ids but a saved id of root, so no process of ``user``'s can reach the
-        channel (``incontainer._become_agent``). ``argv`` (tests) starts as ``user`` directly.
+        channel (``incontainer/privilege.py``). ``argv`` (tests) starts as ``user`` directly.
         With a usable ``listener`` (and no ``argv``) the executor connects to its socket.
 
         Raises:
@@ -255,25 +273,25 @@ class ExecutorChannel:
         if line is None:
             return False
         try:
-            why = str(json.loads(line)["channel_error"])
-        except (ValueError, KeyError, TypeError) as e:
+            why = wire.decode_channel_error(line).channel_error
+        except Malformed as e:
             raise ChannelClosedError(f"unexpected line from the executor: {line[:200]!r}") from e
         listener.broken = why  # later executors are not asked to connect either
         return True
 
     def request(
         self,
-        payload: dict[str, Any],
+        message: Request[A],
         *,
         timeout_s: float | None,
         line_limit: int = DEFAULT_LINE_LIMIT,
-    ) -> dict[str, Any]:
+    ) -> A | Refusal:
         """Send one request and wait for its answer, at most ``timeout_s`` in all.
 
         Raises:
             ChannelTimeoutError: no whole answer within ``timeout_s``, however many bytes came.
             ChannelOverflowError: the answer line grew past ``line_limit`` bytes.
-            ChannelClosedError: the channel broke or the answer was not a JSON object (the
+            ChannelClosedError: the channel broke or the answer was not the request's (the
                 caller inspects the container to say why). The channel is closed after any
                 of these.
         """
@@ -282,11 +300,9 @@ class ExecutorChannel:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             self._sock.settimeout(timeout_s)
-            self._sock.sendall(json.dumps(payload).encode() + b"\n")
+            self._sock.sendall(wire.encode(message))
             line = self._reader.read_line(deadline=deadline, limit=line_limit)
-            answer = json.loads(line)
-            if not isinstance(answer, dict):
-                raise ValueError("not a JSON object")
+            answer = wire.decode_answer(line, message)
         except ChannelTimeoutError as e:
             self.close()
             raise ChannelTimeoutError(f"no answer within {timeout_s:g} s") from e
@@ -343,14 +359,14 @@ class ExecutorChannel:
                     closer()
 
 
-def decode_stream(dump: dict[str, Any]) -> tuple[str, int]:
+def decode_stream(dump: Capture) -> tuple[str, int]:
     """Text of one head/tail capture from the executor and the bytes cut from its middle.
 
     The format matches :class:`sandbox_agent.sandbox.base.HeadTailBuffer`.
     """
-    head = base64.b64decode(dump["head"]).decode("utf-8", errors="replace")
-    tail = base64.b64decode(dump["tail"]).decode("utf-8", errors="replace")
-    dropped = int(dump["dropped"])
+    head = base64.b64decode(dump.head).decode("utf-8", errors="replace")
+    tail = base64.b64decode(dump.tail).decode("utf-8", errors="replace")
+    dropped = dump.dropped
     if dropped:
         return f"{head}\n[... {dropped} bytes cut ...]\n{tail}", dropped
     return head + tail, dropped

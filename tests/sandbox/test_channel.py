@@ -16,6 +16,7 @@ from sandbox_agent.sandbox import docker as docker_sandbox
 from sandbox_agent.sandbox.container import CONTAINER_ENV
 from sandbox_agent.sandbox.docker import DockerSandbox
 from sandbox_agent.sandbox.executor import ExecutorChannel
+from sandbox_agent.sandbox.incontainer.wire import PingAnswer, PingRequest
 from tests.sandbox.conftest import MakeSandbox
 
 pytestmark = pytest.mark.docker
@@ -84,11 +85,13 @@ def test_an_executor_from_plain_python3_closes_its_fds_too(
         sb._client.api, sb.container_id, user=sb._user, env=CONTAINER_ENV, python="python3"
     )
     try:
-        pid = channel.request({"op": "ping"}, timeout_s=60)["pid"]
+        first = channel.request(PingRequest(), timeout_s=60)
+        assert isinstance(first, PingAnswer)
+        pid = first.pid
         tried = sb.exec(f"echo forged > /proc/{pid}/fd/1 && echo WROTE", timeout_s=30)
         assert "Permission denied" in tried.stderr
         assert "WROTE" not in tried.stdout
-        assert channel.request({"op": "ping"}, timeout_s=60) == {"ok": True, "pid": pid}
+        assert channel.request(PingRequest(), timeout_s=60) == PingAnswer(pid=pid)
     finally:
         channel.close()
 
@@ -111,7 +114,7 @@ def test_a_trickling_answer_is_cut_at_the_deadline(
     channel = _channel(sb, "i=0; while [ $i -lt 4000 ]; do printf x; sleep 0.01; i=$((i+1)); done")
     try:
         with pytest.raises(ChannelClosedError, match="no answer within 1"):
-            channel.request({"op": "ping"}, timeout_s=1)
+            channel.request(PingRequest(), timeout_s=1)
     finally:
         channel.close()
 
@@ -141,6 +144,7 @@ FLOOD_CHILD = textwrap.dedent(
     from sandbox_agent.sandbox.container import CONTAINER_ENV
     from sandbox_agent.errors import ChannelClosedError
     from sandbox_agent.sandbox.executor import ExecutorChannel
+    from sandbox_agent.sandbox.incontainer.wire import PingRequest
 
     client = docker.from_env()
     channel = ExecutorChannel(
@@ -153,7 +157,7 @@ FLOOD_CHILD = textwrap.dedent(
     before = hwm_kb()
     start = time.monotonic()
     try:
-        channel.request({"op": "ping"}, timeout_s=300)
+        channel.request(PingRequest(), timeout_s=300)
         error = ""
     except ChannelClosedError as e:
         error = str(e)

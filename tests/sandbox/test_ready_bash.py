@@ -15,6 +15,7 @@ import pytest
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.sandbox.docker import DockerSandbox
+from sandbox_agent.sandbox.incontainer.wire import RunRequest
 from tests.sandbox.conftest import MakeSandbox
 
 pytestmark = pytest.mark.docker
@@ -48,10 +49,10 @@ PROBES = [
 
 def plain_bash_c(sb: DockerSandbox, command: str) -> tuple[int, str, str]:
     """``bash -c command`` started by the executor's ``run`` op: no bash started ahead."""
-    answer = sb._call({"op": "run", "argv": ["bash", "-c", command]}, 60)
-    code = int(answer["exit_code"])
-    stdout = base64.b64decode(answer["stdout"]).decode()
-    return (128 - code if code < 0 else code), stdout, str(answer["stderr"])
+    answer = sb._call(RunRequest(["bash", "-c", command]), 60)
+    code = answer.exit_code
+    stdout = base64.b64decode(answer.stdout).decode()
+    return (128 - code if code < 0 else code), stdout, answer.stderr
 
 
 def test_a_command_sees_what_bash_c_would_show_it(

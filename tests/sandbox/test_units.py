@@ -31,7 +31,8 @@ from sandbox_agent.sandbox.executor import (
     decode_stream,
 )
 from sandbox_agent.sandbox.image import _follow_build
-from sandbox_agent.sandbox.incontainer import _HeadTail
+from sandbox_agent.sandbox.incontainer.capture import HeadTail
+from sandbox_agent.sandbox.incontainer.wire import Capture
 
 
 def frame(stream: int, payload: bytes) -> bytes:
@@ -101,7 +102,7 @@ def test_frame_reader_refuses_a_line_over_its_limit(
 @pytest.mark.parametrize("size", [0, 10, 100, 101, 5000])
 def test_executor_capture_matches_head_tail_buffer(size: int) -> None:
     data = bytes(i % 251 for i in range(size)).replace(b"\xff", b"x")
-    ours, theirs = _HeadTail(100), HeadTailBuffer(100)
+    ours, theirs = HeadTail(100), HeadTailBuffer(100)
     for i in range(0, len(data), 7):
         ours.feed(data[i : i + 7])
         theirs.feed(data[i : i + 7])
@@ -168,11 +169,11 @@ def test_describe_death_names_oom_and_exit_code() -> None:
 
 
 def test_decode_stream_marks_the_cut() -> None:
-    dump = {
-        "head": base64.b64encode(b"ab").decode(),
-        "tail": base64.b64encode(b"yz").decode(),
-        "dropped": 5,
-    }
+    dump = Capture(
+        head=base64.b64encode(b"ab").decode(),
+        tail=base64.b64encode(b"yz").decode(),
+        dropped=5,
+    )
     assert decode_stream(dump) == ("ab\n[... 5 bytes cut ...]\nyz", 5)
 
 

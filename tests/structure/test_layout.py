@@ -8,8 +8,11 @@ from pathlib import Path
 import sandbox_agent
 
 PACKAGE = Path(sandbox_agent.__file__).parent
-STANDALONE = {"sandbox/incontainer.py", "sandbox/diffscan.py"}
+STANDALONE = {"sandbox/diffscan.py"}
 """Scripts that run inside the container with its python: they import nothing of ours."""
+IN_CONTAINER = "sandbox/incontainer/"
+"""The in-container executor's package: the standard library and its own modules only
+(``tests/structure/test_wire.py`` checks it)."""
 
 LAYERS = [
     {"types", "errors", "text", "resources", "settings", "redact", "names"},
@@ -27,7 +30,7 @@ def modules() -> list[tuple[str, ast.Module]]:
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel not in STANDALONE:
+        if rel not in STANDALONE and not rel.startswith(IN_CONTAINER):
             out.append((rel, ast.parse(path.read_text(encoding="utf-8"))))
     return out
 
