@@ -6,7 +6,6 @@ before anything starts, so a bad line is a usage error (exit 2) with $0 spent.
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import now_iso
 from sandbox_agent.run.prepare import Prepared, prepare
 from sandbox_agent.run.runner import environment
+from sandbox_agent.sandbox.hostgit import git
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
 
 __all__ = ["budget_of", "check_tasks", "new_batch", "resume_specs", "specs_of"]
@@ -78,12 +78,7 @@ def _build_once(prepared: Prepared, task: TaskSpec, on_build_line: Progress) -> 
 
 
 def _check_base(repo: Path, base: str) -> None:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
     if done.returncode != 0:
         raise UserError(f"base {base!r}: not a commit of {repo}")
 

@@ -15,7 +15,6 @@ import os
 import select
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,6 +34,7 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.sandbox.gc import pid_alive
+from sandbox_agent.sandbox.hostgit import git
 from sandbox_agent.types import Frozen
 
 __all__ = ["WorkerSpec", "checkout", "main"]
@@ -115,9 +115,10 @@ def checkout(repo: Path, base: str | None) -> Iterator[Path]:
             ["clone", "-q", "--no-checkout", str(repo), str(clone)],
             ["-C", str(clone), "checkout", "-q", "--detach", base],
         ):
-            done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+            done = git(None, *args)
             if done.returncode != 0:
-                raise UserError(f"base {base!r} of {repo}: git {args[0]} failed: {done.stderr}")
+                why = done.stderr.decode("utf-8", "replace")
+                raise UserError(f"base {base!r} of {repo}: git {args[0]} failed: {why}")
         yield clone
     finally:
         shutil.rmtree(parent, ignore_errors=True)

@@ -9,12 +9,12 @@ the gate, and whose second, after the fix, is accepted.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.resources import data_path
+from sandbox_agent.sandbox.hostgit import git
 
 DEMO_TASK = "the parser drops the last line of a file"
 _GIT_IDENTITY = [
@@ -22,10 +22,6 @@ _GIT_IDENTITY = [
     "user.name=sandbox-agent demo",
     "-c",
     "user.email=demo@sandbox-agent.invalid",
-    "-c",
-    "commit.gpgsign=false",
-    "-c",
-    "core.hooksPath=/dev/null",
 ]
 
 
@@ -40,11 +36,8 @@ def make_demo_repo(parent: Path | None = None) -> Path:
     repo = root / "kvparse"
     shutil.copytree(data_path("examples") / "demo-project", repo)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "kvparse"]):
-        done = subprocess.run(
-            ["git", *_GIT_IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=False
-        )
+        done = git(repo, *_GIT_IDENTITY, *args)
         if done.returncode != 0:
-            raise UserError(
-                f"git {args[0]} failed in {repo}: {done.stderr.strip()}; is git installed?"
-            )
+            why = done.stderr.decode("utf-8", "replace").strip()
+            raise UserError(f"git {args[0]} failed in {repo}: {why}")
     return repo

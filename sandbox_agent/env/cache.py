@@ -22,7 +22,7 @@ import docker.errors
 
 from sandbox_agent.env.model import EnvPlan
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.sandbox.baseline import host_git
+from sandbox_agent.sandbox.hostgit import host_git
 from sandbox_agent.sandbox.workspace import list_files
 from sandbox_agent.types import Frozen
 

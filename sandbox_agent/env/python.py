@@ -21,7 +21,8 @@ from typing import Any
 from sandbox_agent.env.model import VENV
 from sandbox_agent.env.recipe import Recipe
 from sandbox_agent.env.record import read_package_json_quiet, read_record, requirement_files
-from sandbox_agent.errors import EnvPlanError
+from sandbox_agent.errors import EnvPlanError, UserError
+from sandbox_agent.sandbox.hostgit import git
 
 TEST_NAMES = ("test", "tests", "testing", "dev")
 """Extras and dependency groups that hold what the tests need."""
@@ -142,17 +143,11 @@ def _included(repo: Path, names: list[str]) -> list[str]:
 def nearest_tag_version(repo: Path) -> str:
     """The nearest git tag as a version (``v1.2.3`` gives ``1.2.3``); ``0.0.0`` without one."""
     try:
-        done = subprocess.run(
-            ["git", "describe", "--tags", "--abbrev=0"],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = git(repo, "describe", "--tags", "--abbrev=0", timeout_s=30)
+    except (UserError, OSError, subprocess.TimeoutExpired):
         return "0.0.0"
-    tag = done.stdout.strip().removeprefix("v") if done.returncode == 0 else ""
+    out = done.stdout.decode("utf-8", "replace")
+    tag = out.strip().removeprefix("v") if done.returncode == 0 else ""
     return tag if re.fullmatch(r"\d+(\.\d+)*([a-z0-9.+-]*)", tag) else "0.0.0"
 
 

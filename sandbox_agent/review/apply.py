@@ -26,6 +26,7 @@ from pathlib import Path
 from sandbox_agent.errors import ApplyError
 from sandbox_agent.review.patchfile import NULL_SHA, FileChange, parse_changes
 from sandbox_agent.review.risks import Risk, find_risks, tampering_risks
+from sandbox_agent.sandbox.hostgit import git
 from sandbox_agent.text import visible
 
 __all__ = ["ApplyPlan", "FileChange", "Risk", "apply_patch", "parse_changes", "plan_apply"]
@@ -34,10 +35,8 @@ __all__ = ["ApplyPlan", "FileChange", "Risk", "apply_patch", "parse_changes", "p
 def _git(
     repo: Path, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    env = None if env is None else {**os.environ, **env}
-    return subprocess.run(
-        ["git", *args], cwd=repo, input=stdin, capture_output=True, check=False, env=env
-    )
+    """The user's git on the user's repository (their identity on ``--branch``'s commit)."""
+    return git(repo, *args, stdin=stdin, env=env, user_config=True)
 
 
 def _text(data: bytes) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.errors import ApplyError
+from sandbox_agent.sandbox.hostgit import git
 
 _SECTION = b"diff --git "
 _INDEX = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: ([0-7]{6}))?$")
@@ -73,8 +73,8 @@ def numstat_paths(patch: bytes, cwd: Path, *, reverse: bool = False) -> list[str
     Raises:
         ApplyError: git cannot read the patch.
     """
-    args = ["git", "apply", "--numstat", "-z"] + (["-R"] if reverse else [])
-    done = subprocess.run(args, cwd=cwd, input=patch, capture_output=True, check=False)
+    args = ["apply", "--numstat", "-z"] + (["-R"] if reverse else [])
+    done = git(cwd, *args, stdin=patch)
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"]
         raise ApplyError(f"git cannot read the run's patch ({detail[-1]}); nothing was changed")

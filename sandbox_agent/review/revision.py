@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 from sandbox_agent.errors import ApplyError
 from sandbox_agent.review.patchfile import FileChange, parse_changes
+from sandbox_agent.sandbox.hostgit import git
 
 __all__ = ["has_applied", "own_change"]
 
-_GIT = ["git", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false"]
-
 
 def _run(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    done = subprocess.run([*_GIT, *args], cwd=cwd, input=stdin, capture_output=True, check=False)
+    done = git(cwd, *args, stdin=stdin)
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ApplyError(f"git {args[0]} failed in a scratch copy: {detail[-1] if detail else ''}")

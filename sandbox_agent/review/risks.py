@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import posixpath
-import subprocess
 import unicodedata
 from pathlib import Path
 from typing import Literal
 
 from sandbox_agent.gate import tamper
 from sandbox_agent.review.patchfile import NULL_SHA, SYMLINK_MODE, FileChange
+from sandbox_agent.sandbox.hostgit import git
 from sandbox_agent.types import Frozen
 
 RiskKind = Literal[
@@ -87,9 +87,7 @@ def _target_outside(link: str, target: str) -> bool:
 def _link_risk(repo: Path, change: FileChange) -> Risk:
     target = change.link_target
     if target is not None and change.new_sha:
-        done = subprocess.run(
-            ["git", "hash-object", "--stdin"], cwd=repo, input=target, capture_output=True
-        )
+        done = git(repo, "hash-object", "--stdin", stdin=target)
         if not done.stdout.decode(errors="replace").strip().startswith(change.new_sha):
             target = None  # not what git will write: do not trust the hunk's reading
     if target is None:

@@ -1,76 +1,22 @@
 """Host git for the snapshot: listing the user's repo and writing the copy's baseline commit.
 
 Host git only ever runs on the user's repo (read-only commands) and on a fresh copy no
-container has touched yet. Hooks, fsmonitor, signing, line-ending conversion, the system and
-global config are all switched off, and the identity is fixed.
+container has touched yet, in ``hostgit``'s isolated profile: hooks, fsmonitor, signing,
+line-ending conversion, the system and global config are all switched off, and the identity is
+fixed.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
-from sandbox_agent.errors import SandboxError, UserError
+from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.hostgit import git, host_git
 from sandbox_agent.sandbox.packwriter import PackWriter
 
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "sandbox-agent",
-    "GIT_AUTHOR_EMAIL": "sandbox-agent@localhost",
-    "GIT_COMMITTER_NAME": "sandbox-agent",
-    "GIT_COMMITTER_EMAIL": "sandbox-agent@localhost",
-}
-"""Fixed identity of baseline commits, so they never depend on the user's config."""
-
-HOST_GIT = (
-    "git",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "commit.gpgsign=false",
-    "-c",
-    "core.autocrlf=false",
-    "-c",
-    "core.safecrlf=false",
-)
-"""Host git with hooks, fsmonitor, signing and line-ending conversion switched off."""
-
 _BASELINE_MESSAGE = b"sandbox-agent baseline"
-
-
-def host_git_env() -> dict[str, str]:
-    """A minimal environment for host git: no system or global config, fixed identity."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "LC_ALL": "C",
-    }
-    env.update(GIT_IDENTITY)
-    return env
-
-
-def host_git(cwd: Path, *args: str) -> bytes:
-    """Run hardened host git in ``cwd`` and return its stdout.
-
-    Raises:
-        UserError: git is not installed.
-        SandboxError: git failed.
-    """
-    try:
-        done = subprocess.run(
-            [*HOST_GIT, *args], cwd=cwd, env=host_git_env(), capture_output=True, check=True
-        )
-    except FileNotFoundError as e:
-        raise UserError("git is not installed on this machine: install git and rerun") from e
-    except subprocess.CalledProcessError as e:
-        err = e.stderr.decode("utf-8", "replace").strip()
-        raise SandboxError(f"git {args[0]} failed in {cwd}: {err}", op="snapshot") from e
-    return done.stdout
 
 
 class BaselineWriter:
@@ -104,13 +50,7 @@ class BaselineWriter:
         for path in self._pack.files:  # a copy, never a hard link: the model owns the original
             shutil.copyfile(path, shadow / "objects" / "pack" / path.name)
         host_git(self._copy, "read-tree", "main")
-        subprocess.run(
-            [*HOST_GIT, "update-index", "-q", "--refresh"],
-            cwd=self._copy,
-            env=host_git_env(),
-            capture_output=True,
-            check=False,
-        )
+        git(self._copy, "update-index", "-q", "--refresh")  # its status: stat info only
         return sha
 
     def abort(self) -> None:
@@ -156,17 +96,11 @@ def _entry(line: bytes) -> tuple[bytes, bytes, str]:
 
 def _blobs(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
     """Each blob's bytes, read by one ``git cat-file --batch``."""
-    try:
-        done = subprocess.run(
-            [*HOST_GIT, "--git-dir", str(git_dir), "cat-file", "--batch"],
-            input=b"".join(sha + b"\n" for sha in dict.fromkeys(shas)),
-            env=host_git_env(),
-            capture_output=True,
-            check=True,
-        )
-    except subprocess.CalledProcessError as e:
-        raise SandboxError(f"git cat-file failed: {e.stderr!r}", op="gate") from e
-    out, at, found = done.stdout, 0, {}
+    wanted = b"".join(sha + b"\n" for sha in dict.fromkeys(shas))
+    out = host_git(
+        git_dir, "--git-dir", str(git_dir), "cat-file", "--batch", stdin=wanted, op="gate"
+    )
+    at, found = 0, {}
     while at < len(out):
         header_end = out.index(b"\n", at)
         sha, _, size = out[at:header_end].split(b" ")

@@ -52,9 +52,7 @@ def bundle(package: Path = INCONTAINER) -> str:
 
     The sources are the package's files, read here: the same ``wire.py`` the host imports.
     """
-    sources = {
-        path.stem: path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py"))
-    }
+    sources = {path.stem: path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py"))}
     return f"{sources['boot']}\n\nrun({sources!r})\n"
 
 

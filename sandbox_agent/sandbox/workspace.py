@@ -17,7 +17,6 @@ import os
 import shutil
 import socket
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.errors import RepoNotFoundError, SandboxError, UserError
-from sandbox_agent.sandbox.baseline import BaselineWriter, export_tree, host_git, host_git_env
+from sandbox_agent.sandbox.baseline import BaselineWriter, export_tree
 from sandbox_agent.sandbox.gitops import NO_DRIVERS
+from sandbox_agent.sandbox.hostgit import git, host_git
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
 """Name prefix of every workspace directory; ``gc`` recognises leftovers by it."""
@@ -61,13 +61,7 @@ class Workspace:
 
 def git_toplevel(path: Path) -> Path | None:
     """The root of the git work tree ``path`` is in, resolved; ``None`` outside one."""
-    done = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"],
-        cwd=path,
-        env=host_git_env(),
-        capture_output=True,
-        check=False,
-    )
+    done = git(path, "rev-parse", "--show-toplevel")
     if done.returncode != 0:
         return None
     return Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()

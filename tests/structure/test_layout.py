@@ -105,3 +105,32 @@ def test_only_the_command_line_root_imports_by_name() -> None:
             if name in {"import_module", "__import__"} and rel != DEFERRED:
                 by_name.append(f"{rel}:{node.lineno}")
     assert by_name == []
+
+
+HOST_GIT_MODULE = "sandbox/hostgit.py"
+"""The one module that runs git on the host (hooks, fsmonitor and signing switched off)."""
+RUNS_ARGVS = {"sandbox/incontainer/ops.py", "sandbox/diffscan.py"}
+"""In the container: they run the argv the host sends (git with the diff's pinned environment)."""
+
+
+def _runs_subprocesses(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.Import | ast.ImportFrom)
+        and "subprocess" in {a.name for a in node.names} | {getattr(node, "module", None)}
+        for node in ast.walk(tree)
+    )
+
+
+def test_host_git_runs_only_through_its_module() -> None:
+    plain = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel in {HOST_GIT_MODULE, *RUNS_ARGVS}:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        spells_git = any(
+            isinstance(node, ast.Constant) and node.value == "git" for node in ast.walk(tree)
+        )
+        if spells_git and _runs_subprocesses(tree):
+            plain.append(rel)
+    assert plain == []
