@@ -134,3 +134,21 @@ def test_host_git_runs_only_through_its_module() -> None:
         if spells_git and _runs_subprocesses(tree):
             plain.append(rel)
     assert plain == []
+
+
+def _packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE)
+
+
+def test_every_package_says_what_it_does_exposes_and_may_import() -> None:
+    missing = []
+    for package in _packages():
+        rel = package.relative_to(PACKAGE).as_posix()
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
+        n = layer(rel.split("/")[0]) + 1
+        wanted = ("Exposes:", "May import:", f"Layer {n} of {len(LAYERS)}")
+        if doc is None or any(w not in doc for w in wanted) or len(doc.splitlines()) > 30:
+            missing.append(rel)
+    assert missing == []
+    with_code = {p.parent for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE}
+    assert with_code == set(_packages())  # no namespace package slips past the check

@@ -17,6 +17,7 @@ Modules, by concern:
     privilege  the agent's ids with a saved root id; not dumpable
     boot       serves these sources as the package ``incontainer`` and calls ``main``
 
+Exposes: ``wire`` (to the host). Layer 2 of 7 (adapters, inside ``sandbox``), but standalone:
 May import: the standard library and its own modules (relative imports), nothing else of
 ``sandbox_agent``. The host imports only ``wire`` from it (``tests/structure`` checks both).
 """
