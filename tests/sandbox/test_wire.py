@@ -89,6 +89,7 @@ EXTRA = {**DUMP, "x": 1}
         (b'{"ok": true, "pid": true}', PING, "PingAnswer.pid: bool where int belongs"),
         (b'{"ok": true, "pid": 1, "root": 1}', PING, "PingAnswer: unknown field 'root'"),
         (b'{"ok": false, "kind": "ok", "message": ""}', PING, "Refusal.kind: str where"),
+        (b'{"ok": false, "kind": [], "message": ""}', PING, "Refusal.kind: list where"),
         (
             json.dumps({"ok": True, **EXEC_OK, "stdout": DUMP, "stderr": []}).encode(),
             EXEC,

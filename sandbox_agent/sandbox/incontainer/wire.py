@@ -262,20 +262,34 @@ def _object(line: bytes, what: str) -> dict[str, Any]:
     return data
 
 
+_FIELDS: dict[type[Any], tuple[dict[str, str], frozenset[str]]] = {}
+"""Per message class: each field's annotation, and the fields without a default."""
+
+
+def _fields_of(cls: type[Any]) -> tuple[dict[str, str], frozenset[str]]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        every = fields(cls)
+        required = (f.name for f in every if f.default is MISSING and f.default_factory is MISSING)
+        found = _FIELDS[cls] = ({f.name: str(f.type) for f in every}, frozenset(required))
+    return found
+
+
 def _build(cls: type[Any], data: Any) -> Any:
     """An instance of the dataclass ``cls`` from ``data``, each field's type checked."""
     if not isinstance(data, dict):
         raise Malformed(f"{cls.__name__}: not a JSON object")
-    known = {f.name: f for f in fields(cls)}
+    known, required = _fields_of(cls)
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise Malformed(f"{cls.__name__}: unknown field {unknown[0]!r}")
-    for name, f in known.items():
-        if name not in data and f.default is MISSING and f.default_factory is MISSING:
-            raise Malformed(f"{cls.__name__}: no {name!r}")
-    return cls(**{k: _value(str(known[k].type), v, f"{cls.__name__}.{k}") for k, v in data.items()})
+    missing = sorted(required - set(data))
+    if missing:
+        raise Malformed(f"{cls.__name__}: no {missing[0]!r}")
+    return cls(**{k: _value(known[k], v, cls, k) for k, v in data.items()})
 
 
+_REFUSAL_KINDS = frozenset(get_args(RefusalKind))
 _SCALARS: dict[str, tuple[type[Any], ...]] = {
     "str": (str,),
     "int": (int,),
@@ -284,7 +298,7 @@ _SCALARS: dict[str, tuple[type[Any], ...]] = {
 }
 
 
-def _value(annotation: str, value: Any, where: str) -> Any:
+def _value(annotation: str, value: Any, cls: type[Any], name: str) -> Any:
     """``value`` when it is of the type ``annotation`` names; raises :class:`Malformed`."""
     if annotation.endswith(" | None"):
         if value is None:
@@ -293,7 +307,7 @@ def _value(annotation: str, value: Any, where: str) -> Any:
     if annotation == "Capture":
         return _build(Capture, value)
     if annotation == "RefusalKind":
-        ok = value in get_args(RefusalKind)
+        ok = isinstance(value, str) and value in _REFUSAL_KINDS
     elif annotation == "list[str]":
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
     elif annotation == "dict[str, str]":
@@ -301,8 +315,9 @@ def _value(annotation: str, value: Any, where: str) -> Any:
     else:
         types = _SCALARS.get(annotation)
         if types is None:
-            raise Malformed(f"{where}: the wire cannot carry {annotation}")
+            raise Malformed(f"{cls.__name__}.{name}: the wire cannot carry {annotation}")
         ok = isinstance(value, types) and (annotation == "bool") == isinstance(value, bool)
     if not ok:
-        raise Malformed(f"{where}: {type(value).__name__} where {annotation} belongs")
+        what = type(value).__name__
+        raise Malformed(f"{cls.__name__}.{name}: {what} where {annotation} belongs")
     return float(value) if annotation == "float" else value
