@@ -17,12 +17,11 @@ from sandbox_agent.resources import data_path
 from sandbox_agent.sandbox.hostgit import git
 
 DEMO_TASK = "the parser drops the last line of a file"
-_GIT_IDENTITY = [
-    "-c",
-    "user.name=sandbox-agent demo",
-    "-c",
-    "user.email=demo@sandbox-agent.invalid",
-]
+_DEMO_IDENTITY = {
+    f"GIT_{who}_{what}": value
+    for who in ("AUTHOR", "COMMITTER")
+    for what, value in (("NAME", "sandbox-agent demo"), ("EMAIL", "demo@sandbox-agent.invalid"))
+}
 
 
 def demo_script() -> Path:
@@ -36,7 +35,7 @@ def make_demo_repo(parent: Path | None = None) -> Path:
     repo = root / "kvparse"
     shutil.copytree(data_path("examples") / "demo-project", repo)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "kvparse"]):
-        done = git(repo, *_GIT_IDENTITY, *args)
+        done = git(repo, *args, env=_DEMO_IDENTITY)
         if done.returncode != 0:
             why = done.stderr.decode("utf-8", "replace").strip()
             raise UserError(f"git {args[0]} failed in {repo}: {why}")
