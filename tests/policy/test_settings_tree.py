@@ -16,7 +16,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli.app import COMMANDS, app, load
+from sandbox_agent.cli.app import app, load
+from sandbox_agent.cli.commands import COMMANDS
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
 from sandbox_agent.policy.files import PolicyFile
