@@ -16,8 +16,8 @@ from typing import Annotated, Any, ClassVar
 import typer
 
 from sandbox_agent.cli.app import Lazy
-from sandbox_agent.cli.commands import Entry
 from sandbox_agent.cli.command import Command
+from sandbox_agent.cli.commands import Entry
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.config import (

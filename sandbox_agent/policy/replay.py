@@ -17,11 +17,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import Decision, DecisionKind, PolicyEngine
 from sandbox_agent.policy.config import REPO_POLICY_NAME, load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.settings import Policy
 from sandbox_agent.text import visible
+from sandbox_agent.tools.specs import parse_arguments
 from sandbox_agent.types import Frozen, ToolCall
 
 __all__ = [
@@ -200,6 +202,15 @@ class CandidatePolicy:
         return RuleEngine(self.policy(run_repo), host_workspace=repo if repo.is_dir() else None)
 
 
+def _decide(engine: PolicyEngine, call: ToolCall) -> Decision:
+    """The engine's decision on a recorded call; arguments no tool accepts are refused as such."""
+    try:
+        args = parse_arguments(call)
+    except ToolError as e:
+        return Decision(decision="deny", rule="built-in: tools", reason=e.message)
+    return engine.decide(call, args)
+
+
 def replay(
     calls: Iterable[RecordedCall],
     engine_for: Callable[[str], PolicyEngine],
@@ -219,7 +230,7 @@ def replay(
             tool_call = ToolCall(
                 id=call.call_id, tool_name=call.tool_name, arguments=call.arguments
             )
-            replayed.append(ReplayedCall(call=call, new=engine_for(call.repo).decide(tool_call)))
+            replayed.append(ReplayedCall(call=call, new=_decide(engine_for(call.repo), tool_call)))
     return ReplayReport(
         runs=tuple(runs),
         replayed=tuple(replayed),
