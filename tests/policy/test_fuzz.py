@@ -30,7 +30,7 @@ ENGINES = {
     "runner": RuleEngine(_POLICY, host_workspace=_ROOT, protected=frozenset({".git"})),
     "strict": RuleEngine(_STRICT, host_workspace=_ROOT),
 }
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(suppress_health_check=list(HealthCheck))
 
 ESCAPES = st.sampled_from(
     [

@@ -73,19 +73,17 @@ def _check(decision: Decision) -> None:
     assert decision.reason
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(SHELLISH)
 def test_arbitrary_strings_get_a_decision(command: str) -> None:
     _check(ENGINE.check_command(command))
 
 
-@settings(max_examples=300, deadline=None)
 @given(WORDS)
 def test_shell_word_soup_gets_a_decision(command: str) -> None:
     _check(ENGINE.check_command(command))
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=80))
 def test_arbitrary_bytes_decoded_get_a_decision(data: bytes) -> None:
     command = data.decode("utf-8", errors="surrogateescape")
