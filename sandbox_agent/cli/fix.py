@@ -30,7 +30,7 @@ from sandbox_agent.policy.base import Decision
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.run.revision import ignored_request, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
-from sandbox_agent.settings import DEFAULT_MODEL
+from sandbox_agent.settings.tree import DEFAULT_MODEL
 from sandbox_agent.types import ToolCall
 
 __all__ = ["register"]

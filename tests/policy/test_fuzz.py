@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.types import ToolCall
 
 _ROOT = Path(__file__).parent

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.types import ToolCall
 
 ENGINE = RuleEngine(load_policy(Path(__file__).parent).policy)

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.policy.base import Decision, DecisionKind, PolicyEngine
-from sandbox_agent.policy.config import REPO_POLICY_NAME, load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.settings import Policy
+from sandbox_agent.policy.examples import check_examples
+from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.text import visible
 from sandbox_agent.types import Frozen, ToolCall
 
@@ -190,6 +191,7 @@ class CandidatePolicy:
                 trust_repo_policy=self.trust,
                 user_config_dir=self.user_config_dir,
             )
+            check_examples(loaded)
             self.warnings.extend(loaded.warnings)
             self._cache[repo] = with_allow(loaded.policy, self.extra_allow)
         return self._cache[repo]

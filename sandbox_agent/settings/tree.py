@@ -3,7 +3,7 @@
 The merged, validated policy *is* the settings tree. Each field declares, in one place, its
 default and validation (pydantic), its merge rule (:class:`Rule`: how layers combine and what
 an untrusted repo file may change) and, where a ``fix`` flag sets it, that flag. Policy files
-(``policy/files.py``) are this tree with every key optional; merging (``policy/merge.py``)
+(``settings/files.py``) are this tree with every key optional; merging (``settings/merge.py``)
 reads the rules; the command line overrides fields through :func:`flag_fields`; the sandbox,
 the gate, the budget, the tool runtime and the model adapters read their section.
 
