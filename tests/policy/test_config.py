@@ -246,9 +246,7 @@ def test_loading_keeps_the_examples_unjudged_and_never_imports_the_engine(tmp_pa
         "print(sorted({e.path.name for e in loaded.examples}))\n"
         "print([m for m in sys.modules if m.startswith('sandbox_agent.policy')])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     examples, engine = done.stdout.splitlines()
     assert "broken_examples.toml" in examples
     assert engine == "[]"
