@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from sandbox_agent.settings.load import preset_policy
-from sandbox_agent.settings.tree import Merge, Policy, Rule, Sections, field_rules
+from sandbox_agent.settings.tree import Merge, Policy, Rule, field_info, field_rules
 
 __all__ = ["settings_markdown"]
 
@@ -54,13 +54,7 @@ def settings_markdown() -> str:
 
 def _row(path: str, rule: Rule, preset: Policy) -> str:
     *sections, key = path.split(".")
-    model: type[BaseModel] = Sections
-    for name in sections:
-        annotation = model.model_fields[name].annotation
-        assert isinstance(annotation, type)
-        assert issubclass(annotation, BaseModel)
-        model = annotation
-    info = model.model_fields[key]
+    info = field_info(path)
     default: Any = info.get_default(call_default_factory=True)
     if default is PydanticUndefined:
         default = "required"
