@@ -20,7 +20,7 @@ from sandbox_agent.policy.pathcheck import deny as _deny
 from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.tools.patch import patch_paths
 from sandbox_agent.tools.specs import (
     ApplyPatchArgs,

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.sandbox.base import Sandbox
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.settings.tree import SandboxSection
 from sandbox_agent.text import truncate_middle
 from sandbox_agent.tools.edits import Change, edit_text, lint, plan_patch, view
 from sandbox_agent.tools.specs import (

@@ -15,7 +15,7 @@ from sandbox_agent.errors import BudgetExceeded
 from sandbox_agent.models.scripted import FunctionModel, ScriptedModel, parse_script
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.tools.patch import FileOp, parse_patch
 from sandbox_agent.tools.runtime import ToolRuntime
 from sandbox_agent.tools.specs import ToolArgs

@@ -8,10 +8,10 @@ import pytest
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import PolicyEngine
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine, allowed_programs
-from sandbox_agent.policy.files import preset_dir
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.types import ToolCall
 from tests.fakes import FILE_TOOL_ARGS, decide_call
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.tools.specs import parse_arguments
 from sandbox_agent.types import ToolCall
 from tests.fakes import FILE_TOOL_ARGS, decide_call

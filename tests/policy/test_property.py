@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.tools.specs import parse_arguments
 from sandbox_agent.types import ToolCall
 

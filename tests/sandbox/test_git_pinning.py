@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
 from sandbox_agent.sandbox.docker import DockerSandbox
 from sandbox_agent.sandbox.gitops import GIT_ENV, MODEL_GIT_ENV, NO_EXEC_CONFIG
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.types import ToolCall
 from tests.fakes import decide_call
 from tests.sandbox.conftest import MakeSandbox, git

@@ -20,7 +20,11 @@ LAYERS = [
     {"review", "batch"},
     {"cli"},
 ]
-"""Lower first. A module may import its own layer's or a lower layer's modules, never a higher."""
+"""Lower first. A module may import its own layer's or a lower layer's modules, never a higher.
+
+``settings`` (the tree and its loading) is a leaf, so loading settings never imports the
+policy engine; ``policy`` is the engine alone, and the analysis of past runs (``replay``,
+``suggest``) is ``review``'s."""
 
 
 def modules() -> list[tuple[str, ast.Module]]:

@@ -9,7 +9,7 @@ from typing import get_args
 import pytest
 
 from sandbox_agent.models.prompt import ALL_TOOLS, build_system_prompt
-from sandbox_agent.settings import ModelSection, ToolName
+from sandbox_agent.settings.tree import ModelSection, ToolName
 from sandbox_agent.tools.runtime import TOOLS, ToolRuntime, tool_names, tool_specs
 from sandbox_agent.types import Observation, ToolCall
 from tests.fakes import TempDirSandbox

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import ToolError
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.tools.patch import parse_patch, patch_paths
 from sandbox_agent.tools.runtime import ToolRuntime
 from sandbox_agent.types import Observation, ToolCall

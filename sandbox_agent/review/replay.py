@@ -19,9 +19,10 @@ from typing import Any
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import Decision, DecisionKind, PolicyEngine
-from sandbox_agent.policy.config import REPO_POLICY_NAME, load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.settings import Policy
+from sandbox_agent.policy.examples import check_examples
+from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.text import visible
 from sandbox_agent.tools.specs import parse_arguments
 from sandbox_agent.types import Frozen, ToolCall
@@ -192,6 +193,7 @@ class CandidatePolicy:
                 trust_repo_policy=self.trust,
                 user_config_dir=self.user_config_dir,
             )
+            check_examples(loaded)
             self.warnings.extend(loaded.warnings)
             self._cache[repo] = with_allow(loaded.policy, self.extra_allow)
         return self._cache[repo]
