@@ -4,7 +4,7 @@ Three stages, one way: words (``shell``, ``walker``, ``words``, ``braces``: each
 reads it, or dynamic), effects (``effects``, ``readers``, ``options`` with the program data in
 ``spec``, ``programs``, ``writers``, ``searchers``, ``git``, ``gitopts``, ``scripts``), and the
 decision (``engine``, ``pathcheck``, ``rules``, ``paths``); ``render`` re-quotes what it allowed.
-``files``/``merge``/``config`` load the policy settings; ``replay``/``suggest`` read past runs.
+``examples`` checks a policy's ``[commands.examples]`` (the settings live in ``settings/``).
 The container is the boundary; this is the refusal on top that tells the model what to do.
 
 Exposes: ``PolicyEngine``, ``Decision`` (``base``); ``RuleEngine`` (``engine``).
