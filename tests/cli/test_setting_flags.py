@@ -14,8 +14,8 @@ import typer
 from typer.testing import CliRunner
 
 from sandbox_agent.cli.app import load
-from sandbox_agent.cli.commands import COMMANDS
 from sandbox_agent.cli.command import Command
+from sandbox_agent.cli.commands import COMMANDS
 from sandbox_agent.cli.options import SettingFlags, setting_flags
 from sandbox_agent.settings.tree import field_info, field_rules, flag_fields
 from tests.cli.records import invoke
