@@ -97,7 +97,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON
 
 
 @batch_app.command("run", cls=Command)
-@setting_flags
+@setting_flags(without=frozenset({"--approve"}))  # a batch never prompts
 def run(
     tasks: Annotated[
         Path | None, typer.Argument(help="The tasks file (JSON lines).", show_default=False)

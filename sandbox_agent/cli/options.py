@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin, overload
 
 import typer
 
@@ -80,8 +80,28 @@ SETTINGS_PANEL = "Settings (each overrides one setting of your policy files)"
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
-def setting_flags(command: Callable[..., None]) -> Callable[..., None]:
-    """``command`` with one option per setting that declares a flag in the tree.
+Decorated = Callable[..., None]
+
+
+@overload
+def setting_flags(command: Decorated) -> Decorated: ...
+@overload
+def setting_flags(*, without: frozenset[str]) -> Callable[[Decorated], Decorated]: ...
+def setting_flags(
+    command: Decorated | None = None, *, without: frozenset[str] = frozenset()
+) -> Decorated | Callable[[Decorated], Decorated]:
+    """A decorator: ``command`` with one option per setting that declares a flag in the tree.
+
+    ``@setting_flags`` offers them all; ``@setting_flags(without=...)`` all but the flags
+    named (``batch run`` has no ``--approve``: a batch never prompts).
+    """
+    if command is None:
+        return functools.partial(_with_setting_flags, without=without)
+    return _with_setting_flags(command, without)
+
+
+def _with_setting_flags(command: Decorated, without: frozenset[str]) -> Decorated:
+    """``command`` with one option per flagged setting but ``without``.
 
     ``command`` takes a keyword ``flags: SettingFlags`` in place of the options: the flags
     the user gave, each with its value as the field takes it (``apply_overrides`` validates it
@@ -92,7 +112,11 @@ def setting_flags(command: Callable[..., None]) -> Callable[..., None]:
     signature = inspect.signature(command, eval_str=True)
     own = list(signature.parameters.values())
     at = [p.name for p in own].index("flags")
-    names = {flag.removeprefix("--").replace("-", "_"): flag for flag in flag_fields()}
+    unknown = without - set(flag_fields())
+    if unknown:
+        raise ValueError(f"not setting flags: {sorted(unknown)}")
+    offered = [flag for flag in flag_fields() if flag not in without]
+    names = {flag.removeprefix("--").replace("-", "_"): flag for flag in offered}
     options = [_option(name, flag) for name, flag in names.items()]
 
     @functools.wraps(command)

@@ -34,7 +34,8 @@ _HEADER = """# Settings reference
 Generated from the settings tree (`sandbox_agent/settings/tree.py`) by
 `sandbox_agent.settings.reference`; a test keeps this file equal to the code. Every setting is a
 key of a policy file (`.sandbox-agent.toml`, `--policy FILE`, the presets), and some also have a
-`fix` flag, which is the last layer and wins. **Merge** says how layers combine and what a
+flag (on `fix`, `revise` and `batch run`, generated from the same declaration), which is the
+last layer and wins. **Merge** says how layers combine and what a
 policy file inside the repo being fixed (untrusted unless you trust it) may do: see
 [policy.md](policy.md#layers-and-trust). **Default** is the tree's; where the `default` preset
 (`policies/default.toml`, always the first layer) sets another value, that value is what a run

@@ -99,3 +99,12 @@ def test_policy_check_and_show_refuse_broken_examples(
     assert code == 2
     assert "deny example 'ls' is allow" in err
     assert out == ""
+
+
+def test_policy_lint_reports_broken_examples_after_the_file_problems(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[commands.examples]\ndeny = ["ls"]\n')
+    code, out, _ = invoke("policy", "lint", str(mine))
+    assert code == 1
+    assert out.startswith(f"{mine}: [commands.examples]: examples no longer hold: ")
+    assert "deny example 'ls' is allow" in out

@@ -29,6 +29,8 @@ def _command(*path: str) -> Any:
 
 
 COMMANDS_WITH_SETTINGS = [("fix",), ("revise",), ("batch", "run")]
+NOT_OFFERED: dict[tuple[str, ...], set[str]] = {("batch", "run"): {"--approve"}}
+"""A batch never prompts: it has no ``--approve``."""
 
 
 def _options(command: Any) -> dict[str, Any]:
@@ -38,8 +40,12 @@ def _options(command: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("path", COMMANDS_WITH_SETTINGS)
 def test_every_flagged_setting_is_an_option_with_its_help_and_type(path: tuple[str, ...]) -> None:
     options = _options(_command(*path))
-    assert set(flag_fields()) <= set(options)
+    offered = set(flag_fields()) - NOT_OFFERED.get(path, set())
+    assert offered <= set(options)
+    assert not NOT_OFFERED.get(path, set()) & set(options)
     for flag, field in flag_fields().items():
+        if flag not in offered:
+            continue
         option, rule = options[flag], field_rules()[field]
         assert option.help == f"{rule.help} (policy: {field}).", flag
         choices = get_args(field_info(field).annotation)
@@ -93,3 +99,11 @@ def test_values_arrive_typed_and_only_when_given() -> None:
     result = CliRunner().invoke(probe, ["y"])
     assert result.exit_code == 0, result.output
     assert seen[-1] == {"name": "y"}
+
+
+def test_a_flag_a_command_does_not_offer_must_be_a_setting_flag() -> None:
+    def run(*, flags: SettingFlags) -> None:
+        pass
+
+    with pytest.raises(ValueError, match="--no-such-flag"):
+        setting_flags(without=frozenset({"--no-such-flag"}))(run)
