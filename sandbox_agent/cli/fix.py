@@ -56,8 +56,20 @@ def _ask_user(call: ToolCall, decision: Decision) -> bool:
     return typer.confirm("Allow this call?", default=False, err=True)
 
 
-def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> RunRecord:
-    progress = Progress(err)
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="One line per step on a terminal too: no streamed model text, results or waits.",
+    ),
+]
+
+
+def _run(
+    options: FixOptions, *, as_json: bool, print_summary: bool = True, quiet: bool = False
+) -> RunRecord:
+    progress = Progress(err, quiet=quiet)
 
     def ask(call: ToolCall, decision: Decision) -> bool:
         progress.pause()
@@ -71,6 +83,7 @@ def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> R
             listener=progress,
             approver=approver,
             warn=lambda message: warn(message, on=err),
+            on_model_text=progress.model_text if progress.live else None,
         )
     except UserError as e:
         progress.close()
@@ -186,6 +199,7 @@ def fix(
             "(policy: gate.targets)."
         ),
     ] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Fix an issue in a repository; your checkout changes only through `apply`."""
     if task_file is not None:
@@ -220,7 +234,7 @@ def fix(
             target=tuple(target) if target else None,
         ),
     )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
 
 
 @app.command(cls=Command)
@@ -243,6 +257,7 @@ def revise(
     max_wall: Annotated[float | None, typer.Option(help="Seconds at most.")] = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.
 
@@ -277,7 +292,7 @@ def revise(
             f"the earlier run's own settings are not used ({', '.join(ignored)}): give them "
             "as flags to use them"
         )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
 
 
 @app.command(cls=Command)

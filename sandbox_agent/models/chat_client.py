@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import openai

@@ -73,7 +73,7 @@ class StreamAssembler:
                     self._on_text("".join(self._text))
 
     def _add_call(self, delta: ChoiceDeltaToolCall) -> None:
-        index = delta.index
+        index: int | None = getattr(delta, "index", None)  # typed, but not every server sends it
         if index is None:  # a server without indices: a new id is a new call
             last = max(self._calls, default=-1)
             fresh = last < 0 or (delta.id is not None and delta.id != self._calls[last].id)
@@ -111,7 +111,9 @@ class StreamAssembler:
         return ChatCompletion.construct(**body)
 
 
-def assemble(chunks: Iterable[ChatCompletionChunk], on_text: OnText | None = None) -> ChatCompletion:
+def assemble(
+    chunks: Iterable[ChatCompletionChunk], on_text: OnText | None = None
+) -> ChatCompletion:
     """The ``ChatCompletion`` that ``chunks`` stand for."""
     assembler = StreamAssembler(on_text)
     for chunk in chunks:

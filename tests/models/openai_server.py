@@ -164,32 +164,9 @@ class FakeOpenAIServer:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 reply = server._next(Recorded(self.path, headers, raw, body))
                 if _streams(reply, body):
-                    self._stream(reply, body)
+                    _send_stream(self, reply, body, server._stopping)
                 else:
                     self._answer(reply)
-
-            def _stream(self, reply: Reply, request: dict[str, Any]) -> None:
-                if reply.stall_s and server._stopping.wait(reply.stall_s):
-                    return
-                assert isinstance(reply.body, dict)
-                usage = bool((request.get("stream_options") or {}).get("include_usage"))
-                try:
-                    self.send_response(200)
-                    self.send_header("content-type", "text/event-stream")
-                    self.send_header("transfer-encoding", "chunked")
-                    self.end_headers()
-                    for chunk in stream_chunks(reply.body, usage, reply.piece_chars):
-                        if reply.chunk_s and server._stopping.wait(reply.chunk_s):
-                            return
-                        self._write_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self._write_chunk(b"data: [DONE]\n\n")
-                    self._write_chunk(b"")
-                except (BrokenPipeError, ConnectionResetError):
-                    return
-
-            def _write_chunk(self, data: bytes) -> None:
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
 
             def _answer(self, reply: Reply) -> None:
                 if reply.stall_s and server._stopping.wait(reply.stall_s):
@@ -216,13 +193,44 @@ def _streams(reply: Reply, request: dict[str, Any]) -> bool:
     return wanted and isinstance(reply.body, dict) and "choices" in reply.body
 
 
+def _send_stream(
+    handler: BaseHTTPRequestHandler,
+    reply: Reply,
+    request: dict[str, Any],
+    stopping: threading.Event,
+) -> None:
+    """Answer ``reply`` as server-sent events, in HTTP chunks, one event per chunk."""
+    if reply.stall_s and stopping.wait(reply.stall_s):
+        return
+    assert isinstance(reply.body, dict)
+    usage = bool((request.get("stream_options") or {}).get("include_usage"))
+
+    def write(data: bytes) -> None:
+        handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        handler.wfile.flush()
+
+    try:
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("transfer-encoding", "chunked")
+        handler.end_headers()
+        for chunk in stream_chunks(reply.body, usage, reply.piece_chars):
+            if reply.chunk_s and stopping.wait(reply.chunk_s):
+                return
+            write(f"data: {json.dumps(chunk)}\n\n".encode())
+        write(b"data: [DONE]\n\n")
+        write(b"")
+    except (BrokenPipeError, ConnectionResetError):
+        return
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def stream_chunks(body: dict[str, Any], usage: bool, size: int = 4) -> list[dict[str, Any]]:
     """A chat.completion as the chat.completion.chunk objects a streaming server sends."""
-    head = {k: body[k] for k in ("id", "created", "model") if k in body}
+    head: dict[str, Any] = {k: body[k] for k in ("id", "created", "model") if k in body}
     head["object"] = "chat.completion.chunk"
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

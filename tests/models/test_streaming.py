@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageToolCall
 
 from sandbox_agent.models.stream import assemble
 from sandbox_agent.types import Finish, ToolCall, Usage
@@ -39,14 +40,20 @@ class Heard:
 def test_a_streamed_turn_equals_the_plain_one(
     server: FakeOpenAIServer, make_model: MakeModel
 ) -> None:
-    reply = dict(content=SAID, tool_calls=CALLS, prompt_tokens=812, completion_tokens=77)
-    server.push(ok(**reply), ok(cached_tokens=512, **reply))
+    reply: dict[str, Any] = {"content": SAID, "tool_calls": CALLS, "prompt_tokens": 812}
+    server.push(
+        ok(completion_tokens=77, **reply), ok(completion_tokens=77, cached_tokens=512, **reply)
+    )
     plain = make_model().next_turn(TASK, [], TOOLS)
     heard = Heard()
     streamed = make_model(on_text=heard).next_turn(TASK, [], TOOLS)
-    assert streamed.tool_calls == plain.tool_calls == (
-        ToolCall(id="c1", tool_name="bash", arguments=json.loads(READ[2])),
-        ToolCall(id="c2", tool_name="read_file", arguments={"path": "calc.py"}),
+    assert (
+        streamed.tool_calls
+        == plain.tool_calls
+        == (
+            ToolCall(id="c1", tool_name="bash", arguments=json.loads(READ[2])),
+            ToolCall(id="c2", tool_name="read_file", arguments={"path": "calc.py"}),
+        )
     )
     assert streamed.text == plain.text == SAID
     assert plain.usage == Usage(prompt_tokens=812, completion_tokens=77, cost_usd=None, requests=1)
@@ -138,8 +145,8 @@ def test_chunks_without_indices_are_keyed_by_id() -> None:
 
     def chunk(delta: dict[str, object], finish: str | None = None) -> ChatCompletionChunk:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        body = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
-        return ChatCompletionChunk.construct(**body, choices=[choice])
+        body: dict[str, Any] = {"id": "x", "object": "chat.completion.chunk", "created": 0}
+        return ChatCompletionChunk.construct(**body, model="m", choices=[choice])
 
     def call(call_id: str | None, name: str | None, args: str) -> dict[str, object]:
         function = {"name": name, "arguments": args}
@@ -152,5 +159,6 @@ def test_chunks_without_indices_are_keyed_by_id() -> None:
         chunk({}, "tool_calls"),
     ]
     message = assemble(chunks).choices[0].message
-    calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
+    made = [c for c in message.tool_calls or [] if isinstance(c, ChatCompletionMessageToolCall)]
+    calls = [(c.id, c.function.name, c.function.arguments) for c in made]
     assert calls == [("a", "bash", '{"command": "ls"}'), ("b", "read_file", '{"path": "x"}')]
