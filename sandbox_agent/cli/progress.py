@@ -93,7 +93,7 @@ class Waiting:
         lines = self.tail(self.width)
         if not lines:
             return self._spinner
-        said = [Text(f"{'':>8} {line}", style="italic", no_wrap=True) for line in lines]
+        said = [Text(f"{'':>8} │ {line}", style="italic", no_wrap=True) for line in lines]
         return Group(*said, self._spinner)
 
 
@@ -103,10 +103,14 @@ class Progress:
     Args:
         console: Where to print (stderr).
         quiet: One line per step even on a terminal (no model text, results or wait lines).
+        clock: Times the waits (tests pass their own).
     """
 
-    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+    def __init__(
+        self, console: Console, *, quiet: bool = False, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.console = console
+        self._clock = clock
         self.live = console.is_terminal and not quiet
         """The live view: the model's text, short results and wait lines (see the module)."""
         self._pending: dict[str, str] = {}
@@ -122,7 +126,8 @@ class Progress:
         self._print(event)
         self._next_wait(event)
         if self._waiting_for is not None and self.console.is_terminal:
-            self._waiting = Waiting(self._waiting_for, width=self.console.width)
+            width = self.console.width
+            self._waiting = Waiting(self._waiting_for, clock=self._clock, width=width)
             self._live = Live(
                 self._waiting,
                 console=self.console,
@@ -193,9 +198,10 @@ class Progress:
         lines = text.strip().splitlines()
         for number, line in enumerate(lines[:KEPT_LINES]):
             label = "model" if number == 0 else ""
-            self._line(label, f"[italic]{safe(line)}[/]")
+            self._line(label, f"[dim]│[/] [italic]{safe(line)}[/]")
         if len(lines) > KEPT_LINES:
-            self._line("", f"[dim]… {len(lines) - KEPT_LINES} more lines (in the trace)[/]")
+            more = len(lines) - KEPT_LINES
+            self._line("", f"[dim]│ … {more} more lines (in the trace: sandbox-agent show)[/]")
 
     def _next_wait(self, event: TraceEvent) -> None:
         """What the run waits for after ``event`` (``None``: nothing, it ended)."""
@@ -250,7 +256,7 @@ class Progress:
         if self.live:
             short = result_line(event.content.text or "")
             if short:
-                self._line("", f"[dim]{safe(short)}[/]")
+                self._line("", f"[dim]└ {safe(short)}[/]")
 
     def _totals_text(self) -> str:
         return f"  [dim]({self._totals})[/]" if self._totals else ""
