@@ -84,7 +84,7 @@ class Waiting:
 
     def tail(self, width: int) -> list[str]:
         """The last lines of the streamed text, visible and at most ``width`` long."""
-        lines = [line for line in self.streamed.splitlines() if line.strip()][-SHOWN_LINES:]
+        lines = [line for line in self.streamed.split("\n") if line.strip()][-SHOWN_LINES:]
         shown = [visible(line) for line in lines]
         return [line if len(line) <= width else "…" + line[-(width - 1) :] for line in shown]
 
@@ -195,7 +195,7 @@ class Progress:
 
     def _said(self, text: str) -> None:
         """A turn's text, kept above its calls (each line made visible)."""
-        lines = text.strip().splitlines()
+        lines = [line.removesuffix("\r") for line in text.strip().split("\n")]
         for number, line in enumerate(lines[:KEPT_LINES]):
             label = "model" if number == 0 else ""
             self._line(label, f"[dim]│[/] [italic]{safe(line)}[/]")
@@ -254,7 +254,8 @@ class Progress:
         took = "" if event.duration_s is None else f" {event.duration_s * 1000:.0f} ms"
         self._line(f"step {event.step}", f"{safe(what)} -> {status}{took}{self._totals_text()}")
         if self.live:
-            short = result_line(event.content.text or "")
+            last = event.tool_name == "bash" and not event.is_error
+            short = result_line(event.content.text or "", last=last)
             if short:
                 self._line("", f"[dim]└ {safe(short)}[/]")
 
@@ -265,14 +266,14 @@ class Progress:
         self.console.print(f"[bold cyan]{label:>8}[/] {text}", highlight=False, soft_wrap=True)
 
 
-def result_line(content: str, limit: int = 120) -> str:
-    """A tool result in short: its last line of output (its message, for an error)."""
+def result_line(content: str, *, last: bool = True, limit: int = 120) -> str:
+    """A tool result in short: a command's last line, else the first (an edit's summary)."""
     lines = [line.strip() for line in content.splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith(("[... ", "exit code:"))]
     if not lines:
         return ""
-    last = lines[-1]
-    return last if len(last) <= limit else last[: limit - 1] + "…"
+    line = lines[-1] if last else lines[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def retry_text(event: ModelRetryEvent) -> str:
