@@ -20,7 +20,7 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 
 TINY = {
     "pyproject.toml": '[project]\nname = "tiny"\nversion = "0.1"\ndependencies = ["six"]\n'

@@ -24,7 +24,7 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.gate.testrun import Pin, resolve_pin, run_tests
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 
 
 def median_s(fn: Callable[[], object], n: int) -> float:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from corpus.labels import Label, label
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.text import visible
 
 ROOT = Path(__file__).resolve().parent.parent

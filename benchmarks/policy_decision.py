@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.rules import normalise
 from sandbox_agent.policy.shell import _analyze_cached
+from sandbox_agent.settings.load import load_policy
 
 COMMANDS = [
     "git status",

@@ -28,7 +28,7 @@ import docker
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.sandbox.runtime import RUNSC, registered_runtimes
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.settings.tree import SandboxSection
 
 
 def rss_mb() -> float:

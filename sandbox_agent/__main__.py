@@ -1,3 +1,3 @@
-from sandbox_agent.cli.app import app
+from sandbox_agent.cli.main import main
 
-app()
+main("python -m sandbox_agent")

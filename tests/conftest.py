@@ -7,6 +7,7 @@ tests that talk to a model start their own local server and pass its URL explici
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 # The engine fixtures (with their leftover-container and leftover-workspace checks) serve every
 # directory's Docker tests, not only the sandbox's.
@@ -15,6 +16,12 @@ from tests.sandbox.conftest import docker_client, workspace_root
 __all__ = ["docker_client", "workspace_root"]
 
 DUMMY_KEY = "sk-dummy-test-key-never-valid"
+
+# Property tests: a small profile by default (every run, CI included), a large one on demand:
+# `pytest --hypothesis-profile=thorough tests/policy`.
+settings.register_profile("default", max_examples=60, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile("default")
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.policy.base import Decision
+from sandbox_agent.policy.base import Decision, PolicyEngine
 from sandbox_agent.sandbox.base import (
     DEFAULT_MAX_OUTPUT_BYTES,
     ExecResult,
@@ -24,6 +24,7 @@ from sandbox_agent.sandbox.base import (
     Patch,
 )
 from sandbox_agent.sandbox.gitops import parse_name_status
+from sandbox_agent.tools.specs import ToolArgs, parse_arguments
 from sandbox_agent.types import Finish, GateCheck, GateVerdict, ToolCall
 
 _GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false"]
@@ -204,6 +205,23 @@ class TempDirSandbox:
         return self.patch().paths
 
 
+FILE_TOOL_ARGS: dict[str, dict[str, object]] = {
+    "read_file": {},
+    "write_file": {"content": "x"},
+    "edit_file": {"old_text": "a", "new_text": "b"},
+}
+"""What each file tool takes besides ``path``, so a test can call all three on one path."""
+
+
+def decide_call(engine: PolicyEngine, call: ToolCall) -> Decision:
+    """What the loop does with a call: its arguments parsed once, then the engine's decision.
+
+    Raises:
+        ToolError: arguments no tool accepts (they never reach the policy).
+    """
+    return engine.decide(call, parse_arguments(call))
+
+
 class FakePolicy:
     """A PolicyEngine driven by a function; records every call it decided on."""
 
@@ -211,7 +229,7 @@ class FakePolicy:
         self._decide = decide or (lambda call: Decision(decision="allow", reason="allowed"))
         self.calls: list[ToolCall] = []
 
-    def decide(self, call: ToolCall) -> Decision:
+    def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
         self.calls.append(call)
         return self._decide(call)
 

@@ -23,7 +23,7 @@ from sandbox_agent.models.prices import (
     require_price_for_cap,
     worst_case_cost_usd,
 )
-from sandbox_agent.settings import BudgetSection
+from sandbox_agent.settings.tree import BudgetSection
 from sandbox_agent.types import CallEstimate, Usage
 
 __all__ = [

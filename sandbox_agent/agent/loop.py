@@ -33,6 +33,7 @@ from sandbox_agent.gate.completion import Gate, GateVerdict
 from sandbox_agent.models.base import Model
 from sandbox_agent.policy.base import Decision, PolicyEngine
 from sandbox_agent.tools.runtime import ToolRuntime
+from sandbox_agent.tools.specs import BashArgs, ToolArgs
 from sandbox_agent.types import (
     ExitReason,
     Finish,
@@ -198,14 +199,14 @@ class AgentLoop:
 
     def _run_tool(self, call: ToolCall) -> Observation:
         self.trace.emit(ToolCallEvent(step=self.steps, call=self.trace.call(call)))
-        invalid = self.runtime.check(call)
-        if invalid is not None:
-            return invalid
-        decision = self.policy.decide(call)
+        args = self.runtime.check(call)
+        if isinstance(args, Observation):
+            return args
+        decision = self.policy.decide(call, args)
         approved = None
         if decision.decision == "ask" and self.approver is not None:
             approved = self.approver(call, decision)
-        ran = _as_checked(call, decision)
+        ran = _rendered(args, decision)
         self.trace.emit(
             PolicyDecisionEvent(
                 step=self.steps,
@@ -214,7 +215,7 @@ class AgentLoop:
                 rule=decision.rule,
                 reason=decision.reason,
                 approved=approved,
-                ran=None if ran is call else self.trace.text(ran.arguments["command"]),
+                ran=None if ran is None else self.trace.text(ran.command),
             )
         )
         if decision.decision == "deny" or (decision.decision == "ask" and not approved):
@@ -226,7 +227,7 @@ class AgentLoop:
                 is_error=True,
                 kind="policy_denied",
             )
-        return self.runtime.execute(ran)
+        return self.runtime.execute(call, ran or args)
 
     def _observe(self, observation: Observation) -> None:
         self.trace.emit(
@@ -280,17 +281,17 @@ class AgentLoop:
         return False
 
 
-def _as_checked(call: ToolCall, decision: Decision) -> ToolCall:
-    """The call to run: a bash command as the engine read it, when it could render it.
+def _rendered(args: ToolArgs, decision: Decision) -> BashArgs | None:
+    """A bash command as the engine read it, when it could render it and it differs.
 
     The engine renders a command whose every word it knows exactly (each re-quoted, the same
     pipelines, lists and redirections), so bash cannot read a word differently from the check.
     A command it cannot render (run-time expansions, heredocs, loops) runs as the model wrote it.
     """
     rendered = decision.rendered
-    if call.tool_name != "bash" or rendered is None or rendered == call.arguments.get("command"):
-        return call
-    return call.model_copy(update={"arguments": {**call.arguments, "command": rendered}})
+    if not isinstance(args, BashArgs) or rendered is None or rendered == args.command:
+        return None
+    return args.model_copy(update={"command": rendered})
 
 
 def _priced(usage: Usage, before: Usage, after: Usage) -> Usage:

@@ -29,7 +29,7 @@ from sandbox_agent.batch.tasks import TaskFormat, TaskSpec, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
 from sandbox_agent.cli.command import Command, Group
-from sandbox_agent.cli.options import as_flags
+from sandbox_agent.cli.options import SettingFlags, setting_flags
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
 from sandbox_agent.review.index import write_batch_index
@@ -97,6 +97,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON
 
 
 @batch_app.command("run", cls=Command)
+@setting_flags
 def run(
     tasks: Annotated[
         Path | None, typer.Argument(help="The tasks file (JSON lines).", show_default=False)
@@ -126,35 +127,19 @@ def run(
             "joins a cluster.",
         ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model (or scripted:PATH).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
     policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
-    test_cmd: Annotated[str | None, typer.Option(help="Test command the gate runs.")] = None,
-    max_steps: Annotated[int | None, typer.Option(help="Model calls at most, a run.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="US dollars at most, a run.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most, a run.")] = None,
-    max_wall: Annotated[float | None, typer.Option(help="Seconds at most, a run.")] = None,
     trust_repo_policy: Annotated[
         bool, typer.Option(help="Let each repo's .sandbox-agent.toml loosen your policy.")
     ] = False,
-    trace_content: Annotated[str | None, typer.Option(help="safe or full.")] = None,
-    tool_protocol: Annotated[str | None, typer.Option(help="native or json.")] = None,
     batches_dir: BatchesDirOption = None,
     as_json: JsonOption = False,
+    *,
+    flags: SettingFlags,
 ) -> None:
-    """Run every task of TASKS (one JSON object a line) as its own `fix` run."""
-    overrides = as_flags(
-        model=model,
-        base_url=base_url,
-        test_cmd=test_cmd,
-        max_steps=max_steps,
-        max_cost=max_cost,
-        max_tokens=max_tokens,
-        max_wall=max_wall,
-        trace_content=trace_content,
-        tool_protocol=tool_protocol,
-    )
-    overrides = {k: v for k, v in overrides.items() if v is not None}
+    """Run every task of TASKS (one JSON object a line) as its own `fix` run.
+
+    Each setting flag applies to every run (a task's own `model` or `test_command` wins).
+    """
     try:
         if tasks is None:
             raise UserError(
@@ -168,7 +153,7 @@ def run(
         auto, why = default_workers()
         chosen = workers or auto
         settings = BatchSettings(
-            overrides=overrides,
+            overrides=flags,
             policy_file=str(policy.resolve()) if policy else None,
             trust_repo_policy=trust_repo_policy,
             max_cost_total=max_cost_total,

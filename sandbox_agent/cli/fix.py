@@ -13,14 +13,20 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
 from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
-from sandbox_agent.cli.options import JsonOption, RunsDirOption, as_flags, find_any_run
+from sandbox_agent.cli.options import (
+    JsonOption,
+    RunsDirOption,
+    SettingFlags,
+    find_any_run,
+    setting_flags,
+)
 from sandbox_agent.cli.output import console, fail, safe, warn
 from sandbox_agent.cli.progress import Progress
 from sandbox_agent.cli.runs import read_patch
@@ -30,7 +36,6 @@ from sandbox_agent.policy.base import Decision
 from sandbox_agent.run.artifacts import RunRecord
 from sandbox_agent.run.revision import ignored_request, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
-from sandbox_agent.settings import DEFAULT_MODEL
 from sandbox_agent.types import ToolCall
 
 __all__ = ["register"]
@@ -110,6 +115,7 @@ def _exit_code(record: RunRecord) -> int:
 
 
 @app.command(cls=Command)
+@setting_flags
 def fix(
     task: Annotated[
         str | None, typer.Argument(help="The issue to fix.", show_default=False)
@@ -118,88 +124,15 @@ def fix(
         Path, typer.Option(help="The repository to fix (only ever read; its git root is used).")
     ] = Path(),
     task_file: Annotated[Path | None, typer.Option(help="Read the task from this file.")] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Model name for the OpenAI-compatible API, or scripted:PATH "
-            f"(policy: model.name; default {DEFAULT_MODEL}).",
-            show_default=False,
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint (policy: model.base_url).")
-    ] = None,
     policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
-    test_cmd: Annotated[
-        str | None, typer.Option(help="Test command the gate runs (policy: gate.test_command).")
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option(help="Model calls at most (policy: budget.max_steps).")
-    ] = None,
-    max_cost: Annotated[
-        float | None, typer.Option(help="US dollars at most (policy: budget.max_cost_usd).")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Tokens at most (policy: budget.max_tokens).")
-    ] = None,
-    max_wall: Annotated[
-        float | None, typer.Option(help="Seconds at most (policy: budget.max_wall_s).")
-    ] = None,
-    max_output_tokens: Annotated[
-        int | None,
-        typer.Option(help="Tokens one reply may have at most (policy: model.max_output_tokens)."),
-    ] = None,
-    context_window: Annotated[
-        int | None,
-        typer.Option(help="The model's context window in tokens (policy: model.context_window)."),
-    ] = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
     trust_repo_policy: Annotated[
         bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
     ] = False,
-    approve: Annotated[
-        Literal["never", "ask"] | None,
-        typer.Option(help="ask: prompt for `ask` rules on a terminal (policy: run.approve)."),
-    ] = None,
-    trace_content: Annotated[
-        Literal["safe", "full"] | None,
-        typer.Option(help="full: also record text in the trace (policy: run.trace_content)."),
-    ] = None,
-    allow_broken_baseline: Annotated[
-        bool,
-        typer.Option(
-            "--allow-broken-baseline",
-            help="Start the model even if the tests cannot run at the baseline "
-            "(policy: gate.allow_broken_baseline).",
-        ),
-    ] = False,
-    tool_protocol: Annotated[
-        Literal["native", "json"] | None,
-        typer.Option(help="json: for servers without tool calling (policy: model.tool_protocol)."),
-    ] = None,
-    runtime: Annotated[
-        str | None,
-        typer.Option(
-            help="OCI runtime of the sandbox, e.g. runsc for gVisor (policy: sandbox.runtime; "
-            "`sandbox-agent doctor` says whether it is registered)."
-        ),
-    ] = None,
-    require: Annotated[
-        Literal["proof", "all", "no-regression"] | None,
-        typer.Option(
-            help="What a finish must show: proof (a test proves the fix, none breaks), all "
-            "(every test passes) or no-regression (policy: gate.require; default proof)."
-        ),
-    ] = None,
-    target: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A test id that must go from failing to passing; repeatable "
-            "(policy: gate.targets)."
-        ),
-    ] = None,
     quiet: QuietOption = False,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Fix an issue in a repository; your checkout changes only through `apply`."""
     if task_file is not None:
@@ -215,29 +148,13 @@ def fix(
         policy_file=policy,
         runs_dir=runs_dir,
         trust_repo_policy=trust_repo_policy,
-        overrides=as_flags(
-            model=model,
-            base_url=base_url,
-            test_cmd=test_cmd,
-            max_steps=max_steps,
-            max_cost=max_cost,
-            max_tokens=max_tokens,
-            max_wall=max_wall,
-            max_output_tokens=max_output_tokens,
-            context_window=context_window,
-            approve=approve,
-            trace_content=trace_content,
-            tool_protocol=tool_protocol,
-            runtime=runtime,
-            allow_broken_baseline=True if allow_broken_baseline else None,
-            require=require,
-            target=tuple(target) if target else None,
-        ),
+        overrides=flags,
     )
     raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
 
 
 @app.command(cls=Command)
+@setting_flags
 def revise(
     run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
     feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
@@ -245,19 +162,15 @@ def revise(
         Path | None,
         typer.Option(help="The repository (default: here, which must be the run's)."),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model (default: your settings').")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
     policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
     trust_repo_policy: Annotated[
         bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
     ] = False,
-    max_steps: Annotated[int | None, typer.Option(help="Model calls at most.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="US dollars at most.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens at most.")] = None,
-    max_wall: Annotated[float | None, typer.Option(help="Seconds at most.")] = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
     quiet: QuietOption = False,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.
 
@@ -265,14 +178,6 @@ def revise(
     is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
     alone. Its settings are yours (settings files and these flags), never the earlier run's.
     """
-    flags = as_flags(
-        model=model,
-        base_url=base_url,
-        max_steps=max_steps,
-        max_cost=max_cost,
-        max_tokens=max_tokens,
-        max_wall=max_wall,
-    )
     try:
         run_dir = find_any_run(runs_dir, run)
         options = revise_options(
@@ -281,7 +186,7 @@ def revise(
             repo=repo,
             policy_file=policy,
             trust_repo_policy=trust_repo_policy,
-            overrides={k: v for k, v in flags.items() if v is not None},
+            overrides=flags,
             runs_dir=runs_dir,
         )
         ignored = ignored_request(run_dir.read_record())

@@ -1,16 +1,21 @@
-"""Options several commands share (``--runs-dir``, ``--json``), declared once."""
+"""Options several commands share (``--runs-dir``, ``--json``, the setting flags), declared once."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import typer
 
 from sandbox_agent.batch.records import batch_runs_dirs, default_batches_dir
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord, default_runs_dir, find_run, list_runs
+from sandbox_agent.settings.tree import field_info, field_rules, flag_fields
 
 RunsDirOption = Annotated[
     Path | None,
@@ -68,10 +73,64 @@ def every_run(
     return sorted(found, key=lambda pair: pair[0].run_id)
 
 
-def as_flags(**values: object) -> dict[str, object]:
-    """Settings given on the command line, keyed by flag: ``max_cost=0.5`` -> ``--max-cost``.
+SettingFlags = dict[str, object]
+"""The setting flags given on the command line, by flag (``{"--max-cost": 0.5}``); a flag not
+given is absent."""
+SETTINGS_PANEL = "Settings (each overrides one setting of your policy files)"
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
-    Each parameter of ``fix``, ``revise`` and ``batch`` that sets a setting is named after its
-    flag; ``None`` (not given) is kept, and ``apply_overrides`` skips it.
+
+def setting_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with one option per setting that declares a flag in the tree.
+
+    ``command`` takes a keyword ``flags: SettingFlags`` in place of the options: the flags
+    the user gave, each with its value as the field takes it (``apply_overrides`` validates it
+    by the field). Each option's name, type and help come from the field's declaration
+    (``Rule(flag=..., help=...)``), so ``fix``, ``revise`` and ``batch run`` offer the same
+    flags, and a new setting adds its flag to all three without a line here.
     """
-    return {"--" + name.replace("_", "-"): value for name, value in values.items()}
+    signature = inspect.signature(command, eval_str=True)
+    own = list(signature.parameters.values())
+    at = [p.name for p in own].index("flags")
+    names = {flag.removeprefix("--").replace("-", "_"): flag for flag in flag_fields()}
+    options = [_option(name, flag) for name, flag in names.items()]
+
+    @functools.wraps(command)
+    def with_flags(**given: Any) -> None:
+        values = {flag: _given(given.pop(name)) for name, flag in names.items()}
+        command(**given, flags={k: v for k, v in values.items() if v is not None})
+
+    parameters = [*own[:at], *options, *own[at + 1 :]]
+    with_flags.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    with_flags.__annotations__ = {p.name: p.annotation for p in parameters}
+    return with_flags
+
+
+def _option(name: str, flag: str) -> inspect.Parameter:
+    """The typer option of one setting's flag: its field's type, optional; a bool is a flag."""
+    path = flag_fields()[flag]
+    rule = field_rules()[path]
+    help_text = f"{rule.help} (policy: {path})."
+    kind = _value_type(field_info(path).annotation)
+    if kind is bool:
+        info = typer.Option(flag, help=help_text, rich_help_panel=SETTINGS_PANEL)
+        return inspect.Parameter(name, KEYWORD, annotation=Annotated[bool, info], default=False)
+    info = typer.Option(flag, help=help_text, show_default=False, rich_help_panel=SETTINGS_PANEL)
+    return inspect.Parameter(name, KEYWORD, annotation=Annotated[kind | None, info], default=None)
+
+
+def _value_type(annotation: Any) -> Any:
+    """The option's type for a field's: ``X | None`` is ``X``; a tuple of X is a list of X."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
+        return _value_type(args[0])
+    if get_origin(annotation) is tuple:
+        return list[args[0]]  # type: ignore[valid-type]
+    return annotation
+
+
+def _given(value: object) -> object:
+    """A flag's value as given, or ``None`` when it was not: an unset flag, an empty list."""
+    if value is False or value == []:
+        return None
+    return value

@@ -15,21 +15,22 @@ from typing import Annotated, Any, ClassVar
 
 import typer
 
-from sandbox_agent.cli.app import Entry, Lazy
+from sandbox_agent.cli.app import Lazy
 from sandbox_agent.cli.command import Command
+from sandbox_agent.cli.commands import Entry
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import UserError
-from sandbox_agent.policy.config import (
+from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.examples import check_examples, lint_policy_file
+from sandbox_agent.sandbox.protect import mountable, read_only_paths
+from sandbox_agent.sandbox.workspace import list_files, repo_root
+from sandbox_agent.settings.load import (
     LoadedPolicy,
     default_user_config_dir,
-    lint_policy_file,
     load_policy,
     policy_json_schema,
 )
-from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.sandbox.protect import mountable, read_only_paths
-from sandbox_agent.sandbox.workspace import list_files, repo_root
-from sandbox_agent.settings import Merge, field_rules
+from sandbox_agent.settings.tree import Merge, field_rules
 from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]
@@ -78,8 +79,10 @@ def _load(repo: Path, policy: Path | None, trust: bool) -> tuple[Path, LoadedPol
     """The root ``fix`` would use (a subdirectory's git root) and the policy merged there."""
     try:
         root = repo_root(repo)
-        loaded = load_policy(
-            root, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
+        loaded = check_examples(
+            load_policy(
+                root, policy, trust_repo_policy=trust, user_config_dir=default_user_config_dir()
+            )
         )
     except UserError as e:
         raise fail(e) from None

@@ -1,7 +1,7 @@
 """``report``, and the glue of ``policy replay`` / ``policy suggest``: flags in, text out.
 
-The logic lives in ``review/report.py``, ``review/calls.py``, ``policy/replay.py`` and
-``policy/suggest.py``. Exit codes: ``report`` 0, or 2 for a bad run; ``policy replay`` 1 when a
+The logic lives in ``review/report.py``, ``review/calls.py``, ``review/replay.py`` and
+``review/suggest.py``. Exit codes: ``report`` 0, or 2 for a bad run; ``policy replay`` 1 when a
 call the runs needed would now be denied, else 0, 2 for usage errors; ``policy suggest`` 0 or 2.
 """
 
@@ -19,14 +19,14 @@ from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.options import find_any_run
 from sandbox_agent.cli.output import fail, warn
 from sandbox_agent.errors import PolicyFileError, UserError
-from sandbox_agent.policy.config import default_user_config_dir
-from sandbox_agent.policy.replay import CandidatePolicy, RecordedCall, render_replay, replay
-from sandbox_agent.policy.suggest import suggest, to_toml
 from sandbox_agent.review.calls import RunCalls, run_calls
 from sandbox_agent.review.patchfile import parse_changes
+from sandbox_agent.review.replay import CandidatePolicy, RecordedCall, render_replay, replay
 from sandbox_agent.review.report import write_report
 from sandbox_agent.review.revision import own_change
+from sandbox_agent.review.suggest import suggest, to_toml
 from sandbox_agent.run.artifacts import RunDir, RunRecord, default_runs_dir, find_run, list_runs
+from sandbox_agent.settings.load import default_user_config_dir
 from sandbox_agent.text import visible
 
 __all__ = ["policy_replay", "policy_suggest", "register"]

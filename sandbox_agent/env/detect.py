@@ -22,7 +22,7 @@ from sandbox_agent.env.recipe import Recipe
 from sandbox_agent.env.record import read_record, system_step, version_notes
 from sandbox_agent.errors import EnvPlanError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 
 RUNTIME_STEP = SetupStep(
     command=(

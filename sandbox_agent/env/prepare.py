@@ -11,7 +11,7 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
 from sandbox_agent.errors import EnvBuildError
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 
 
 def base_failed(plan: EnvPlan, error: EnvBuildError) -> bool:

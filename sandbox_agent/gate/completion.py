@@ -37,7 +37,7 @@ from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.runs import Runs, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
-from sandbox_agent.settings import GateSection
+from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import Finish, GateCheck, GateEvidence, GateVerdict
 
 __all__ = ["CompletionGate", "Gate", "GateCheck", "GateVerdict", "Judge"]

@@ -6,6 +6,7 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
+from sandbox_agent.tools.specs import ToolArgs
 from sandbox_agent.types import Frozen, ToolCall
 
 DecisionKind = Literal["allow", "deny", "ask"]
@@ -28,6 +29,6 @@ class Decision(Frozen):
 class PolicyEngine(Protocol):
     """Decides, before a tool call runs, whether it may run."""
 
-    def decide(self, call: ToolCall) -> Decision:
-        """Decide on a tool call whose arguments have already been validated."""
+    def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
+        """Decide on a tool call from its arguments, parsed once (``tools.specs``)."""
         ...

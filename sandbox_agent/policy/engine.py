@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.analysis import Effects
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.effects import command_effects
@@ -22,8 +20,16 @@ from sandbox_agent.policy.pathcheck import deny as _deny
 from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.tools.patch import patch_paths
+from sandbox_agent.tools.specs import (
+    ApplyPatchArgs,
+    BashArgs,
+    EditFileArgs,
+    ReadFileArgs,
+    ToolArgs,
+    WriteFileArgs,
+)
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]
@@ -108,43 +114,37 @@ class RuleEngine:
         rel = path.removeprefix("./")
         return any(glob_match(rel, g) for g in self.policy.paths.protect)
 
-    def decide(self, call: ToolCall) -> Decision:
-        """Decide on one tool call (``bash``, ``apply_patch`` and the file tools).
+    def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
+        """Decide on one tool call (``bash``, ``apply_patch`` and the file tools), parsed once.
 
         Never raises: an input the analysis itself fails on is denied (the fuzz test makes
         sure no input reaches that backstop).
         """
         try:
-            return self._decide(call)
+            return self._decide(call, args)
         except (RecursionError, ValueError, OSError, UnicodeError) as e:
             return _deny(
                 f"the policy engine could not analyse this call ({type(e).__name__}); simplify it",
                 _ENGINE_ERROR,
             )
 
-    def _decide(self, call: ToolCall) -> Decision:
-        args = call.arguments
-        if call.tool_name == "bash":
-            return self._bash(args)
-        if call.tool_name == "read_file":
-            return self.check_path(args.get("path"), write=False)
-        if call.tool_name in ("write_file", "edit_file"):
-            return self.check_path(args.get("path"), write=True)
-        if call.tool_name == "apply_patch":
-            return self._patch(args.get("input"))
+    def _decide(self, call: ToolCall, args: ToolArgs) -> Decision:
+        match args:
+            case BashArgs():
+                return self._bash(args)
+            case ReadFileArgs():
+                return self.check_path(args.path, write=False)
+            case WriteFileArgs() | EditFileArgs():
+                return self.check_path(args.path, write=True)
+            case ApplyPatchArgs():
+                return self._patch(patch_paths(args.ops))
         return _deny(f"the tool `{call.tool_name}` is not known to the policy", "built-in: tools")
 
-    def _patch(self, text: object) -> Decision:
+    def _patch(self, paths: list[str]) -> Decision:
         """Every path a patch adds, updates, deletes or moves to, each judged as write_file's.
 
         One refused path refuses the whole patch, naming it; nothing is applied.
         """
-        if not isinstance(text, str):
-            return _deny("`input` must be a string", "built-in: tools")
-        try:
-            paths = patch_paths(text)
-        except ToolError as e:
-            return _deny(f"the patch cannot be read: {e.message}", "built-in: tools")
         decisions = [self.check_path(path, write=True) for path in paths]
         for path, decision in zip(paths, decisions, strict=True):
             if decision.decision != "allow":
@@ -158,19 +158,16 @@ class RuleEngine:
             reason=f"every path the patch touches ({len(paths)}) is writable",
         )
 
-    def _bash(self, args: dict[str, Any]) -> Decision:
-        command = args.get("command")
-        if not isinstance(command, str):
-            return _deny("`command` must be a string", "built-in: tools")
-        timeout = args.get("timeout_s")
+    def _bash(self, args: BashArgs) -> Decision:
+        timeout = args.timeout_s
         limit = self.policy.sandbox.max_command_timeout_s
-        if isinstance(timeout, int | float) and timeout > limit:
+        if timeout is not None and timeout > limit:
             return _deny(
                 f"timeout_s={timeout:g} is above the limit of {limit:g} seconds; ask for less",
                 f"{self.policy.origin('sandbox', 'max_command_timeout_s')}: "
                 f"max_command_timeout_s = {limit:g}",
             )
-        return self.check_command(command)
+        return self.check_command(args.command)
 
     def check_command(self, command: str) -> Decision:
         """Decide on a shell command string (what ``policy check`` prints)."""

@@ -22,7 +22,7 @@ from sandbox_agent.policy.paths import (
     resolve_on_host,
 )
 from sandbox_agent.policy.words import PIPE
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.tree import Policy
 
 __all__ = ["BOUNDARY", "STATIC", "PathChecker", "deny"]
 

@@ -20,13 +20,11 @@ tells the model, which should say what to do instead.
 from __future__ import annotations
 
 import posixpath
-import re
-import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sandbox_agent.errors import RuleSyntaxError
 from sandbox_agent.policy.programs import ALIASES, PROGRAMS, PYTHONS
+from sandbox_agent.settings.rulesyntax import rule_words
 
 __all__ = ["Rule", "parse_rule", "program_name"]
 
@@ -124,26 +122,12 @@ def program_name(arg0: str, workspace: str = "/workspace") -> str:
     return arg0 if arg0.startswith(("./", "../")) else "./" + arg0
 
 
-_REASON = re.compile(r"\s+#\s")
-
-
 @lru_cache(maxsize=4096)
 def parse_rule(written: str) -> Rule:
     """Parse a rule string; raises ``RuleSyntaxError`` with what is wrong."""
-    text, why = written, None
-    split = _REASON.split(written, maxsplit=1)
-    if len(split) == 2:
-        text, why = split[0], split[1].strip() or None
-    try:
-        tokens = tuple(shlex.split(text))
-    except ValueError as e:
-        raise RuleSyntaxError(f"rule {text!r} is not valid shell quoting ({e})") from e
-    if not tokens:
-        raise RuleSyntaxError("a rule cannot be empty; write a program name like 'git diff'")
-    if tokens[0] == "*" and len(tokens) > 1:
-        raise RuleSyntaxError(f"rule {text!r}: '*' as the program must be the whole rule")
-    tokens = (program_name(tokens[0]), *tokens[1:])
-    return Rule(text, tokens, normalise(tokens, rule=True), why)
+    read = rule_words(written)
+    tokens = (program_name(read.words[0]), *read.words[1:])
+    return Rule(read.text, tokens, normalise(tokens, rule=True), read.why)
 
 
 @lru_cache(maxsize=4096)

@@ -17,7 +17,7 @@ from sandbox_agent.agent.trace import (
     TraceEvent,
     read_trace,
 )
-from sandbox_agent.policy.replay import RecordedCall
+from sandbox_agent.review.replay import RecordedCall
 from sandbox_agent.run.artifacts import RunDir
 
 

@@ -27,12 +27,13 @@ from sandbox_agent.models.prices import ModelPrice
 from sandbox_agent.models.prompt import build_system_prompt
 from sandbox_agent.models.scripted import ScriptedModel
 from sandbox_agent.models.stream import OnText
-from sandbox_agent.policy.config import LoadedPolicy, default_user_config_dir, load_policy
 from sandbox_agent.policy.engine import allowed_programs
-from sandbox_agent.policy.merge import apply_overrides
+from sandbox_agent.policy.examples import check_examples
 from sandbox_agent.run.artifacts import default_runs_dir
 from sandbox_agent.sandbox.workspace import RepoInfo, inspect_repo
-from sandbox_agent.settings import Policy, flag_fields
+from sandbox_agent.settings.load import LoadedPolicy, default_user_config_dir, load_policy
+from sandbox_agent.settings.merge import apply_overrides
+from sandbox_agent.settings.tree import Policy, flag_fields
 from sandbox_agent.types import Frozen
 
 __all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Revision", "prepare"]
@@ -139,6 +140,7 @@ def prepare(
         trust_repo_policy=options.trust_repo_policy,
         user_config_dir=default_user_config_dir(env),
     )
+    check_examples(loaded)
     unknown = sorted(set(options.overrides) - set(flag_fields()))
     if unknown:
         raise UserError(f"{unknown[0]}: not a flag that sets a setting")

@@ -33,7 +33,7 @@ from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import guard_dirs
 from sandbox_agent.sandbox.runtime import host_pids_limit
 from sandbox_agent.sandbox.workspace import MODEL_GIT_DIR, SHADOW_DIR, Owner, remove_workspace
-from sandbox_agent.settings import STRONGER_RUNTIME, SandboxSection
+from sandbox_agent.settings.tree import STRONGER_RUNTIME, SandboxSection
 from sandbox_agent.types import Frozen
 
 CONTAINER_HOME = "/home/agent"

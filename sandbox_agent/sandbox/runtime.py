@@ -15,7 +15,7 @@ import docker.errors
 
 from sandbox_agent.errors import EngineUnavailableError
 from sandbox_agent.sandbox import engine
-from sandbox_agent.settings import STRONGER_RUNTIME, SandboxSection
+from sandbox_agent.settings.tree import STRONGER_RUNTIME, SandboxSection
 
 __all__ = [
     "DAEMON_JSON",

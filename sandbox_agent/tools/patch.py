@@ -161,13 +161,9 @@ def _hunk_line(hunk: Hunk, line: str) -> None:
         hunk.new.append(rest)
 
 
-def patch_paths(text: str) -> list[str]:
-    """Every path the patch writes, deletes or moves to, in order (what the policy judges).
-
-    Raises:
-        ToolError: ``patch_invalid`` when the patch cannot be read.
-    """
-    return [p for op in parse_patch(text) for p in (op.path, op.move_to) if p is not None]
+def patch_paths(ops: Sequence[FileOp]) -> list[str]:
+    """Every path a parsed patch writes, deletes or moves to, in order (what the policy judges)."""
+    return [p for op in ops for p in (op.path, op.move_to) if p is not None]
 
 
 _PASSES: tuple[Callable[[str], str], ...] = (lambda s: s, str.rstrip, str.strip)

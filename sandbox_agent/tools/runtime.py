@@ -1,7 +1,9 @@
-"""The tool runtime: validate arguments, dispatch to the sandbox, turn results into Observations.
+"""The tool runtime: dispatch parsed calls to the sandbox, turn results into Observations.
 
-Expected tool failures (``ToolError``, invalid arguments) become error observations in one place,
-``ToolRuntime.execute``; anything else is a bug and propagates.
+A call's arguments are parsed once (:meth:`ToolRuntime.check`, ``tools.specs.parse_arguments``);
+the policy decides on the parsed arguments and :meth:`ToolRuntime.execute` runs the same
+object. Expected tool failures (``ToolError``, invalid arguments) become error observations;
+anything else is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -11,22 +13,22 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from sandbox_agent.errors import ToolError
 from sandbox_agent.sandbox.base import Sandbox
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.settings.tree import SandboxSection
 from sandbox_agent.text import truncate_middle
 from sandbox_agent.tools.edits import Change, edit_text, lint, plan_patch, view
-from sandbox_agent.tools.patch import parse_patch
 from sandbox_agent.tools.specs import (
+    ARGS,
     ApplyPatchArgs,
     BashArgs,
     EditFileArgs,
-    FinishArgs,
     ReadFileArgs,
     ToolArgs,
     WriteFileArgs,
+    parse_arguments,
     tool_spec,
 )
 from sandbox_agent.types import Frozen, Observation, ToolCall, ToolSpec
@@ -47,15 +49,6 @@ class ToolRuntimeConfig(Frozen):
 
 
 DEFAULT_TOOL_RUNTIME_CONFIG = ToolRuntimeConfig()
-
-
-def validation_message(tool_name: str, error: ValidationError) -> str:
-    """One line per problem, naming the field, so the model can correct its call."""
-    problems = []
-    for item in error.errors():
-        field = ".".join(str(p) for p in item["loc"]) or "arguments"
-        problems.append(f"{field}: {item['msg']}")
-    return f"invalid arguments for {tool_name}: " + "; ".join(problems)
 
 
 Handler = Callable[["ToolRuntime", Any], "tuple[str, int | None]"]
@@ -91,34 +84,22 @@ class ToolRuntime:
         """The specs of this runtime's tools, in the registry's order."""
         return tool_specs(self.tools)
 
-    def parse(self, call: ToolCall) -> ToolArgs:
-        """Validate a call's arguments against its tool's model.
-
-        Raises:
-            ToolError: ``unknown_tool`` or ``invalid_args``, naming the field and the problem.
-        """
-        tool = TOOLS.get(call.tool_name) if call.tool_name in self.tools else None
-        if tool is None:
-            known = ", ".join(self.tools)
-            raise ToolError("unknown_tool", f"unknown tool {call.tool_name!r}; tools are: {known}")
+    def check(self, call: ToolCall) -> ToolArgs | Observation:
+        """The call's arguments, parsed once; or the error observation when they are invalid."""
         try:
-            return tool.args.model_validate(call.arguments)
-        except ValidationError as e:
-            raise ToolError("invalid_args", validation_message(call.tool_name, e)) from e
-
-    def check(self, call: ToolCall) -> Observation | None:
-        """The error observation for a call whose arguments are invalid, else ``None``."""
-        try:
-            self.parse(call)
+            return parse_arguments(call, self.tools)
         except ToolError as e:
             return self._error(call, e)
-        return None
 
-    def execute(self, call: ToolCall) -> Observation:
-        """Run one (already allowed) tool call; expected failures become error observations."""
+    def run(self, call: ToolCall) -> Observation:
+        """Parse and run a call with no policy in between (tests, and tools run by the user)."""
+        args = self.check(call)
+        return args if isinstance(args, Observation) else self.execute(call, args)
+
+    def execute(self, call: ToolCall, args: ToolArgs) -> Observation:
+        """Run one allowed call on its parsed arguments; expected failures become observations."""
         start = time.monotonic()
         try:
-            args = self.parse(call)
             handler = TOOLS[call.tool_name].handler
             if handler is None:
                 raise ToolError("invalid_args", f"{call.tool_name} is not run by the tool runtime")
@@ -211,7 +192,7 @@ class ToolRuntime:
         return f"{summary}\n{view(args.path, new, regions)}", None
 
     def apply_patch(self, args: ApplyPatchArgs) -> tuple[str, int | None]:
-        changes = plan_patch(parse_patch(args.input), self._read_or_none)
+        changes = plan_patch(args.ops, self._read_or_none)
         done: list[Change] = []
         try:
             for change in sorted(changes, key=lambda c: c.after is None):  # deletes last
@@ -275,16 +256,18 @@ def _streams(stdout: str, stderr: str) -> str:
     return "".join(parts)
 
 
-TOOLS: dict[str, ToolDef] = {
-    "bash": ToolDef(BashArgs, ToolRuntime.bash),
-    "read_file": ToolDef(ReadFileArgs, ToolRuntime.read_file),
-    "write_file": ToolDef(WriteFileArgs, ToolRuntime.write_file),
-    "edit_file": ToolDef(EditFileArgs, ToolRuntime.edit_file),
-    "apply_patch": ToolDef(ApplyPatchArgs, ToolRuntime.apply_patch),
-    "finish": ToolDef(FinishArgs, None),
+_HANDLERS: dict[str, Handler] = {
+    "bash": ToolRuntime.bash,
+    "read_file": ToolRuntime.read_file,
+    "write_file": ToolRuntime.write_file,
+    "edit_file": ToolRuntime.edit_file,
+    "apply_patch": ToolRuntime.apply_patch,
 }
-"""Every tool the model may see, in the order it is shown them (the names are a contract;
-``apply_patch`` is an addition to the original five)."""
+
+TOOLS: dict[str, ToolDef] = {
+    name: ToolDef(args, _HANDLERS.get(name)) for name, args in ARGS.items()
+}
+"""Every tool of :data:`~sandbox_agent.tools.specs.ARGS` bound to its handler (``finish``: none)."""
 
 
 def tool_names(chosen: Sequence[str] | None = None) -> tuple[str, ...]:

@@ -1,19 +1,22 @@
-"""Tool argument models and the specs the model sees, generated from them.
+"""Tool argument models, the specs the model sees (generated from them), and the one parse.
 
-Each tool's JSON schema and description are generated from its pydantic argument model, and the
-model is bound to its handler in one registry (``tools.runtime.TOOLS``), so spec and handler
-cannot drift.
+Each tool's JSON schema and description are generated from its pydantic argument model
+(:data:`ARGS`), and the model is bound to its handler in one registry
+(``tools.runtime.TOOLS``), so spec and handler cannot drift. A tool call's arguments are read
+once, by :func:`parse_arguments`, into its typed model: the policy decides on that object and
+the runtime executes the same one (an ``apply_patch`` patch is parsed in that step too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from sandbox_agent.errors import ToolError
-from sandbox_agent.tools.patch import parse_patch
-from sandbox_agent.types import ToolSpec
+from sandbox_agent.tools.patch import FileOp, parse_patch
+from sandbox_agent.types import ToolCall, ToolSpec
 
 
 class ToolArgs(BaseModel):
@@ -87,15 +90,20 @@ class ApplyPatchArgs(ToolArgs):
     """
 
     input: str = Field(min_length=1, description="The whole patch text.")
+    _ops: tuple[FileOp, ...] = PrivateAttr(default=())
 
-    @field_validator("input")
-    @classmethod
-    def _parses(cls, value: str) -> str:
+    @model_validator(mode="after")
+    def _parses(self) -> ApplyPatchArgs:
         try:
-            parse_patch(value)
+            self._ops = tuple(parse_patch(self.input))
         except ToolError as e:
             raise ValueError(e.message) from e
-        return value
+        return self
+
+    @property
+    def ops(self) -> tuple[FileOp, ...]:
+        """The patch as parsed once, when the arguments were validated."""
+        return self._ops
 
 
 class FinishArgs(ToolArgs):
@@ -106,6 +114,43 @@ class FinishArgs(ToolArgs):
     """
 
     summary: str = Field(description="What you changed and why.")
+
+
+ARGS: dict[str, type[ToolArgs]] = {
+    "bash": BashArgs,
+    "read_file": ReadFileArgs,
+    "write_file": WriteFileArgs,
+    "edit_file": EditFileArgs,
+    "apply_patch": ApplyPatchArgs,
+    "finish": FinishArgs,
+}
+"""Every tool the model may see, in the order it is shown them, with its arguments (the names
+are a contract; ``apply_patch`` is an addition to the original five)."""
+
+
+def parse_arguments(call: ToolCall, offered: Sequence[str] = tuple(ARGS)) -> ToolArgs:
+    """A call's arguments read once into its tool's model (``offered``: the tools in use).
+
+    Raises:
+        ToolError: ``unknown_tool`` or ``invalid_args``, naming the field and the problem.
+    """
+    model = ARGS.get(call.tool_name) if call.tool_name in offered else None
+    if model is None:
+        known = ", ".join(name for name in ARGS if name in offered)
+        raise ToolError("unknown_tool", f"unknown tool {call.tool_name!r}; tools are: {known}")
+    try:
+        return model.model_validate(call.arguments)
+    except ValidationError as e:
+        raise ToolError("invalid_args", validation_message(call.tool_name, e)) from e
+
+
+def validation_message(tool_name: str, error: ValidationError) -> str:
+    """One line per problem, naming the field, so the model can correct its call."""
+    problems = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "arguments"
+        problems.append(f"{field}: {item['msg']}")
+    return f"invalid arguments for {tool_name}: " + "; ".join(problems)
 
 
 def _strip_titles(schema: Any) -> Any:

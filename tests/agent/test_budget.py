@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from sandbox_agent.agent.budget import Limits, RunBudget, UnlimitedBudget
 from sandbox_agent.errors import BudgetExceeded, UnknownPriceError
 from sandbox_agent.models.prices import ModelPrice, PriceTier
-from sandbox_agent.settings import BudgetSection
+from sandbox_agent.settings.tree import BudgetSection
 from sandbox_agent.types import CallEstimate, Usage
 
 PRICE = ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)

@@ -15,8 +15,10 @@ from sandbox_agent.errors import BudgetExceeded
 from sandbox_agent.models.scripted import FunctionModel, ScriptedModel, parse_script
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.tree import Policy
+from sandbox_agent.tools.patch import FileOp, parse_patch
 from sandbox_agent.tools.runtime import ToolRuntime
+from sandbox_agent.tools.specs import ToolArgs
 from sandbox_agent.types import (
     CallEstimate,
     ExitReason,
@@ -236,7 +238,7 @@ def test_gate_attempts_exhausted_ends_without_finished(make_loop: MakeLoop) -> N
 
 
 class ExplodingPolicy(FakePolicy):
-    def decide(self, call: ToolCall) -> Decision:
+    def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
         raise ZeroDivisionError("a bug in the engine")
 
 
@@ -365,3 +367,46 @@ def test_the_sandbox_runs_the_engines_rendering_and_the_trace_keeps_both(
         json.loads(line) for line in trace_path.read_text().splitlines() if '"tool_call"' in line
     ]
     assert calls[0]["call"]["arguments"] == {"command": 'echo "a  b"'}  # the model's own text
+
+
+class _Recording(FakePolicy):
+    """Keeps the parsed arguments each decision was made on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.args: list[ToolArgs] = []
+
+    def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
+        self.args.append(args)
+        return super().decide(call, args)
+
+
+def test_a_call_is_parsed_once_and_the_runtime_runs_what_the_policy_judged(
+    make_loop: MakeLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[str] = []
+
+    def counting_parse(text: str) -> list[FileOp]:
+        parsed.append(text)
+        return parse_patch(text)
+
+    monkeypatch.setattr("sandbox_agent.tools.specs.parse_patch", counting_parse)
+    patch = "*** Begin Patch\n*** Add File: new.py\n+x = 1\n*** End Patch"
+    edit = {"type": "tool_call", "tool_name": "apply_patch", "arguments": {"input": patch}}
+    policy = _Recording()
+    loop, sandbox, _ = make_loop(script(edit, FINISH), policy=policy)
+    executed: list[ToolArgs] = []
+    real_execute = loop.runtime.execute
+
+    def recording_execute(call: ToolCall, args: ToolArgs) -> Observation:
+        executed.append(args)
+        return real_execute(call, args)
+
+    monkeypatch.setattr(loop.runtime, "execute", recording_execute)
+
+    loop.run(TASK)
+
+    assert parsed == [patch]
+    assert len(policy.args) == 1
+    assert executed[0] is policy.args[0]
+    assert (sandbox.root / "new.py").read_text() == "x = 1\n"

@@ -86,3 +86,16 @@ def test_policy_check_takes_the_command_words_literally(tmp_path: Path) -> None:
     assert plain.startswith("allow: ")
     code, dashed, _ = invoke("policy", "check", "--repo", str(tmp_path), "--", "ls", "-la")
     assert (code, dashed) == (0, plain)
+
+
+@pytest.mark.parametrize("command", [("check", "ls"), ("show",)])
+def test_policy_check_and_show_refuse_broken_examples(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Loading does not run the engine; these commands check the examples with it."""
+    (tmp_path / "mine.toml").write_text('[commands.examples]\ndeny = ["ls"]\n')
+    policy = ("--policy", str(tmp_path / "mine.toml"), "--repo", str(tmp_path))
+    code, out, err = invoke("policy", command[0], *policy, *command[1:])
+    assert code == 2
+    assert "deny example 'ls' is allow" in err
+    assert out == ""

@@ -21,19 +21,20 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli.app import COMMANDS, Entry, Lazy, app, load
+from sandbox_agent.cli.app import Lazy, app, load
+from sandbox_agent.cli.commands import COMMANDS, Entry
 
 HEAVY = ("openai", "docker", "ray")
 
 PROBE = """
 import json, sys
-from sandbox_agent.cli.app import app
+from sandbox_agent.cli.main import main
 code = 0
 try:
-    app(sys.argv[1:], prog_name="sandbox-agent")
+    main("sandbox-agent")
 except SystemExit as e:
     code = e.code
-ours = ("sandbox_agent.", "openai", "docker", "ray")
+ours = ("sandbox_agent.", "openai", "docker", "ray", "typer", "rich", "pydantic")
 loaded = sorted(m for m in sys.modules if m.startswith(ours))
 print(json.dumps({"code": code, "modules": loaded}), file=sys.stderr)
 """
@@ -68,6 +69,22 @@ def test_help_and_version_import_no_command(tmp_path: Path, args: tuple[str, ...
     assert out.strip()
     assert heavy_in(modules) == []
     assert command_modules(modules) == []
+
+
+@pytest.mark.parametrize("args", [("--help",), ("-h",), ("--version",)])
+def test_help_and_version_are_answered_without_typer_rich_or_pydantic(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    out, modules = imported_by(*args, cwd=tmp_path)
+    assert "sandbox-agent" in out
+    assert [m for m in modules if m.split(".")[0] in {"typer", "rich", "pydantic"}] == []
+    assert "sandbox_agent.cli.app" not in modules
+
+
+def test_a_forced_width_is_typers_to_answer(tmp_path: Path) -> None:
+    out, modules = imported_by("--help", cwd=tmp_path, env={"TERMINAL_WIDTH": "70"})
+    assert "sandbox_agent.cli.app" in modules
+    assert "Usage: sandbox-agent" in out
 
 
 def test_completing_a_command_name_imports_no_command(tmp_path: Path) -> None:

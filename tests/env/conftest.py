@@ -22,7 +22,7 @@ from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.env.prepare import sandbox_settings
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 
 TOKEN = uuid.uuid4().hex[:12]
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}

@@ -13,7 +13,7 @@ from sandbox_agent.errors import EnvBuildError
 from sandbox_agent.gate.baseline import classify_baseline, local_modules
 from sandbox_agent.gate.testrun import run_tests
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 from tests.env.conftest import TOKEN, EnvBuilds, MakeEnvSandbox, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

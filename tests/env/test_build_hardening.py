@@ -14,7 +14,7 @@ import docker
 import pytest
 
 from sandbox_agent.errors import EnvLimitError
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 from tests.env.conftest import EnvBuilds, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -14,7 +14,7 @@ from sandbox_agent.env.cache import cache_key
 from sandbox_agent.env.detect import RUNTIME_STEP, detect_plan
 from sandbox_agent.errors import EnvPlanError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
-from sandbox_agent.settings import EnvironmentSection
+from sandbox_agent.settings.tree import EnvironmentSection
 
 
 def write(repo: Path, files: dict[str, str]) -> Path:

@@ -8,7 +8,7 @@ import pytest
 
 from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.testrun import is_pytest, parse_junit
-from sandbox_agent.settings import GateSection
+from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import Finish
 from tests.fakes import TempDirSandbox
 

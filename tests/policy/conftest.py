@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 
 STRICT_PYTHON = Path(__file__).parent / "fixtures" / "strict_python.toml"
 """The strict preset plus the Python tooling the old ``python`` preset allowed."""

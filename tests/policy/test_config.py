@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sandbox_agent.errors import PolicyFileError
-from sandbox_agent.policy.config import (
-    REPO_POLICY_NAME,
-    lint_policy_file,
-    load_policy,
-    policy_json_schema,
-)
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.policy.examples import check_examples, example_errors, lint_policy_file
+from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy, policy_json_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -163,7 +161,7 @@ def test_missing_policy_file_is_an_error(tmp_path: Path) -> None:
 
 def test_broken_examples_are_listed_together(tmp_path: Path) -> None:
     with pytest.raises(PolicyFileError) as info:
-        load_policy(tmp_path, FIXTURES / "broken_examples.toml")
+        check_examples(load_policy(tmp_path, FIXTURES / "broken_examples.toml"))
     message = str(info.value)
     assert info.value.key == "[commands.examples]"
     assert "'make install'" in message
@@ -233,3 +231,30 @@ def test_untrusted_repo_policy_cannot_extend_files_outside_the_repo(tmp_path: Pa
     with pytest.raises(PolicyFileError, match="outside the repository"):
         load_policy(repo)
     assert "curl" in load_policy(repo, trust_repo_policy=True).policy.commands.allow
+
+
+def test_loading_keeps_the_examples_unjudged_and_never_imports_the_engine(tmp_path: Path) -> None:
+    """Settings load without the policy engine; each layer's examples wait for a checker."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from sandbox_agent.settings.load import load_policy\n"
+        "from sandbox_agent.settings.reference import settings_markdown\n"
+        f"loaded = load_policy(Path({str(tmp_path)!r}), Path({str(FIXTURES)!r}) / "
+        "'broken_examples.toml')\n"
+        "settings_markdown()\n"
+        "print(sorted({e.path.name for e in loaded.examples}))\n"
+        "print([m for m in sys.modules if m.startswith('sandbox_agent.policy')])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    examples, engine = done.stdout.splitlines()
+    assert "broken_examples.toml" in examples
+    assert engine == "[]"
+
+
+def test_a_file_whose_examples_hold_is_checked_clean(tmp_path: Path) -> None:
+    loaded = load_policy(tmp_path, FIXTURES / "broken_examples.toml")
+    held = [layer for layer in loaded.examples if layer.path.name != "broken_examples.toml"]
+    assert held  # the presets' own examples
+    assert example_errors(held) == []
+    assert [e.key for e in example_errors(loaded.examples)] == ["[commands.examples]"]

@@ -19,13 +19,13 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
 from sandbox_agent.policy.shell import analyze
 from sandbox_agent.sandbox import engine as docker_engine
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 from tests.policy.corpus import ALLOW, DENY
 from tests.sandbox.conftest import OWNER
 

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import PolicyEngine
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine, allowed_programs
-from sandbox_agent.policy.files import preset_dir
-from sandbox_agent.settings import Policy
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.types import ToolCall
+from tests.fakes import FILE_TOOL_ARGS, decide_call
 
 
 @pytest.fixture(scope="module")
@@ -31,32 +33,32 @@ def call(tool: str, **arguments: object) -> ToolCall:
 
 def test_engine_is_a_policy_engine(engine: RuleEngine) -> None:
     checked: PolicyEngine = engine
-    assert checked.decide(call("bash", command="git status")).decision == "allow"
+    assert decide_call(checked, call("bash", command="git status")).decision == "allow"
 
 
 def test_bash_rule_names_origin_and_text(engine: RuleEngine) -> None:
-    decision = engine.decide(call("bash", command="git diff HEAD~1 -- a.py"))
+    decision = decide_call(engine, call("bash", command="git diff HEAD~1 -- a.py"))
     assert decision.decision == "allow"
     assert decision.rule == "preset strict: git diff"
 
 
 def test_denied_program_reason_lists_allowed_programs(engine: RuleEngine) -> None:
-    decision = engine.decide(call("bash", command="curl https://example.com"))
+    decision = decide_call(engine, call("bash", command="curl https://example.com"))
     assert decision.decision == "deny"
     assert decision.reason.startswith("`curl` is not allowed here; allowed programs include git,")
     assert "pytest" in decision.reason
 
 
 def test_timeout_above_the_limit_is_denied(engine: RuleEngine) -> None:
-    over = engine.decide(call("bash", command="pytest", timeout_s=601))
+    over = decide_call(engine, call("bash", command="pytest", timeout_s=601))
     assert over.decision == "deny"
     assert "600" in over.reason
     assert over.rule == "preset base: max_command_timeout_s = 600"
-    assert engine.decide(call("bash", command="pytest", timeout_s=600)).decision == "allow"
+    assert decide_call(engine, call("bash", command="pytest", timeout_s=600)).decision == "allow"
 
 
 def test_ask_rule_returns_ask(engine: RuleEngine) -> None:
-    decision = engine.decide(call("bash", command="rm --recursive --force build"))
+    decision = decide_call(engine, call("bash", command="rm --recursive --force build"))
     assert decision.decision == "ask"
     assert decision.rule == "preset strict: rm -r"
 
@@ -66,7 +68,7 @@ def test_deny_wins_over_ask_and_allow(engine: RuleEngine) -> None:
 
 
 def test_read_file_inside_is_allowed(engine: RuleEngine) -> None:
-    decision = engine.decide(call("read_file", path="src/app.py", start_line=1))
+    decision = decide_call(engine, call("read_file", path="src/app.py", start_line=1))
     assert decision.decision == "allow"
     assert decision.rule == "preset base: **"
 
@@ -75,8 +77,8 @@ def test_read_file_inside_is_allowed(engine: RuleEngine) -> None:
     "path", ["../secret", "/etc/passwd", "~/.ssh/id_rsa", "src/../../x", "/workspace/../etc"]
 )
 def test_file_tools_refuse_paths_outside(engine: RuleEngine, path: str) -> None:
-    for tool in ("read_file", "write_file", "edit_file"):
-        decision = engine.decide(call(tool, path=path, content="x", old_text="a", new_text="b"))
+    for tool, rest in FILE_TOOL_ARGS.items():
+        decision = decide_call(engine, call(tool, path=path, **rest))
         assert decision.decision == "deny"
         assert decision.rule == "built-in: workspace boundary"
 
@@ -96,11 +98,11 @@ def test_file_tools_refuse_paths_outside(engine: RuleEngine, path: str) -> None:
     ],
 )
 def test_write_tools_refuse_protected_paths(engine: RuleEngine, path: str, glob: str) -> None:
-    decision = engine.decide(call("write_file", path=path, content="x"))
+    decision = decide_call(engine, call("write_file", path=path, content="x"))
     assert decision.decision == "deny"
     assert decision.rule == f"preset base: {glob}"
     assert "protected" in decision.reason
-    assert engine.decide(call("read_file", path=path)).decision == "allow"
+    assert decide_call(engine, call("read_file", path=path)).decision == "allow"
 
 
 def test_is_protected_and_globs(engine: RuleEngine) -> None:
@@ -111,7 +113,7 @@ def test_is_protected_and_globs(engine: RuleEngine) -> None:
 
 
 def test_edit_file_of_source_is_allowed(engine: RuleEngine) -> None:
-    decision = engine.decide(call("edit_file", path="src/app.py", old_text="a", new_text="b"))
+    decision = decide_call(engine, call("edit_file", path="src/app.py", old_text="a", new_text="b"))
     assert decision.decision == "allow"
 
 
@@ -120,17 +122,22 @@ def test_symlink_leading_outside_is_refused(policy: Policy, tmp_path: Path) -> N
     (tmp_path / "src" / "ok.py").write_text("x = 1\n")
     (tmp_path / "escape").symlink_to("/etc")
     engine = RuleEngine(policy, host_workspace=tmp_path)
-    assert engine.decide(call("read_file", path="src/ok.py")).decision == "allow"
-    denied = engine.decide(call("read_file", path="escape/passwd"))
+    assert decide_call(engine, call("read_file", path="src/ok.py")).decision == "allow"
+    denied = decide_call(engine, call("read_file", path="escape/passwd"))
     assert denied.decision == "deny"
     assert "symlink" in denied.reason
     assert engine.check_command("echo x > escape/motd").decision == "deny"
 
 
-def test_unknown_tool_and_bad_arguments_are_denied(engine: RuleEngine) -> None:
-    assert engine.decide(call("launch_missiles")).decision == "deny"
-    assert engine.decide(call("bash", command=3)).decision == "deny"
-    assert engine.decide(call("read_file", path="")).decision == "deny"
+def test_unknown_tool_and_bad_arguments_never_reach_the_policy(engine: RuleEngine) -> None:
+    for bad, kind in [
+        (call("launch_missiles"), "unknown_tool"),
+        (call("bash", command=3), "invalid_args"),
+        (call("read_file", path=""), "invalid_args"),
+    ]:
+        with pytest.raises(ToolError) as refused:
+            decide_call(engine, bad)
+        assert refused.value.kind == kind
 
 
 def test_custom_workspace_and_home(policy: Policy) -> None:
@@ -149,7 +156,7 @@ def test_allowed_programs_lists_useful_names_first(policy: Policy) -> None:
 def test_readonly_policy_denies_all_writes(tmp_path: Path) -> None:
     preset = Path(__file__).parents[2] / "policies" / "readonly.toml"
     engine = RuleEngine(load_policy(tmp_path, preset).policy)
-    assert engine.decide(call("write_file", path="src/a.py", content="x")).decision == "deny"
+    assert decide_call(engine, call("write_file", path="src/a.py", content="x")).decision == "deny"
     assert engine.check_command("echo x > notes.txt").decision == "deny"
     assert engine.check_command("touch notes.txt").decision == "deny"
     assert engine.check_command("git log --oneline").decision == "allow"

@@ -13,11 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
+from sandbox_agent.tools.specs import parse_arguments
 from sandbox_agent.types import ToolCall
+from tests.fakes import FILE_TOOL_ARGS, decide_call
 
 _ROOT = Path(__file__).parent
 _POLICY = load_policy(_ROOT).policy
@@ -27,7 +30,7 @@ ENGINES = {
     "runner": RuleEngine(_POLICY, host_workspace=_ROOT, protected=frozenset({".git"})),
     "strict": RuleEngine(_STRICT, host_workspace=_ROOT),
 }
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(suppress_health_check=list(HealthCheck))
 
 ESCAPES = st.sampled_from(
     [
@@ -68,7 +71,12 @@ NUL_PATHS = st.lists(st.sampled_from(["a", "/", "\x00", "..", "src", "tests", "~
 
 
 def _decide(engine: RuleEngine, tool: str, **arguments: object) -> None:
-    decision = engine.decide(ToolCall(id="f", tool_name=tool, arguments=arguments))
+    call = ToolCall(id="f", tool_name=tool, arguments=arguments)
+    try:
+        args = parse_arguments(call)
+    except ToolError:  # arguments no tool accepts never reach the policy
+        return
+    decision = engine.decide(call, args)
     assert isinstance(decision, Decision)
     assert decision.decision in ("allow", "deny", "ask")
     assert decision.reason
@@ -105,9 +113,10 @@ def test_any_path_gets_a_decision(built_as: str, tool: str, parts: list[str]) ->
 @pytest.mark.parametrize("built_as", ENGINES)
 @pytest.mark.parametrize("path", ["a\x00b", "src/\x00", "\x00"])
 def test_nul_bytes_in_paths_are_denied(built_as: str, path: str) -> None:
-    for tool in ("read_file", "write_file", "edit_file"):
-        decision = ENGINES[built_as].decide(
-            ToolCall(id="f", tool_name=tool, arguments={"path": path})
+    for tool, rest in FILE_TOOL_ARGS.items():
+        arguments = {"path": path, **rest}
+        decision = decide_call(
+            ENGINES[built_as], ToolCall(id="f", tool_name=tool, arguments=arguments)
         )
         assert decision.decision == "deny"
         assert "NUL" in decision.reason
@@ -137,8 +146,8 @@ class _Failing(RuleEngine):
 
 
 def test_an_analysis_failure_is_a_deny_not_an_exception() -> None:
-    decision = _Failing(_POLICY).decide(
-        ToolCall(id="f", tool_name="bash", arguments={"command": "x"})
+    decision = decide_call(
+        _Failing(_POLICY), ToolCall(id="f", tool_name="bash", arguments={"command": "x"})
     )
     assert decision.decision == "deny"
     assert decision.rule == "built-in: engine error"

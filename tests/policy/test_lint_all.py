@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import PolicyFileError
-from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
+from sandbox_agent.policy.examples import lint_policy_file
+from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy
 
 BAD = """\
 [sandbox]

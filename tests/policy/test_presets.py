@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.policy.config import lint_policy_file, load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir, preset_names
+from sandbox_agent.policy.examples import lint_policy_file
+from sandbox_agent.settings.files import preset_dir, preset_names
+from sandbox_agent.settings.load import load_policy
 
 PRESETS = ["base", "default", "node", "python", "readonly", "strict"]
 BASELINE = frozenset({".git", "tests/test_a.py", "conftest.py", "package-lock.json"})

@@ -16,13 +16,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sandbox_agent.cli.app import COMMANDS, app, load
+from sandbox_agent.cli.app import app, load
+from sandbox_agent.cli.commands import COMMANDS
 from sandbox_agent.errors import UserError
-from sandbox_agent.policy.config import REPO_POLICY_NAME, lint_policy_file, load_policy
-from sandbox_agent.policy.files import PolicyFile
-from sandbox_agent.policy.merge import apply_overrides, merge_layer
-from sandbox_agent.policy.reference import settings_markdown
-from sandbox_agent.settings import Merge, Policy, SandboxSection, field_rules, flag_fields
+from sandbox_agent.policy.examples import lint_policy_file
+from sandbox_agent.settings.files import PolicyFile
+from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy
+from sandbox_agent.settings.merge import apply_overrides, merge_layer
+from sandbox_agent.settings.reference import settings_markdown
+from sandbox_agent.settings.tree import Merge, Policy, SandboxSection, field_rules, flag_fields
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,7 @@ def test_the_settings_reference_is_generated_from_the_tree() -> None:
     """docs/settings.md documents every setting; regenerate it with the command in its header."""
     docs = Path(__file__).parents[2] / "docs" / "settings.md"
     assert docs.read_text(encoding="utf-8") == settings_markdown(), (
-        "docs/settings.md is stale: python -c 'from sandbox_agent.policy.reference import "
+        "docs/settings.md is stale: python -c 'from sandbox_agent.settings.reference import "
         'settings_markdown; print(settings_markdown(), end="")\' > docs/settings.md'
     )
     for path in field_rules():

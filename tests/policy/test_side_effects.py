@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings.load import load_policy
 from tests.policy.conftest import STRICT_PYTHON
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
-from sandbox_agent.policy.suggest import narrowest, preset_conflict, risk_of
+from sandbox_agent.review.suggest import narrowest, preset_conflict, risk_of
+from sandbox_agent.settings.load import load_policy
 
 
 @pytest.mark.parametrize(

@@ -78,3 +78,15 @@ def test_flags_reach_the_settings_tree(tmp_path: Path, repo: Path) -> None:
 def test_a_flag_that_sets_no_setting_is_refused(tmp_path: Path, repo: Path) -> None:
     with pytest.raises(UserError, match="--bogus: not a flag that sets a setting"):
         prepared(tmp_path, repo, **{"--bogus": 1})
+
+
+def test_a_policy_whose_examples_break_is_refused_before_the_run(
+    tmp_path: Path, repo: Path
+) -> None:
+    """Loading keeps the examples; preparing the run checks them with the engine."""
+    (repo / ".sandbox-agent.toml").write_text(
+        '[commands.examples]\ndeny = ["ls"]\nallow = ["python -m pytest -q"]\n'
+    )
+    with pytest.raises(UserError, match=r"deny example 'ls' is allow") as info:
+        prepared(tmp_path, repo)
+    assert "python -m pytest" not in str(info.value)

@@ -21,7 +21,7 @@ from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.settings.tree import SandboxSection
 
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 

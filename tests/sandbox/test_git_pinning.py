@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import preset_dir
 from sandbox_agent.sandbox.docker import DockerSandbox
 from sandbox_agent.sandbox.gitops import GIT_ENV, MODEL_GIT_ENV, NO_EXEC_CONFIG
+from sandbox_agent.settings.files import preset_dir
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.types import ToolCall
+from tests.fakes import decide_call
 from tests.sandbox.conftest import MakeSandbox, git
 
 MARK = "/tmp/pwned"
@@ -148,5 +149,7 @@ def test_the_model_cannot_override_the_pinning(tmp_path: Path, command: str) -> 
     anyway, what the pinning guards (the patch, the gate) is computed with git's own
     environment, which no command of the model's changes."""
     engine = RuleEngine(load_policy(tmp_path, preset_dir() / "strict.toml").policy)
-    decision = engine.decide(ToolCall(id="c", tool_name="bash", arguments={"command": command}))
+    decision = decide_call(
+        engine, ToolCall(id="c", tool_name="bash", arguments={"command": command})
+    )
     assert decision.decision == "deny", decision.reason

@@ -32,7 +32,7 @@ from sandbox_agent.sandbox.runtime import (
     registered_runtimes,
     require_runtime,
 )
-from sandbox_agent.settings import SandboxSection
+from sandbox_agent.settings.tree import SandboxSection
 from tests.sandbox.conftest import MakeSandbox
 from tests.sandbox.contract import CHECKS, Check, write_contract_repo
 from tests.sandbox.test_channel import FORGE

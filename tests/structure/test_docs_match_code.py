@@ -28,9 +28,10 @@ import typer
 from typer.testing import CliRunner
 
 from sandbox_agent.cli.app import app
-from sandbox_agent.policy.config import lint_policy_file, preset_policy
-from sandbox_agent.policy.files import PolicyFile
-from sandbox_agent.settings import Sections, field_rules, flag_fields
+from sandbox_agent.policy.examples import lint_policy_file
+from sandbox_agent.settings.files import PolicyFile
+from sandbox_agent.settings.load import preset_policy
+from sandbox_agent.settings.tree import Sections, field_rules, flag_fields
 
 ROOT = Path(__file__).parents[2]
 DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]

@@ -9,7 +9,7 @@ from typing import get_args
 import pytest
 
 from sandbox_agent.models.prompt import ALL_TOOLS, build_system_prompt
-from sandbox_agent.settings import ModelSection, ToolName
+from sandbox_agent.settings.tree import ModelSection, ToolName
 from sandbox_agent.tools.runtime import TOOLS, ToolRuntime, tool_names, tool_specs
 from sandbox_agent.types import Observation, ToolCall
 from tests.fakes import TempDirSandbox
@@ -26,7 +26,7 @@ def runtime(tmp_path: Path) -> ToolRuntime:
 
 
 def run(runtime: ToolRuntime, tool: str, **arguments: object) -> Observation:
-    return runtime.execute(ToolCall(id="c1", tool_name=tool, arguments=arguments))
+    return runtime.run(ToolCall(id="c1", tool_name=tool, arguments=arguments))
 
 
 def test_insert_after_a_line_and_at_the_top(runtime: ToolRuntime, tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_a_runtime_offers_only_its_tools(tmp_path: Path) -> None:
     runtime = ToolRuntime(TempDirSandbox(tmp_path), tools=["bash", "apply_patch"])
     assert [s.name for s in runtime.specs()] == ["bash", "apply_patch", "finish"]
     refused = runtime.check(ToolCall(id="x", tool_name="edit_file", arguments={}))
-    assert refused is not None
+    assert isinstance(refused, Observation)
     assert refused.content == "unknown tool 'edit_file'; tools are: bash, apply_patch, finish"
 
 

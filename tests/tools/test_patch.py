@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import ToolError
-from sandbox_agent.policy.config import load_policy
 from sandbox_agent.policy.engine import RuleEngine
+from sandbox_agent.settings.load import load_policy
 from sandbox_agent.tools.patch import parse_patch, patch_paths
 from sandbox_agent.tools.runtime import ToolRuntime
 from sandbox_agent.types import Observation, ToolCall
-from tests.fakes import TempDirSandbox
+from tests.fakes import TempDirSandbox, decide_call
 
 SOURCE = '''\
 """A module."""
@@ -55,7 +55,7 @@ def runtime(repo: Path) -> ToolRuntime:
 
 
 def patch(runtime: ToolRuntime, text: str) -> Observation:
-    return runtime.execute(ToolCall(id="p1", tool_name="apply_patch", arguments={"input": text}))
+    return runtime.run(ToolCall(id="p1", tool_name="apply_patch", arguments={"input": text}))
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -177,7 +177,7 @@ def test_malformed_patches_are_invalid_arguments(
 def test_first_hunk_may_omit_its_header_and_paths_are_listed_in_order() -> None:
     text = "*** Begin Patch\n*** Update File: a\n*** Move to: b\n-x\n+y\n*** Delete File: c\n"
     text += "*** End Patch\n"
-    assert patch_paths(text) == ["a", "b", "c"]
+    assert patch_paths(parse_patch(text)) == ["a", "b", "c"]
     assert parse_patch(text)[0].hunks[0].old == ["x"]
 
 
@@ -190,7 +190,9 @@ def engine(repo: Path) -> RuleEngine:
 
 
 def decide(engine: RuleEngine, text: str) -> tuple[str, str]:
-    decision = engine.decide(ToolCall(id="p1", tool_name="apply_patch", arguments={"input": text}))
+    decision = decide_call(
+        engine, ToolCall(id="p1", tool_name="apply_patch", arguments={"input": text})
+    )
     return decision.decision, decision.reason
 
 
@@ -218,11 +220,12 @@ def test_one_refused_path_refuses_the_whole_patch(
     assert reason.startswith(f"the patch touches `{path}")
 
 
-def test_an_unreadable_patch_is_denied_by_the_policy_too(engine: RuleEngine) -> None:
-    assert decide(engine, "no patch") == (
-        "deny",
-        "the patch cannot be read: the patch must start with `*** Begin Patch`",
-    )
+def test_an_unreadable_patch_never_reaches_the_policy(engine: RuleEngine) -> None:
+    """Parsed once, with the arguments: the model hears why and the policy is never asked."""
+    with pytest.raises(ToolError) as refused:
+        decide(engine, "no patch")
+    assert refused.value.kind == "invalid_args"
+    assert "the patch must start with `*** Begin Patch`" in refused.value.message
 
 
 class FailingSandbox(TempDirSandbox):

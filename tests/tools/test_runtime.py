@@ -18,7 +18,7 @@ def runtime(tmp_path: Path) -> ToolRuntime:
 
 
 def run(runtime: ToolRuntime, tool: str, **arguments: object) -> Observation:
-    return runtime.execute(ToolCall(id="c1", tool_name=tool, arguments=arguments))
+    return runtime.run(ToolCall(id="c1", tool_name=tool, arguments=arguments))
 
 
 def test_specs_forbid_extra_arguments_and_match_design_names() -> None:
@@ -101,13 +101,13 @@ def test_edit_requires_exactly_one_occurrence(runtime: ToolRuntime, tmp_path: Pa
 
 def test_unknown_tool_and_bad_arguments(runtime: ToolRuntime) -> None:
     unknown = runtime.check(ToolCall(id="x", tool_name="python", arguments={}))
-    assert unknown is not None
+    assert isinstance(unknown, Observation)
     assert unknown.kind == "unknown_tool"
     assert "tools are: bash, read_file" in unknown.content
     bad = runtime.check(
         ToolCall(id="x", tool_name="read_file", arguments={"path": "a", "start_line": 0})
     )
-    assert bad is not None
+    assert isinstance(bad, Observation)
     assert bad.content == (
         "invalid arguments for read_file: start_line: Input should be greater than or equal to 1"
     )

@@ -15,10 +15,8 @@ from pydantic import ValidationError
 
 import sandbox_agent
 from sandbox_agent.errors import PolicyFileError, RuleSyntaxError
-from sandbox_agent.policy.rules import parse_rule
-from sandbox_agent.settings import (
-    Sections,
-)
+from sandbox_agent.settings.rulesyntax import rule_words
+from sandbox_agent.settings.tree import Sections
 from sandbox_agent.types import Frozen
 
 __all__ = ["PolicyFile", "preset_dir", "preset_names", "read_policy_file", "rule_errors"]
@@ -210,7 +208,7 @@ def _raw_rule_errors(raw: dict[str, Any], path: Path, text: str) -> list[PolicyF
             if not isinstance(rule, str):
                 continue
             try:
-                parse_rule(rule)
+                rule_words(rule)
             except RuleSyntaxError as e:
                 line = find_line(text, ["commands", kind])
                 out.append(PolicyFileError(str(e), path=path, key=f"[commands].{kind}", line=line))

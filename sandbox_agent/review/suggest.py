@@ -20,14 +20,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from sandbox_agent.policy.config import UNTRUSTED
 from sandbox_agent.policy.effects import command_effects
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import PolicyFile, preset_dir, preset_names, read_policy_file
 from sandbox_agent.policy.programs import FOREIGN_SHELLS, PYTHONS, SHELLS, WRAPPERS
-from sandbox_agent.policy.replay import CandidatePolicy, RecordedCall, with_allow
 from sandbox_agent.policy.rules import parse_rule
-from sandbox_agent.settings import Policy
+from sandbox_agent.review.replay import CandidatePolicy, RecordedCall, with_allow
+from sandbox_agent.settings.files import PolicyFile, preset_dir, preset_names, read_policy_file
+from sandbox_agent.settings.load import UNTRUSTED
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.text import visible
 from sandbox_agent.types import Frozen
 

@@ -3,7 +3,7 @@
 The merged, validated policy *is* the settings tree. Each field declares, in one place, its
 default and validation (pydantic), its merge rule (:class:`Rule`: how layers combine and what
 an untrusted repo file may change) and, where a ``fix`` flag sets it, that flag. Policy files
-(``policy/files.py``) are this tree with every key optional; merging (``policy/merge.py``)
+(``settings/files.py``) are this tree with every key optional; merging (``settings/merge.py``)
 reads the rules; the command line overrides fields through :func:`flag_fields`; the sandbox,
 the gate, the budget, the tool runtime and the model adapters read their section.
 
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 from sandbox_agent.types import Frozen
 
@@ -39,6 +40,7 @@ __all__ = [
     "SandboxSection",
     "Sections",
     "ToolName",
+    "field_info",
     "field_rules",
     "flag_fields",
     "memory_bytes",
@@ -76,12 +78,18 @@ class Merge(StrEnum):
 
 @dataclass(frozen=True)
 class Rule:
-    """A field's merge rule and the ``fix`` flag that overrides it, if any."""
+    """A field's merge rule and the flag that overrides it, if any, with that flag's help.
+
+    A flag is generated on ``fix``, ``revise`` and ``batch run`` (``cli/options.py``): its
+    type is the field's, its help is ``help`` followed by the field's dotted path.
+    """
 
     merge: Merge
     flag: str | None = None
     tight: object = None
     """For ``Merge.TRUSTED``: a value an untrusted layer may still set (e.g. ``"never"``)."""
+    help: str = ""
+    """The flag's help line (without the ``(policy: ...)`` that follows it)."""
 
 
 _UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -171,7 +179,14 @@ class SandboxSection(_Section):
     max_command_timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=600.0, gt=0)
     """The largest ``timeout_s`` the model may ask for; more is a deny."""
     runtime: Annotated[
-        str | None, Rule(Merge.TRUSTED, flag="--runtime", tight=STRONGER_RUNTIME)
+        str | None,
+        Rule(
+            Merge.TRUSTED,
+            flag="--runtime",
+            tight=STRONGER_RUNTIME,
+            help="OCI runtime of the sandbox, e.g. runsc for gVisor; `sandbox-agent doctor` "
+            "says whether it is registered",
+        ),
     ] = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """OCI runtime of the agent's and the gate's container, as registered with Docker; unset:
     the engine's default (runc). ``runsc`` (gVisor) puts a user-space kernel between the
@@ -189,15 +204,21 @@ class PriceSection(_Section):
 class BudgetSection(_Section):
     """Caps on one run, each checked before every model call."""
 
-    max_steps: Annotated[int, Rule(Merge.LOWER, flag="--max-steps")] = Field(default=50, gt=0)
+    max_steps: Annotated[int, Rule(Merge.LOWER, flag="--max-steps", help="Model calls at most")] = (
+        Field(default=50, gt=0)
+    )
     """Model calls the run may make."""
-    max_tokens: Annotated[int, Rule(Merge.LOWER, flag="--max-tokens")] = Field(
-        default=2_000_000, gt=0
+    max_tokens: Annotated[int, Rule(Merge.LOWER, flag="--max-tokens", help="Tokens at most")] = (
+        Field(default=2_000_000, gt=0)
     )
     """Prompt plus completion tokens over all model calls."""
-    max_cost_usd: Annotated[float, Rule(Merge.LOWER, flag="--max-cost")] = Field(default=2.0, gt=0)
+    max_cost_usd: Annotated[
+        float, Rule(Merge.LOWER, flag="--max-cost", help="US dollars at most")
+    ] = Field(default=2.0, gt=0)
     """US dollars over all model calls; a model without a known price cannot start."""
-    max_wall_s: Annotated[float, Rule(Merge.LOWER, flag="--max-wall")] = Field(default=3600.0, gt=0)
+    max_wall_s: Annotated[float, Rule(Merge.LOWER, flag="--max-wall", help="Seconds at most")] = (
+        Field(default=3600.0, gt=0)
+    )
     """Seconds from the start of the run; no model call starts after that."""
     prices: Annotated[dict[str, PriceSection], Rule(Merge.TRUSTED)] = Field(default_factory=dict)
     """Prices by model name, for models the price database does not know."""
@@ -206,9 +227,9 @@ class BudgetSection(_Section):
 class GateSection(_Section):
     """What ``finish`` must satisfy."""
 
-    test_command: Annotated[str | None, Rule(Merge.IF_UNSET, flag="--test-cmd")] = Field(
-        default=None, min_length=1
-    )
+    test_command: Annotated[
+        str | None, Rule(Merge.IF_UNSET, flag="--test-cmd", help="Test command the gate runs")
+    ] = Field(default=None, min_length=1)
     """Shell command run in the sandbox; exit 0 means the tests pass (detected when unset)."""
     require_diff: Annotated[bool, Rule(Merge.TRUE)] = True
     """Whether a finish with no change is rejected."""
@@ -216,9 +237,14 @@ class GateSection(_Section):
     """Timeout of one test run."""
     max_attempts: Annotated[int, Rule(Merge.LOWER)] = Field(default=3, gt=0)
     """How many rejected finishes end the run."""
-    allow_broken_baseline: Annotated[bool, Rule(Merge.FALSE, flag="--allow-broken-baseline")] = (
-        False
-    )
+    allow_broken_baseline: Annotated[
+        bool,
+        Rule(
+            Merge.FALSE,
+            flag="--allow-broken-baseline",
+            help="Start the model even if the tests cannot run at the baseline",
+        ),
+    ] = False
     """Start the model even when the tests cannot run at the baseline (a missing program or
     module, nothing collected): for a task that is to fix exactly that."""
     allow_harness_changes: Annotated[bool, Rule(Merge.FALSE)] = False
@@ -227,7 +253,13 @@ class GateSection(_Section):
     packaging metadata (``*.dist-info``, ``*.egg-info``, ``*.pth``), ``.gitignore``, or the
     files defining another runner's command. Off: such a patch is refused, naming the files."""
     require: Annotated[
-        Literal["proof", "all", "no-regression"], Rule(Merge.TRUSTED, flag="--require")
+        Literal["proof", "all", "no-regression"],
+        Rule(
+            Merge.TRUSTED,
+            flag="--require",
+            help="What a finish must show: proof (a test proves the fix, none breaks), all "
+            "(every test passes) or no-regression; default proof",
+        ),
     ] = "proof"
     """What a finish must show. ``proof``: no test that passed at the baseline fails or is gone,
     and a test proves the change (one that failed at the baseline passes, or a test the model
@@ -235,7 +267,14 @@ class GateSection(_Section):
     baseline and still fail are listed, not refused. ``all``: every test passes (the command
     exits 0), none lost. ``no-regression``: no test that passed breaks, no proof needed (docs,
     refactors)."""
-    targets: Annotated[tuple[str, ...], Rule(Merge.UNION, flag="--target")] = ()
+    targets: Annotated[
+        tuple[str, ...],
+        Rule(
+            Merge.UNION,
+            flag="--target",
+            help="A test id that must go from failing to passing; repeatable",
+        ),
+    ] = ()
     """Test ids (``tests/test_x.py::test_y``) that must fail at the baseline and pass with the
     patch (SWE-bench's FAIL_TO_PASS), whatever ``require`` says."""
 
@@ -272,24 +311,38 @@ class EnvironmentSection(_Section):
 class ModelSection(_Section):
     """The model the agent talks to."""
 
-    name: Annotated[str, Rule(Merge.TRUSTED, flag="--model")] = Field(
-        default=DEFAULT_MODEL, min_length=1
-    )
+    name: Annotated[
+        str,
+        Rule(
+            Merge.TRUSTED,
+            flag="--model",
+            help="Model name for the OpenAI-compatible API, or scripted:PATH; default "
+            f"{DEFAULT_MODEL}",
+        ),
+    ] = Field(default=DEFAULT_MODEL, min_length=1)
     """Model name for the OpenAI-compatible API, or ``scripted:PATH``."""
-    base_url: Annotated[str | None, Rule(Merge.TRUSTED, flag="--base-url")] = None
+    base_url: Annotated[
+        str | None, Rule(Merge.TRUSTED, flag="--base-url", help="OpenAI-compatible endpoint")
+    ] = None
     """OpenAI-compatible endpoint (``OPENAI_BASE_URL`` when unset)."""
     tool_protocol: Annotated[
-        Literal["native", "json"], Rule(Merge.TRUSTED, flag="--tool-protocol")
+        Literal["native", "json"],
+        Rule(Merge.TRUSTED, flag="--tool-protocol", help="json: for servers without tool calling"),
     ] = "native"
     """``json``: tools described in the prompt, for servers without tool calling."""
-    max_output_tokens: Annotated[int, Rule(Merge.LOWER, flag="--max-output-tokens")] = Field(
-        default=4096, gt=0
-    )
+    max_output_tokens: Annotated[
+        int, Rule(Merge.LOWER, flag="--max-output-tokens", help="Tokens one reply may have at most")
+    ] = Field(default=4096, gt=0)
     """Most tokens one reply may have: sent with every request, and the output of the worst
     case the cost and token caps are checked against before each call."""
-    context_window: Annotated[int | None, Rule(Merge.TRUSTED, flag="--context-window")] = Field(
-        default=None, gt=0
-    )
+    context_window: Annotated[
+        int | None,
+        Rule(
+            Merge.TRUSTED,
+            flag="--context-window",
+            help="The model's context window in tokens",
+        ),
+    ] = Field(default=None, gt=0)
     """The model's context window in tokens (prompt plus reply); unset: known for common models,
     else 32768. A local server's model needs it given."""
     max_tokens_param: Annotated[
@@ -312,11 +365,23 @@ class RunSection(_Section):
     """How the run talks to the user and what it records."""
 
     approve: Annotated[
-        Literal["never", "ask"], Rule(Merge.TRUSTED, flag="--approve", tight="never")
+        Literal["never", "ask"],
+        Rule(
+            Merge.TRUSTED,
+            flag="--approve",
+            tight="never",
+            help="ask: prompt for `ask` rules on a terminal",
+        ),
     ] = "never"
     """``ask``: prompt on a terminal for calls an ``ask`` rule matches (else they are denied)."""
     trace_content: Annotated[
-        Literal["safe", "full"], Rule(Merge.TRUSTED, flag="--trace-content", tight="safe")
+        Literal["safe", "full"],
+        Rule(
+            Merge.TRUSTED,
+            flag="--trace-content",
+            tight="safe",
+            help="full: also record text in the trace",
+        ),
     ] = "full"
     """``full``: the trace keeps commands, paths and outputs, secrets redacted; ``safe``: only
     their sizes and hashes (a trace to share; ``trace export --safe`` makes one of any run)."""
@@ -359,8 +424,22 @@ def field_rules(model: type[BaseModel] = Sections, prefix: str = "") -> dict[str
         found = [m for m in info.metadata if isinstance(m, Rule)]
         if not found:
             raise TypeError(f"settings field {prefix}{name} declares no merge Rule")
+        if found[0].flag is not None and not found[0].help:
+            raise TypeError(f"settings field {prefix}{name} has a flag without its help")
         rules[f"{prefix}{name}"] = found[0]
     return rules
+
+
+def field_info(path: str) -> FieldInfo:
+    """The declaration of one leaf field by dotted path (``"gate.targets"``)."""
+    *sections, key = path.split(".")
+    model: type[BaseModel] = Sections
+    for name in sections:
+        annotation = model.model_fields[name].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            raise KeyError(path)
+        model = annotation
+    return model.model_fields[key]
 
 
 def flag_fields() -> dict[str, str]:

@@ -6,8 +6,9 @@ own (trusted) file with its chain. ``extends`` names a shipped preset or a path 
 file that says it; shipped presets are trusted wherever they are named. The preset in effect is
 the one the user's file's chain names, else the one the repo file's chain names, else
 ``default``; the other chain's presets are left out, since presets differ in what they allow
-and lists of allowed commands only add up. Every layer's
-``[commands.examples]`` are checked against the policy merged up to that layer.
+and lists of allowed commands only add up. Every layer's ``[commands.examples]`` are kept
+with the policy merged up to that layer (:class:`LayerExamples`); loading never runs the
+engine: ``policy/examples.py`` checks them where a run is prepared and in ``policy`` commands.
 """
 
 from __future__ import annotations
@@ -22,43 +23,41 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.errors import PolicyFileError
-from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.policy.files import PolicyFile, preset_dir, read_collecting
-from sandbox_agent.policy.merge import merge_layer
-from sandbox_agent.settings import (
-    BudgetSection,
-    CommandsSection,
-    EnvironmentSection,
-    GateSection,
-    PathsSection,
-    Policy,
-    PriceSection,
-    SandboxSection,
-)
+from sandbox_agent.settings.files import PolicyFile, preset_dir, read_collecting
+from sandbox_agent.settings.merge import merge_layer
+from sandbox_agent.settings.tree import Policy
 
 __all__ = [
     "REPO_POLICY_NAME",
     "UNTRUSTED",
-    "BudgetSection",
-    "CommandsSection",
-    "EnvironmentSection",
-    "GateSection",
+    "LayerExamples",
     "LoadedPolicy",
-    "PathsSection",
-    "Policy",
-    "PriceSection",
-    "SandboxSection",
     "default_user_config_dir",
-    "lint_policy_file",
+    "lint_layers",
     "load_policy",
     "policy_json_schema",
     "preset_policy",
+    "raise_all",
 ]
 
 REPO_POLICY_NAME = ".sandbox-agent.toml"
 UNTRUSTED = "(untrusted)"
 """Appended to the origin of a layer that may only tighten (its ask rules never admit)."""
 _MAX_CHAIN = 16
+
+
+@dataclass(frozen=True)
+class LayerExamples:
+    """One layer's ``[commands.examples]``, with the policy merged up to it as written.
+
+    "As written": the layer merged as if trusted, so an untrusted file's examples are checked
+    against what it says, not against what the loader let it change.
+    """
+
+    path: Path
+    policy: Policy
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,8 @@ class LoadedPolicy:
     """The shipped preset in effect."""
     preset_why: str = "no policy file names a preset"
     """Why that preset: which file named it."""
+    examples: tuple[LayerExamples, ...] = ()
+    """Every layer's examples, not yet checked (``policy.examples.check_examples``)."""
 
     def to_record(self) -> dict[str, Any]:
         """The policy as it goes into ``result.json``."""
@@ -118,19 +119,18 @@ def load_policy(
     errors: list[PolicyFileError] = []
     trusted = trust_repo_policy or _listed_as_trusted(repo, user_config_dir, errors)
     layers, preset, why = _layers(repo, policy_file, trusted, errors)
-    _raise_all(errors)
-    policy, warnings = _merge_all(layers, errors)
-    _raise_all(errors)
+    raise_all(errors)
+    policy, warnings, examples = _merge_all(layers)
     canonical = json.dumps(
         policy.model_dump(mode="json", exclude={"origins", "sources"}),
         sort_keys=True,
         separators=(",", ":"),
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return LoadedPolicy(policy, digest, tuple(warnings), trusted, preset, why)
+    return LoadedPolicy(policy, digest, tuple(warnings), trusted, preset, why, tuple(examples))
 
 
-def _raise_all(errors: list[PolicyFileError]) -> None:
+def raise_all(errors: list[PolicyFileError]) -> None:
     """Raise every problem found, each on its own line (one problem: that problem)."""
     if len(errors) == 1:
         raise errors[0]
@@ -139,15 +139,19 @@ def _raise_all(errors: list[PolicyFileError]) -> None:
         raise PolicyFileError(f"{len(errors)} problems in the policy files:\n{lines}")
 
 
-def lint_policy_file(path: Path) -> list[str]:
-    """Every problem of one policy file (with its extends chain), as one-line messages."""
+def lint_layers(path: Path) -> tuple[list[PolicyFileError], list[LayerExamples]]:
+    """Every problem of one policy file (with its extends chain), and its layers' examples.
+
+    The examples are those of the file merged over its presets (``default`` when its chain
+    names none), for ``policy.examples.lint_policy_file`` to check.
+    """
     errors: list[PolicyFileError] = []
     chain = _chain(path, f"file {path}", True, errors)
-    if not errors:
-        named = _top_preset(chain) is not None
-        base = [] if named else _chain(_preset("default"), "preset default", True, errors)
-        _merge_all(base + chain, errors)
-    return [str(e) for e in errors]
+    if errors:
+        return errors, []
+    named = _top_preset(chain) is not None
+    base = [] if named else _chain(_preset("default"), "preset default", True, errors)
+    return errors, _merge_all(base + chain)[2]
 
 
 def preset_policy(name: str = "default") -> Policy:
@@ -157,10 +161,10 @@ def preset_policy(name: str = "default") -> Policy:
         PolicyFileError: the preset does not read (a bug of the package).
     """
     errors: list[PolicyFileError] = []
-    policy, _ = _merge_all(_chain(_preset(name), f"preset {name}", True, errors), errors)
+    chain = _chain(_preset(name), f"preset {name}", True, errors)
     if errors:
         raise errors[0]
-    return policy
+    return _merge_all(chain)[0]
 
 
 def policy_json_schema() -> dict[str, Any]:
@@ -316,40 +320,19 @@ def _extends_line(text: str) -> int | None:
     return None
 
 
-def _merge_all(layers: list[_Layer], errors: list[PolicyFileError]) -> tuple[Policy, list[str]]:
+def _merge_all(layers: list[_Layer]) -> tuple[Policy, list[str], list[LayerExamples]]:
+    """The layers merged in order, the loosenings ignored, and each layer's examples."""
     policy = Policy()
     warnings: list[str] = []
+    examples: list[LayerExamples] = []
     for layer in layers:
-        as_written, _ = merge_layer(policy, layer.parsed, layer.origin, trusted=True)
-        errors.extend(_example_errors(as_written, layer))
+        said = layer.parsed.commands.examples
+        if said.allow or said.deny:
+            as_written, _ = merge_layer(policy, layer.parsed, layer.origin, trusted=True)
+            examples.append(LayerExamples(layer.path, as_written, said.allow, said.deny))
         policy, ignored = merge_layer(policy, layer.parsed, layer.origin, trusted=layer.trusted)
         warnings.extend(ignored)
-    return policy, warnings
-
-
-def _example_errors(policy: Policy, layer: _Layer) -> list[PolicyFileError]:
-    examples = layer.parsed.commands.examples
-    if not examples.allow and not examples.deny:
-        return []
-    engine = RuleEngine(policy)
-    broken: list[str] = []
-    for command in examples.allow:
-        decision = engine.check_command(command)
-        if decision.decision != "allow":
-            broken.append(f"allow example {command!r} is {decision.decision}: {decision.reason}")
-    for command in examples.deny:
-        decision = engine.check_command(command)
-        if decision.decision != "deny":
-            broken.append(f"deny example {command!r} is {decision.decision} by {decision.rule}")
-    if not broken:
-        return []
-    return [
-        PolicyFileError(
-            "examples no longer hold: " + "; ".join(broken),
-            path=layer.path,
-            key="[commands.examples]",
-        )
-    ]
+    return policy, warnings, examples
 
 
 def _listed_as_trusted(

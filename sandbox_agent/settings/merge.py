@@ -1,9 +1,10 @@
 """Merging one policy layer onto the policy so far, by each field's declared rule.
 
-Every field of the settings tree (``settings.py``) declares a :class:`~sandbox_agent.settings.Rule`;
-this module only applies them. Lists accumulate (``UNION``, ``UNION_TRUSTED``); scalars and
-globs take the nearest layer's value. An untrusted layer (a policy file inside the repo being
-fixed) may only tighten: whatever its rule says would loosen is ignored, with a warning.
+Every field of the settings tree (``settings/tree.py``) declares a
+:class:`~sandbox_agent.settings.tree.Rule`; this module only applies them. Lists accumulate
+(``UNION``, ``UNION_TRUSTED``); scalars and globs take the nearest layer's value. An untrusted
+layer (a policy file inside the repo being fixed) may only tighten: whatever its rule says
+would loosen is ignored, with a warning.
 Command-line flags are the last, trusted layer (:func:`apply_overrides`).
 """
 
@@ -15,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from sandbox_agent.errors import UserError
-from sandbox_agent.policy.files import PolicyFile
-from sandbox_agent.settings import Merge, Policy, Rule, field_rules, flag_fields, memory_bytes
+from sandbox_agent.settings.files import PolicyFile
+from sandbox_agent.settings.tree import Merge, Policy, Rule, field_rules, flag_fields, memory_bytes
 
 __all__ = ["apply_overrides", "merge_layer"]
 

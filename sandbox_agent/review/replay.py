@@ -17,11 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox_agent.errors import ToolError
 from sandbox_agent.policy.base import Decision, DecisionKind, PolicyEngine
-from sandbox_agent.policy.config import REPO_POLICY_NAME, load_policy
 from sandbox_agent.policy.engine import RuleEngine
-from sandbox_agent.settings import Policy
+from sandbox_agent.policy.examples import check_examples
+from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy
+from sandbox_agent.settings.tree import Policy
 from sandbox_agent.text import visible
+from sandbox_agent.tools.specs import parse_arguments
 from sandbox_agent.types import Frozen, ToolCall
 
 __all__ = [
@@ -190,6 +193,7 @@ class CandidatePolicy:
                 trust_repo_policy=self.trust,
                 user_config_dir=self.user_config_dir,
             )
+            check_examples(loaded)
             self.warnings.extend(loaded.warnings)
             self._cache[repo] = with_allow(loaded.policy, self.extra_allow)
         return self._cache[repo]
@@ -198,6 +202,15 @@ class CandidatePolicy:
         """The engine ``fix`` builds: it sees the repo's files when they are still there."""
         repo = self.repo or Path(run_repo)
         return RuleEngine(self.policy(run_repo), host_workspace=repo if repo.is_dir() else None)
+
+
+def _decide(engine: PolicyEngine, call: ToolCall) -> Decision:
+    """The engine's decision on a recorded call; arguments no tool accepts are refused as such."""
+    try:
+        args = parse_arguments(call)
+    except ToolError as e:
+        return Decision(decision="deny", rule="built-in: tools", reason=e.message)
+    return engine.decide(call, args)
 
 
 def replay(
@@ -219,7 +232,7 @@ def replay(
             tool_call = ToolCall(
                 id=call.call_id, tool_name=call.tool_name, arguments=call.arguments
             )
-            replayed.append(ReplayedCall(call=call, new=engine_for(call.repo).decide(tool_call)))
+            replayed.append(ReplayedCall(call=call, new=_decide(engine_for(call.repo), tool_call)))
     return ReplayReport(
         runs=tuple(runs),
         replayed=tuple(replayed),

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from sandbox_agent.policy.config import preset_policy
-from sandbox_agent.settings import Merge, Policy, Rule, Sections, field_rules
+from sandbox_agent.settings.load import preset_policy
+from sandbox_agent.settings.tree import Merge, Policy, Rule, field_info, field_rules
 
 __all__ = ["settings_markdown"]
 
@@ -31,8 +31,8 @@ _MERGE_TEXT = {
 
 _HEADER = """# Settings reference
 
-Generated from the settings tree (`sandbox_agent/settings.py`) by
-`sandbox_agent.policy.reference`; a test keeps this file equal to the code. Every setting is a
+Generated from the settings tree (`sandbox_agent/settings/tree.py`) by
+`sandbox_agent.settings.reference`; a test keeps this file equal to the code. Every setting is a
 key of a policy file (`.sandbox-agent.toml`, `--policy FILE`, the presets), and some also have a
 `fix` flag, which is the last layer and wins. **Merge** says how layers combine and what a
 policy file inside the repo being fixed (untrusted unless you trust it) may do: see
@@ -54,13 +54,7 @@ def settings_markdown() -> str:
 
 def _row(path: str, rule: Rule, preset: Policy) -> str:
     *sections, key = path.split(".")
-    model: type[BaseModel] = Sections
-    for name in sections:
-        annotation = model.model_fields[name].annotation
-        assert isinstance(annotation, type)
-        assert issubclass(annotation, BaseModel)
-        model = annotation
-    info = model.model_fields[key]
+    info = field_info(path)
     default: Any = info.get_default(call_default_factory=True)
     if default is PydanticUndefined:
         default = "required"
