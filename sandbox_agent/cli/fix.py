@@ -61,8 +61,20 @@ def _ask_user(call: ToolCall, decision: Decision) -> bool:
     return typer.confirm("Allow this call?", default=False, err=True)
 
 
-def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> RunRecord:
-    progress = Progress(err)
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="One line per step on a terminal too: no streamed model text, results or waits.",
+    ),
+]
+
+
+def _run(
+    options: FixOptions, *, as_json: bool, print_summary: bool = True, quiet: bool = False
+) -> RunRecord:
+    progress = Progress(err, quiet=quiet)
 
     def ask(call: ToolCall, decision: Decision) -> bool:
         progress.pause()
@@ -76,6 +88,7 @@ def _run(options: FixOptions, *, as_json: bool, print_summary: bool = True) -> R
             listener=progress,
             approver=approver,
             warn=lambda message: warn(message, on=err),
+            on_model_text=progress.model_text if progress.live else None,
         )
     except UserError as e:
         progress.close()
@@ -117,6 +130,7 @@ def fix(
     trust_repo_policy: Annotated[
         bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
     ] = False,
+    quiet: QuietOption = False,
     *,
     flags: SettingFlags,
 ) -> None:
@@ -136,7 +150,7 @@ def fix(
         trust_repo_policy=trust_repo_policy,
         overrides=flags,
     )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
 
 
 @app.command(cls=Command)
@@ -154,6 +168,7 @@ def revise(
     ] = False,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
+    quiet: QuietOption = False,
     *,
     flags: SettingFlags,
 ) -> None:
@@ -182,7 +197,7 @@ def revise(
             f"the earlier run's own settings are not used ({', '.join(ignored)}): give them "
             "as flags to use them"
         )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json)))
+    raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
 
 
 @app.command(cls=Command)

@@ -3,7 +3,13 @@
 One line per tool call, gate verdict and policy refusal. On a terminal, a spinner with the
 elapsed time says what the run is waiting for between events (the baseline tests, the model,
 a tool, the gate); it is derived from the last event, and erased when the next one arrives.
-When stderr is not a terminal, only the lines are printed.
+
+On a terminal without ``--quiet`` it is the live view: the model's text as it streams (the
+last lines, under the spinner), then kept, whole, above the turn's calls; each tool call's
+result in short (its last line of output, or its error); and a line for every wait that
+lasted more than a second, with what it waited for and for how long (a tool call's line
+carries its own time). With ``--quiet``, or when stderr is not a terminal, only the lines of
+the steps are printed. Every text from the model, a tool or the repo goes through ``safe``.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
@@ -33,46 +39,97 @@ from sandbox_agent.cli.output import safe
 from sandbox_agent.cli.timeline import baseline_text, verdict_text
 from sandbox_agent.text import visible
 
+SHOWN_LINES = 4
+"""Lines of the model's streaming text shown under the spinner (all are printed at the end)."""
+KEPT_LINES = 40
+"""Lines of a turn's text printed when it ends; more are counted, not printed."""
+LONG_WAIT_S = 1.0
+"""A wait longer than this gets its own line in the live view."""
+
+
+def duration(seconds: float) -> str:
+    """``0.4s``, ``12s``, ``2m 05s``."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    return f"{whole}s" if whole < 60 else f"{whole // 60}m {whole % 60:02d}s"
+
 
 class Waiting:
-    """A spinner saying what the run waits for, with the time waited so far."""
+    """A spinner saying what the run waits for, with the time waited so far.
 
-    def __init__(self, what: str, clock: Callable[[], float] = time.monotonic) -> None:
+    ``streamed`` is the model's text so far, when it streams; its last lines are shown above
+    the spinner, each made visible and cut to the terminal's width (its end kept).
+    """
+
+    def __init__(
+        self, what: str, clock: Callable[[], float] = time.monotonic, width: int = 80
+    ) -> None:
         self.what = visible(what)
+        self.streamed = ""
+        self.width = max(width - 10, 20)
         self._clock = clock
         self._started = clock()
         self._spinner = Spinner("dots", style="cyan")
 
+    def waited(self) -> float:
+        """Seconds since the wait began."""
+        return self._clock() - self._started
+
     def text(self) -> str:
         """``model… 12s``: what, and for how long."""
-        waited = int(self._clock() - self._started)
+        waited = int(self.waited())
         took = f"{waited}s" if waited < 60 else f"{waited // 60}m {waited % 60:02d}s"
         return f"{self.what}… {took}"
 
+    def tail(self, width: int) -> list[str]:
+        """The last lines of the streamed text, visible and at most ``width`` long."""
+        lines = [line for line in self.streamed.split("\n") if line.strip()][-SHOWN_LINES:]
+        shown = [visible(line) for line in lines]
+        return [line if len(line) <= width else "…" + line[-(width - 1) :] for line in shown]
+
     def __rich__(self) -> RenderableType:
         self._spinner.update(text=Text(self.text(), style="dim"))
-        return self._spinner
+        lines = self.tail(self.width)
+        if not lines:
+            return self._spinner
+        said = [Text(f"{'':>8} │ {line}", style="italic", no_wrap=True) for line in lines]
+        return Group(*said, self._spinner)
 
 
 class Progress:
-    """A trace listener printing one line per tool call, gate verdict and budget change."""
+    """A trace listener printing one line per tool call, gate verdict and budget change.
 
-    def __init__(self, console: Console) -> None:
+    Args:
+        console: Where to print (stderr).
+        quiet: One line per step even on a terminal (no model text, results or wait lines).
+        clock: Times the waits (tests pass their own).
+    """
+
+    def __init__(
+        self, console: Console, *, quiet: bool = False, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.console = console
+        self._clock = clock
+        self.live = console.is_terminal and not quiet
+        """The live view: the model's text, short results and wait lines (see the module)."""
         self._pending: dict[str, str] = {}
         self._outstanding: set[str] = set()
         self._finishing = False
         self._waiting_for: str | None = None
         self._totals = ""
         self._live: Live | None = None
+        self._waiting: Waiting | None = None
 
     def __call__(self, event: TraceEvent) -> None:
-        self.pause()
+        self._end_wait(event)
         self._print(event)
         self._next_wait(event)
         if self._waiting_for is not None and self.console.is_terminal:
+            width = self.console.width
+            self._waiting = Waiting(self._waiting_for, clock=self._clock, width=width)
             self._live = Live(
-                Waiting(self._waiting_for),
+                self._waiting,
                 console=self.console,
                 transient=True,
                 refresh_per_second=8,
@@ -81,20 +138,38 @@ class Progress:
             )
             self._live.start(refresh=True)
 
+    def model_text(self, text: str) -> None:
+        """The model's text so far, as it streams (shown under the spinner until the turn)."""
+        if self._waiting is not None:
+            self._waiting.streamed = text
+
     def pause(self) -> None:
         """Erase the spinner (before a prompt); the next event starts a new one."""
         if self._live is not None:
             self._live.stop()
             self._live = None
+        self._waiting = None
 
     def close(self) -> None:
         """Erase the spinner for good (the run is over, or failed before it began)."""
         self.pause()
 
+    def _end_wait(self, event: TraceEvent) -> None:
+        """Erase the spinner; in the live view, a line for a wait longer than a second."""
+        waiting = self._waiting
+        self.pause()
+        if not self.live or waiting is None or isinstance(event, ObservationEvent):
+            return  # a tool call's line carries its own time
+        waited = waiting.waited()
+        if waited > LONG_WAIT_S:
+            self._line("waited", f"[dim]{safe(waiting.what)} {duration(waited)}[/]")
+
     def _print(self, event: TraceEvent) -> None:
         match event:
             case RunStarted():
                 self._line("run", safe(event.model))
+            case ModelTurnEvent() if self.live and event.text is not None:
+                self._said(event.text.text or "")
             case ToolCallEvent():
                 limit = 80 if self.console.is_terminal else None  # a log keeps it whole
                 self._pending[event.call.id] = _call_summary(event, limit)
@@ -117,6 +192,16 @@ class Progress:
                 self._totals = f"{event.totals.total_tokens} tokens, {price}"
             case _:
                 pass
+
+    def _said(self, text: str) -> None:
+        """A turn's text, kept above its calls (each line made visible)."""
+        lines = [line.removesuffix("\r") for line in text.strip().split("\n")]
+        for number, line in enumerate(lines[:KEPT_LINES]):
+            label = "model" if number == 0 else ""
+            self._line(label, f"[dim]│[/] [italic]{safe(line)}[/]")
+        if len(lines) > KEPT_LINES:
+            more = len(lines) - KEPT_LINES
+            self._line("", f"[dim]│ … {more} more lines (in the trace: sandbox-agent show)[/]")
 
     def _next_wait(self, event: TraceEvent) -> None:
         """What the run waits for after ``event`` (``None``: nothing, it ended)."""
@@ -168,12 +253,27 @@ class Progress:
             status = "[green]ok[/]"
         took = "" if event.duration_s is None else f" {event.duration_s * 1000:.0f} ms"
         self._line(f"step {event.step}", f"{safe(what)} -> {status}{took}{self._totals_text()}")
+        if self.live:
+            last = event.tool_name == "bash" and not event.is_error
+            short = result_line(event.content.text or "", last=last)
+            if short:
+                self._line("", f"[dim]└ {safe(short)}[/]")
 
     def _totals_text(self) -> str:
         return f"  [dim]({self._totals})[/]" if self._totals else ""
 
     def _line(self, label: str, text: str) -> None:
         self.console.print(f"[bold cyan]{label:>8}[/] {text}", highlight=False, soft_wrap=True)
+
+
+def result_line(content: str, *, last: bool = True, limit: int = 120) -> str:
+    """A tool result in short: a command's last line, else the first (an edit's summary)."""
+    lines = [line.strip() for line in content.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(("[... ", "exit code:"))]
+    if not lines:
+        return ""
+    line = lines[-1] if last else lines[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def retry_text(event: ModelRetryEvent) -> str:

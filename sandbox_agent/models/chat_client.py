@@ -4,17 +4,30 @@ Every ``openai`` exception is mapped here, never further in: retryable faults th
 and non-retryable statuses become ``ModelError`` with the server's message and a hint; a
 context-length rejection becomes :class:`ContextLengthError` so the adapter can compact and
 try once more. The API key is redacted from every message that leaves this module.
+
+Given an ``on_text`` listener (the live view), a call is streamed: the reply's text is told as
+it arrives and the chunks are folded into the completion a plain call returns
+(``models/stream.py``), usage included (``stream_options.include_usage``). Where the endpoint
+does not stream, calls go back to plain ones for the rest of the run: when it answers a
+stream request in one piece, refuses it (HTTP 400/422, then asked again plainly), or streams
+without its usage (so every later call is counted by the server, not estimated).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessageParam,
+    ChatCompletionToolParam,
+)
 
 from sandbox_agent.errors import (
     ContextLengthError,
@@ -31,6 +44,7 @@ from sandbox_agent.models.retry import (
     call_with_retries,
     server_message,
 )
+from sandbox_agent.models.stream import OnText, StreamAssembler
 
 __all__ = ["OPENAI_BASE_URL", "ChatClient", "is_context_length_error"]
 
@@ -44,11 +58,36 @@ _CONTEXT_RE = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One chat completion request, sent plainly or streamed."""
+
+    messages: list[ChatCompletionMessageParam]
+    tools: list[ChatCompletionToolParam] | None
+    extra: dict[str, Any]
+
+
+def _refused_stream(e: ModelError) -> bool:
+    """A plain rejection of a streamed request (400/422), maybe of ``stream`` itself."""
+    cause = e.__cause__
+    if isinstance(e, ContextLengthError) or not isinstance(cause, openai.APIStatusError):
+        return False
+    return cause.status_code in (400, 422)
+
+
 def is_context_length_error(exc: openai.APIStatusError) -> bool:
     """A 400/413 whose code is ``context_length_exceeded`` or whose message says so."""
     if exc.status_code not in (400, 413):
         return False
     return exc.code == "context_length_exceeded" or bool(_CONTEXT_RE.search(server_message(exc)))
+
+
+def _one_piece(body: bytes) -> ChatCompletion:
+    """A plain JSON chat completion (the answer of an endpoint that does not stream)."""
+    data = json.loads(body)
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise ValueError("the body is not a chat.completion object")
+    return ChatCompletion.construct(**data)
 
 
 class ChatClient:
@@ -91,6 +130,8 @@ class ChatClient:
         self._retry = retry
         self._on_retry = on_retry
         self._sleep = sleep
+        self.streams = True
+        """Whether a call with an ``on_text`` listener is streamed (until the endpoint says no)."""
         self._client = openai.OpenAI(
             api_key=api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0
         )
@@ -128,8 +169,9 @@ class ChatClient:
         temperature: float | None,
         max_tokens: int,
         max_tokens_param: str = "max_completion_tokens",
+        on_text: OnText | None = None,
     ) -> ChatCompletion:
-        """One chat completion, retried per the policy.
+        """One chat completion, retried per the policy; streamed when ``on_text`` listens.
 
         Raises:
             ContextLengthError: the prompt does not fit the context window.
@@ -138,15 +180,22 @@ class ChatClient:
         extra: dict[str, Any] = {max_tokens_param: max_tokens}
         if temperature is not None:
             extra["temperature"] = temperature
+        request = _Request(
+            messages=cast(list[ChatCompletionMessageParam], list(messages)),
+            tools=cast(list[ChatCompletionToolParam], list(tools)) if tools else None,
+            extra=extra,
+        )
+        if on_text is None or not self.streams:
+            return self._with_retries(lambda: self._plain(request))
+        try:
+            return self._with_retries(lambda: self._streamed(request, on_text))
+        except ModelError as e:
+            if not _refused_stream(e):
+                raise
+            self.streams = False  # perhaps it refused ``stream`` itself: ask plainly
+            return self._with_retries(lambda: self._plain(request))
 
-        def call() -> ChatCompletion:
-            return self._client.chat.completions.create(
-                model=self.model,
-                messages=cast(list[ChatCompletionMessageParam], list(messages)),
-                tools=cast(list[ChatCompletionToolParam], list(tools)) if tools else openai.omit,
-                extra_body=extra,
-            )
-
+    def _with_retries(self, call: Callable[[], ChatCompletion]) -> ChatCompletion:
         try:
             return call_with_retries(
                 call, self._retry, on_retry=self._on_retry_redacted, sleep=self._sleep
@@ -154,6 +203,37 @@ class ChatClient:
         except (RetriesExhaustedError, openai.OpenAIError, ValueError) as e:
             self._scrub(e)
             raise self._map_error(e) from e
+
+    def _plain(self, request: _Request) -> ChatCompletion:
+        return self._client.chat.completions.create(
+            model=self.model,
+            messages=request.messages,
+            tools=request.tools if request.tools else openai.omit,
+            extra_body=request.extra,
+        )
+
+    def _streamed(self, request: _Request, on_text: OnText) -> ChatCompletion:
+        """The completion, streamed; the text so far is told to ``on_text`` as it arrives."""
+        stream = self._client.chat.completions.create(
+            model=self.model,
+            messages=request.messages,
+            tools=request.tools if request.tools else openai.omit,
+            extra_body=request.extra,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        with stream:
+            if "text/event-stream" not in stream.response.headers.get("content-type", ""):
+                self.streams = False  # the endpoint answers in one piece
+                return _one_piece(stream.response.read())
+            assembler = StreamAssembler(on_text)
+            for chunk in stream:
+                assembler.add(chunk)
+        if assembler.chunks == 0:
+            raise ValueError("the stream ended before its first chunk")
+        if not assembler.has_usage:
+            self.streams = False  # plain calls from now on: the server counts their tokens
+        return assembler.completion()
 
     def _map_error(self, e: Exception) -> ModelError:
         """The ModelError for an exception that ended a call (mapped here and only here)."""

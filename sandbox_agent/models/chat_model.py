@@ -28,6 +28,7 @@ from sandbox_agent.models.context import (
     said_text,
 )
 from sandbox_agent.models.retry import DEFAULT_RETRY, OnRetry, RetrySettings
+from sandbox_agent.models.stream import OnText
 from sandbox_agent.types import CallEstimate, HistoryItem, ModelTurn, Task, ToolSpec, Usage
 
 __all__ = ["ChatModelBase", "ChatModelSettings", "Prepared", "default_temperature"]
@@ -86,6 +87,8 @@ class ChatModelBase(ABC):
         api_key: Never printed, logged or put in a message.
         on_retry: ``(attempt, wait_s, summary)`` for each retry; the runner traces it.
         sleep: How retries wait (tests pass a recorder).
+        on_text: Told the reply's text so far as it streams (the live view); ``None``: the
+            calls are not streamed.
     """
 
     def __init__(
@@ -95,8 +98,10 @@ class ChatModelBase(ABC):
         api_key: str,
         on_retry: OnRetry | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        on_text: OnText | None = None,
     ) -> None:
         self.settings = settings
+        self._on_text = on_text
         self._client = ChatClient(
             model=settings.model,
             api_key=api_key,
@@ -241,6 +246,7 @@ class ChatModelBase(ABC):
             temperature=s.temperature,
             max_tokens=s.max_completion_tokens,
             max_tokens_param=s.max_tokens_param,
+            on_text=self._on_text,
         )
 
     def _usage(self, completion: ChatCompletion, prepared: Prepared) -> Usage:

@@ -26,6 +26,7 @@ from sandbox_agent.models.openai_compat import OpenAICompatModel
 from sandbox_agent.models.prices import ModelPrice
 from sandbox_agent.models.prompt import build_system_prompt
 from sandbox_agent.models.scripted import ScriptedModel
+from sandbox_agent.models.stream import OnText
 from sandbox_agent.policy.engine import allowed_programs
 from sandbox_agent.policy.examples import check_examples
 from sandbox_agent.run.artifacts import default_runs_dir
@@ -98,6 +99,8 @@ class Prepared:
     on_retry: Retries | None
     env: EnvImage | None = None
     """The environment image, once built or found in the cache."""
+    on_text: OnText | None = None
+    """Told the model's text as it streams (the live view); ``None``: calls are not streamed."""
 
     @property
     def test_command(self) -> str:
@@ -115,12 +118,15 @@ class Prepared:
         self.model.close()
         gate = self.settings.gate.model_copy(update={"test_command": command})
         settings = self.settings.model_copy(update={"gate": gate})
-        model = _model(settings, self.base_url, self.api_key, self.on_retry)
+        model = _model(settings, self.base_url, self.api_key, self.on_retry, self.on_text)
         return replace(self, settings=settings, model=model)
 
 
 def prepare(
-    options: FixOptions, env: Mapping[str, str], on_retry: Retries | None = None
+    options: FixOptions,
+    env: Mapping[str, str],
+    on_retry: Retries | None = None,
+    on_text: OnText | None = None,
 ) -> Prepared:
     """Validate everything about a run before it starts.
 
@@ -153,7 +159,7 @@ def prepare(
     base_url = settings.model.base_url or env.get("OPENAI_BASE_URL") or None
     if not settings.model.name.startswith(SCRIPTED_PREFIX):  # a script calls no endpoint
         _same_endpoint(options, base_url)
-    model = _model(settings, base_url, api_key, on_retry)
+    model = _model(settings, base_url, api_key, on_retry, on_text)
     return Prepared(
         options=options,
         repo=repo,
@@ -167,6 +173,7 @@ def prepare(
         api_key=api_key,
         base_url=base_url,
         on_retry=on_retry,
+        on_text=on_text,
     )
 
 
@@ -209,7 +216,13 @@ def system_prompt(settings: Policy) -> str:
     )
 
 
-def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retries | None) -> Model:
+def _model(
+    settings: Policy,
+    base_url: str | None,
+    api_key: str,
+    on_retry: Retries | None,
+    on_text: OnText | None = None,
+) -> Model:
     spec = settings.model.name
     if spec.startswith(SCRIPTED_PREFIX):
         return ScriptedModel.from_file(Path(spec.removeprefix(SCRIPTED_PREFIX)))
@@ -230,4 +243,4 @@ def _model(settings: Policy, base_url: str | None, api_key: str, on_retry: Retri
         context_window=settings.model.context_window,
     )
     cls = JsonProtocolModel if settings.model.tool_protocol == "json" else OpenAICompatModel
-    return cls(chat, api_key=api_key, on_retry=on_retry)
+    return cls(chat, api_key=api_key, on_retry=on_retry, on_text=on_text)

@@ -25,6 +25,7 @@ from sandbox_agent.errors import (
     UserError,
 )
 from sandbox_agent.models.prices import require_one_call, require_price_for_cap
+from sandbox_agent.models.stream import OnText
 from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
@@ -49,6 +50,19 @@ class _RetryRelay:
     def __call__(self, attempt: int, wait_s: float, summary: str) -> None:
         if self.trace is not None:
             self.trace.emit(ModelRetryEvent(step=0, attempt=attempt, wait_s=wait_s, error=summary))
+
+
+class _TextRelay:
+    """Tells the live view the model's text as it streams, redacted as the trace redacts it."""
+
+    def __init__(self, sink: OnText, retries: _RetryRelay) -> None:
+        self.sink = sink
+        self.retries = retries
+        """Holds the trace once it exists (its redactor is the one to use)."""
+
+    def __call__(self, text: str) -> None:
+        if self.retries.trace is not None:
+            self.sink(self.retries.trace.redactor.text(text))
 
 
 def notices(prepared: Prepared) -> list[str]:
@@ -169,12 +183,14 @@ def run_fix(
     warn: Warn | None = None,
     wrap_budget: WrapBudget | None = None,
     on_build_line: Progress = print_to_stderr,
+    on_model_text: OnText | None = None,
 ) -> RunRecord:
     """Run ``fix`` end to end and return its final record (also in ``result.json``).
 
     ``warn`` hears what the user should know before the sandbox starts (:func:`notices`);
     ``wrap_budget`` wraps the run's budget (a batch's shared cap); ``on_build_line`` hears the
-    environment's build output when it is not cached.
+    environment's build output when it is not cached; ``on_model_text`` the model's text so
+    far as it streams (given, the model's calls are streamed where the endpoint streams).
 
     A sandbox that does not start is tried once more, then ends the run (``run/start.py``).
 
@@ -182,7 +198,8 @@ def run_fix(
         UserError: before the run starts (bad repo, policy, flags, no engine).
     """
     retries = _RetryRelay()
-    prepared = prepare(options, env, on_retry=retries)
+    texts = None if on_model_text is None else _TextRelay(on_model_text, retries)
+    prepared = prepare(options, env, on_retry=retries, on_text=texts)
     try:
         prepared.model.start()  # a wrong model, key or endpoint is exit 2 before anything starts
         _require_affordable(prepared)

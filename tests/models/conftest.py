@@ -98,10 +98,17 @@ def make_model(server: FakeOpenAIServer, retry_log: RetryLog) -> Iterator[MakeMo
             "timeout_s": 5.0,
             "retry": FAST_RETRY,
         }
+        on_text = overrides.pop("on_text", None)  # streams the calls (the live view)
         fields.update(overrides)
         settings = ChatModelSettings(**fields)
         cls = JsonProtocolModel if protocol == "json" else OpenAICompatModel
-        model = cls(settings, api_key=API_KEY, on_retry=retry_log.on_retry, sleep=retry_log.sleep)
+        model = cls(
+            settings,
+            api_key=API_KEY,
+            on_retry=retry_log.on_retry,
+            sleep=retry_log.sleep,
+            on_text=on_text,
+        )
         made.append(model)
         return model
 

@@ -2,7 +2,11 @@
 
 ``POST /v1/chat/completions`` answers from a queue of :class:`Reply` (status, JSON or raw
 body, headers, an optional stall). Every request is recorded (headers and parsed body) so
-tests can check what the real ``openai`` client sent.
+tests can check what the real ``openai`` client sent. A request with ``"stream": true`` gets a
+200 chat.completion reply as server-sent events, as OpenAI sends them (``stream_chunks``): the
+text in pieces, each tool call's name and then its arguments in pieces, the finish reason,
+and the usage in a last chunk when ``stream_options.include_usage`` asks for it; a reply with
+``stream=False`` answers in one piece whatever was asked (an endpoint that does not stream).
 
 ``GET /v1/models`` and ``GET /v1/models/{id}`` answer from :attr:`FakeOpenAIServer.models`
 (a :class:`ModelsEndpoint`: which ids are served, which of the two endpoints exist, which
@@ -29,6 +33,12 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     stall_s: float = 0.0
     """Wait this long before answering (or until the server stops)."""
+    stream: bool = True
+    """False: a JSON body even when the request asks for a stream."""
+    chunk_s: float = 0.0
+    """When streamed: wait this long before each chunk (a slow model)."""
+    piece_chars: int = 4
+    """When streamed: characters of text or arguments per chunk."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,11 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = {}
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                self._answer(server._next(Recorded(self.path, headers, raw, body)))
+                reply = server._next(Recorded(self.path, headers, raw, body))
+                if _streams(reply, body):
+                    _send_stream(self, reply, body, server._stopping)
+                else:
+                    self._answer(reply)
 
             def _answer(self, reply: Reply) -> None:
                 if reply.stall_s and server._stopping.wait(reply.stall_s):
@@ -171,6 +185,76 @@ class FakeOpenAIServer:
                     return
 
         return Handler
+
+
+def _streams(reply: Reply, request: dict[str, Any]) -> bool:
+    """Whether to answer as a stream: asked for, a 200 chat.completion, and not refused."""
+    wanted = request.get("stream") is True and reply.stream and reply.status == 200
+    return wanted and isinstance(reply.body, dict) and "choices" in reply.body
+
+
+def _send_stream(
+    handler: BaseHTTPRequestHandler,
+    reply: Reply,
+    request: dict[str, Any],
+    stopping: threading.Event,
+) -> None:
+    """Answer ``reply`` as server-sent events, in HTTP chunks, one event per chunk."""
+    if reply.stall_s and stopping.wait(reply.stall_s):
+        return
+    assert isinstance(reply.body, dict)
+    usage = bool((request.get("stream_options") or {}).get("include_usage"))
+
+    def write(data: bytes) -> None:
+        handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        handler.wfile.flush()
+
+    try:
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("transfer-encoding", "chunked")
+        handler.end_headers()
+        for chunk in stream_chunks(reply.body, usage, reply.piece_chars):
+            if reply.chunk_s and stopping.wait(reply.chunk_s):
+                return
+            write(f"data: {json.dumps(chunk)}\n\n".encode())
+        write(b"data: [DONE]\n\n")
+        write(b"")
+    except (BrokenPipeError, ConnectionResetError):
+        return
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def stream_chunks(body: dict[str, Any], usage: bool, size: int = 4) -> list[dict[str, Any]]:
+    """A chat.completion as the chat.completion.chunk objects a streaming server sends."""
+    head: dict[str, Any] = {k: body[k] for k in ("id", "created", "model") if k in body}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return {**head, "choices": [choice]}
+
+    choice = body["choices"][0]
+    message = choice["message"]
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    if message.get("refusal"):
+        chunks += [chunk({"refusal": p}) for p in _pieces(message["refusal"], size)]
+    if message.get("content"):
+        chunks += [chunk({"content": p}) for p in _pieces(message["content"], size)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        first = {"id": call["id"], "type": "function", "function": {"name": function["name"]}}
+        chunks.append(chunk({"tool_calls": [{"index": index, **first}]}))
+        for piece in _pieces(function["arguments"], size):
+            more = {"index": index, "function": {"arguments": piece}}
+            chunks.append(chunk({"tool_calls": [more]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if usage:
+        chunks.append({**head, "choices": [], "usage": body.get("usage")})
+    return chunks
 
 
 def completion(

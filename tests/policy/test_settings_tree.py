@@ -105,8 +105,11 @@ INPUT_FLAGS = {
     "--runs-dir",
     "--trust-repo-policy",
     "--help",
+    "--quiet",
+    "-q",
 }
-"""``fix`` flags that say what to run and where to put it, not how: no setting behind them."""
+"""``fix`` flags that say what to run, where to put it and what to show, not how: no setting
+behind them."""
 
 
 def toml_value(value: Any) -> str:
