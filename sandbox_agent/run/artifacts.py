@@ -40,9 +40,11 @@ class RunRequest(Frozen):
     overrides: dict[str, Any] = Field(default_factory=dict)
     """The ``fix`` flags given, as ``{"--max-cost": 0.5}``."""
     parent_run_id: str | None = None
-    """The run this one revises (``sandbox-agent revise``)."""
+    """The run this one revises (``sandbox-agent revise``) or resumes (``resume``)."""
     feedback: str | None = None
     """The reviewer's feedback it was given."""
+    resume: bool = False
+    """Whether this run resumes its parent (``sandbox-agent resume``) rather than revises it."""
 
 
 class RunRecord(Frozen):
@@ -94,10 +96,17 @@ class RunRecord(Frozen):
     env_build_log: str | None = None
     """The log of the run's environment: the build's output, or that it came from the cache
     (in ``env-logs`` beside the runs directory, the one place of every build log)."""
+    baseline_commit: str | None = None
+    """The sha of the workspace's baseline commit: the repository's files as the run copied
+    them (deterministic, so ``resume`` can tell whether the repository moved on)."""
+    env_key: str | None = None
+    """The cache key of the run's environment (``resume`` refuses another without ``--force``)."""
     version: str = ""
     request: RunRequest = Field(default_factory=RunRequest)
     revised_by: tuple[str, ...] = ()
     """Runs that revise this one (``sandbox-agent revise``), oldest first."""
+    resumed_by: tuple[str, ...] = ()
+    """Runs that resume this one (``sandbox-agent resume``), oldest first."""
 
 
 def now_iso() -> str:

@@ -32,9 +32,9 @@ from sandbox_agent.policy.merge import apply_overrides
 from sandbox_agent.run.artifacts import default_runs_dir
 from sandbox_agent.sandbox.workspace import RepoInfo, inspect_repo
 from sandbox_agent.settings import Policy, flag_fields
-from sandbox_agent.types import Frozen
+from sandbox_agent.types import Frozen, HistoryItem
 
-__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Revision", "prepare"]
+__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Resumption", "Revision", "prepare"]
 
 SCRIPTED_PREFIX = "scripted:"
 
@@ -50,6 +50,29 @@ class Revision(Frozen):
     patch: bytes
     answer: str | None
     feedback: str = Field(min_length=1)
+    recorded_base_url: str | None = None
+    """The endpoint the earlier run says it used: compared with the user's, never used."""
+
+
+class Resumption(Frozen):
+    """What ``resume`` carries over: the earlier run, its patch and its conversation.
+
+    All of it is the run directory's data (untrusted): what the run is about, never how it runs.
+    """
+
+    run_id: str
+    run_dir: Path
+    patch: bytes
+    history: tuple[HistoryItem, ...]
+    """The conversation after the task, as the earlier run's model saw it (before compaction)."""
+    stopped: str
+    """Why the earlier run stopped, in a sentence (for the model and the user)."""
+    crashed: bool = False
+    """The run never recorded its end: its patch is the one saved at its last gate verdict."""
+    baseline_commit: str | None = None
+    env_key: str | None = None
+    force: bool = False
+    """``--force``: go on although the baseline or the environment changed."""
     recorded_base_url: str | None = None
     """The endpoint the earlier run says it used: compared with the user's, never used."""
 
@@ -72,6 +95,13 @@ class FixOptions(Frozen):
     overrides: dict[str, Any] = Field(default_factory=dict)
     revises: Revision | None = None
     """Set by ``revise``: the run continues an earlier one, with a reviewer's feedback."""
+    resumes: Resumption | None = None
+    """Set by ``resume``: the run goes on where an earlier one stopped, conversation and all."""
+
+    @property
+    def parent(self) -> Revision | Resumption | None:
+        """The earlier run this one continues (``revise`` or ``resume``), if any."""
+        return self.revises if self.revises is not None else self.resumes
 
 
 @dataclass(frozen=True)
@@ -170,7 +200,7 @@ def prepare(
 
 def _same_endpoint(options: FixOptions, base_url: str | None) -> None:
     """A revision whose earlier run used another endpoint goes on only with ``--base-url``."""
-    revises = options.revises
+    revises = options.parent
     if revises is None or options.overrides.get("--base-url") is not None:
         return
     if (revises.recorded_base_url or None) != base_url:
