@@ -96,9 +96,9 @@ class RunRecord(Frozen):
     env_build_log: str | None = None
     """The log of the run's environment: the build's output, or that it came from the cache
     (in ``env-logs`` beside the runs directory, the one place of every build log)."""
-    baseline_commit: str | None = None
-    """The sha of the workspace's baseline commit: the repository's files as the run copied
-    them (deterministic, so ``resume`` can tell whether the repository moved on)."""
+    repo_tree: str | None = None
+    """sha256 of the repository's files as the run copied them (``env/cache.py``
+    ``tree_digest``): ``resume`` refuses a repository that moved on without ``--force``."""
     env_key: str | None = None
     """The cache key of the run's environment (``resume`` refuses another without ``--force``)."""
     version: str = ""

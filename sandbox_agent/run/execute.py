@@ -81,7 +81,6 @@ class Run:
         approver: Approver | None,
         warn: Warn | None = None,
         wrap_budget: WrapBudget | None = None,
-        baseline_commit: str | None = None,
     ) -> None:
         self.p, self.sandbox, self.run_dir, self.run_id = prepared, sandbox, run_dir, run_id
         self.settings = prepared.settings
@@ -89,7 +88,6 @@ class Run:
         self.wrap_budget = wrap_budget
         self.started = time.monotonic()
         self.baseline: GateOutcome | None = None
-        self.baseline_commit = baseline_commit
         self.trace = Trace(
             run_dir.trace_path,
             run_id,
@@ -139,7 +137,7 @@ class Run:
             version=__version__,
             request=_request(p),
             env_build_log=_env_log(p),
-            baseline_commit=self.baseline_commit,
+            repo_tree=p.repo_tree,
             env_key=p.env.key if p.env is not None else None,
         )
 

@@ -69,7 +69,7 @@ class Resumption(Frozen):
     """Why the earlier run stopped, in a sentence (for the model and the user)."""
     crashed: bool = False
     """The run never recorded its end: its patch is the one saved at its last gate verdict."""
-    baseline_commit: str | None = None
+    repo_tree: str | None = None
     env_key: str | None = None
     force: bool = False
     """``--force``: go on although the baseline or the environment changed."""
@@ -127,6 +127,8 @@ class Prepared:
     on_retry: Retries | None
     env: EnvImage | None = None
     """The environment image, once built or found in the cache."""
+    repo_tree: str | None = None
+    """sha256 of the repository's files (``tree_digest``), once the runner took it."""
 
     @property
     def test_command(self) -> str:

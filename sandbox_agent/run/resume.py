@@ -7,9 +7,9 @@ decides how the new run runs (model, endpoint, policy, limits, the repository) i
 now: a run directory is data, never authority. The conversation it hands the model is no more
 than what a model could have said and seen itself; the clean-copy gate judges the result.
 
-It goes on only from the same starting point: the baseline commit (the repository's files as
-copied, a deterministic sha) and the environment key the run recorded must be today's, else it
-stops and says what changed; ``--force`` goes on anyway. A run that passed its gate is done
+It goes on only from the same starting point: the digest of the repository's files (checked
+before any build) and the environment key the run recorded must be today's, else it stops and
+says what changed; ``--force`` goes on anyway. A run that passed its gate is done
 (``revise`` changes it further). A trace that is not the run's own (another run id, another
 task, a verdict the record denies, a line that is not an event) is refused.
 """
@@ -41,8 +41,8 @@ from sandbox_agent.types import Finish, HistoryItem, ModelFeedback, ModelTurn, O
 
 __all__ = [
     "MAX_CHAIN",
-    "check_baseline",
     "check_environment",
+    "check_tree",
     "conversation_so_far",
     "resume_notice",
     "resume_options",
@@ -93,7 +93,7 @@ def resume_options(
             history=history,
             stopped=_why_stopped(record),
             crashed=record.status != "ended",
-            baseline_commit=record.baseline_commit,
+            repo_tree=record.repo_tree,
             env_key=record.env_key,
             force=force,
             recorded_base_url=recorded_base_url(record),
@@ -261,26 +261,26 @@ def check_environment(resumes: Resumption | None, key: str, warn: Warn | None) -
     else:
         what = (
             f"the environment differs from run {resumes.run_id}'s (key {resumes.env_key[:12]} "
-            f"then, {key[:12]} now: the dependency files, the [environment] settings or the "
+            f"then, {key[:12]} now: the repository's files, the [environment] settings or the "
             "base image changed)"
         )
     _mismatch(resumes, what, warn)
 
 
-def check_baseline(resumes: Resumption | None, commit: str, warn: Warn | None) -> None:
+def check_tree(resumes: Resumption | None, tree: str, warn: Warn | None) -> None:
     """Stop unless the repository's files are those the resumed run started from (or ``--force``).
 
     Raises:
-        StoredRunMismatchError: another baseline, and no ``--force``.
+        StoredRunMismatchError: other files, and no ``--force``.
     """
-    if resumes is None or resumes.baseline_commit == commit:
+    if resumes is None or resumes.repo_tree == tree:
         return
-    if resumes.baseline_commit is None:
-        what = f"run {resumes.run_id} did not record its baseline"
+    if resumes.repo_tree is None:
+        what = f"run {resumes.run_id} did not record its repository's files"
     else:
         what = (
-            f"the repository changed since run {resumes.run_id} (its files then, baseline "
-            f"{resumes.baseline_commit[:12]}; now {commit[:12]}: a new commit or uncommitted "
+            f"the repository changed since run {resumes.run_id} (its files then, tree "
+            f"{resumes.repo_tree[:12]}; now {tree[:12]}: a new commit or uncommitted "
             "changes), and its conversation speaks of the files as they were"
         )
     _mismatch(resumes, what, warn)

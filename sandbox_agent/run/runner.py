@@ -17,6 +17,7 @@ from types import FrameType
 from sandbox_agent.agent.loop import Approver
 from sandbox_agent.agent.replay import ReplayModel, differences
 from sandbox_agent.agent.trace import Listener, ModelRetryEvent, Trace, read_trace
+from sandbox_agent.env.cache import tree_digest
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.env.prepare import ensure_with_fallback
 from sandbox_agent.errors import (
@@ -28,7 +29,7 @@ from sandbox_agent.models.prices import require_one_call, require_price_for_cap
 from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
-from sandbox_agent.run.resume import check_baseline, check_environment
+from sandbox_agent.run.resume import check_environment, check_tree
 from sandbox_agent.run.start import record_failed_start, start_sandbox
 from sandbox_agent.sandbox.docker import DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
@@ -198,6 +199,9 @@ def run_fix(
                 warn(notice)
         limits = prepared.settings.sandbox
         check_runtime(limits.runtime, network=limits.network)  # before a build, not after
+        tree = tree_digest(prepared.repo.root)
+        check_tree(options.resumes, tree, warn)  # before a build, not after
+        prepared = replace(prepared, repo_tree=tree)
         run_id = new_run_id()
         build_log = env_logs_dir(prepared.runs_dir) / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)
@@ -210,20 +214,9 @@ def run_fix(
             except SandboxError as e:
                 return record_failed_start(prepared, run_id, e, listener)
             with sandbox:
-                check_baseline(options.resumes, sandbox.baseline, warn)
                 run_dir = RunDir.create(prepared.runs_dir, run_id)
                 _link_parent(options, run_id, warn)
-                run = Run(
-                    prepared,
-                    sandbox,
-                    run_dir,
-                    run_id,
-                    listener,
-                    approver,
-                    warn,
-                    wrap_budget,
-                    baseline_commit=sandbox.baseline,
-                )
+                run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
                 retries.trace = run.trace
                 record = run.execute()
                 _report_replay(prepared, record, warn)

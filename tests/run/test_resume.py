@@ -20,8 +20,8 @@ from sandbox_agent.models.context import MISSING_RESULT, Result, conversation, o
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest
 from sandbox_agent.run.prepare import Resumption
 from sandbox_agent.run.resume import (
-    check_baseline,
     check_environment,
+    check_tree,
     resume_notice,
     resume_options,
 )
@@ -94,7 +94,7 @@ def make_run(
             repo="/nowhere",
             model="m",
             started_at="now",
-            baseline_commit="a" * 40,
+            repo_tree="a" * 64,
             env_key="e" * 64,
             request=request or RunRequest(),
         )
@@ -227,20 +227,20 @@ def test_a_feedback_kind_no_run_writes_is_refused(tmp_path: Path) -> None:
 
 def test_a_changed_baseline_or_environment_stops_unless_forced(tmp_path: Path) -> None:
     resumes = options_of(make_run(tmp_path / "runs", "r1"), tmp_path)
-    check_baseline(resumes, "a" * 40, None)  # the same: nothing said
+    check_tree(resumes, "a" * 64, None)  # the same: nothing said
     check_environment(resumes, "e" * 64, None)
     with pytest.raises(StoredRunMismatchError, match="the repository changed since run r1"):
-        check_baseline(resumes, "b" * 40, None)
+        check_tree(resumes, "b" * 64, None)
     with pytest.raises(StoredRunMismatchError, match="environment differs from run r1's"):
         check_environment(resumes, "f" * 64, None)
     heard: list[str] = []
     forced = resumes.model_copy(update={"force": True})
-    check_baseline(forced, "b" * 40, heard.append)
+    check_tree(forced, "b" * 64, heard.append)
     assert heard == [
-        "the repository changed since run r1 (its files then, baseline aaaaaaaaaaaa; now "
+        "the repository changed since run r1 (its files then, tree aaaaaaaaaaaa; now "
         "bbbbbbbbbbbb: a new commit or uncommitted changes), and its conversation speaks of the "
         "files as they were; resuming anyway (--force)"
     ]
-    unknown = resumes.model_copy(update={"baseline_commit": None})
-    with pytest.raises(StoredRunMismatchError, match="did not record its baseline"):
-        check_baseline(unknown, "a" * 40, None)
+    unknown = resumes.model_copy(update={"repo_tree": None})
+    with pytest.raises(StoredRunMismatchError, match="did not record its repository's files"):
+        check_tree(unknown, "a" * 64, None)

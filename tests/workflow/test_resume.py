@@ -62,11 +62,11 @@ def test_a_run_stopped_by_its_step_cap_resumes_with_more_steps_and_passes(
     parent = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH, max_steps=1)
     assert parent.exit_reason == "max_steps_exceeded"
     assert not parent.gate_passed
-    assert parent.baseline_commit
+    assert parent.repo_tree
     assert parent.env_key
     child = resumed(resume(tmp_path, parent.run_id, repo, "--max-steps", "3"), parent.run_id)
     assert child.steps == 1  # the finish alone: the edit came with the workspace
-    assert child.baseline_commit == parent.baseline_commit  # the same files, the same sha
+    assert child.repo_tree == parent.repo_tree  # the same files, the same digest
     assert child.limits["max_steps"] == 3  # the new limits, from the flag
     assert set(child.changed_paths or ()) == {"kvparse/parser.py"}
     assert "+    for line in text.splitlines():" in Path(child.patch_path).read_text()
@@ -150,5 +150,5 @@ def test_a_changed_repository_stops_the_resume_until_forced(
     assert RunDir(Path(parent.run_dir)).read_record().resumed_by == ()
     forced = resume(tmp_path, parent.run_id, repo, "--force")
     child = resumed(forced, parent.run_id)
-    assert child.baseline_commit != parent.baseline_commit
+    assert child.repo_tree != parent.repo_tree
     assert "resuming anyway (--force)" in forced.output
