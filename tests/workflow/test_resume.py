@@ -78,7 +78,7 @@ def test_ctrl_c_leaves_a_run_that_resumes(tmp_path: Path, docker_client: object)
     repo = demo_repo(tmp_path)
     script = write_script(tmp_path / "s.jsonl", FIX_EDIT, bash("sleep 600"))
     runs = tmp_path / "runs"
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -97,18 +97,18 @@ def test_ctrl_c_leaves_a_run_that_resumes(tmp_path: Path, docker_client: object)
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
-    )
+    ) as proc:
 
-    def sleeping() -> bool:
-        traces = list(runs.glob("*/trace.jsonl"))
-        return bool(traces) and '"sleep 600"' in traces[0].read_text()
+        def sleeping() -> bool:
+            traces = list(runs.glob("*/trace.jsonl"))
+            return bool(traces) and '"sleep 600"' in traces[0].read_text()
 
-    try:
-        wait_for(sleeping)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+        try:
+            wait_for(sleeping, timeout=900)  # after a build (minutes on a loaded machine)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
     assert proc.returncode == 1, err
     parent = RunRecord.model_validate_json(out)
     assert parent.exit_reason == "interrupted"
