@@ -44,6 +44,10 @@ COMMANDS: dict[str, Entry] = {
         "fix",
         "Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.",
     ),
+    "resume": Entry(
+        "resume",
+        "Continue a stopped run (steps, budget, Ctrl-C, crash) from its conversation and diff.",
+    ),
     "runs": Entry(
         "runs",
         "List every run, batches' included: id, batch, date, repo, task, exit, gate, steps, cost.",

@@ -66,9 +66,12 @@ def summary(record: RunRecord) -> Table:
     if record.env_build_log:
         rows.append(("env log", safe(record.env_build_log)))
     if record.request.parent_run_id:
-        rows.insert(1, ("revises", safe(record.request.parent_run_id)))
+        verb = "resumes" if record.request.resume else "revises"
+        rows.insert(1, (verb, safe(record.request.parent_run_id)))
     if record.revised_by:
         rows.insert(1, ("revised by", safe(", ".join(record.revised_by))))
+    if record.resumed_by:
+        rows.insert(1, ("resumed by", safe(", ".join(record.resumed_by))))
     if record.error:
         rows.insert(5, ("error", f"[red]{safe(record.error, multiline=True)}[/]"))
     if record.omitted:
@@ -197,9 +200,10 @@ def show(record: RunRecord, patch: str, events: Sequence[TraceEvent] = ()) -> Gr
 
 
 def _chained(record: RunRecord) -> str:
-    """``revises <id>: `` before the task of a run that continues another."""
+    """``revises <id>: `` (``resumes <id>: ``) before the task of a run that continues another."""
     parent = record.request.parent_run_id
-    return f"revises {safe(parent)}: " if parent else ""
+    verb = "resumes" if record.request.resume else "revises"
+    return f"{verb} {safe(parent)}: " if parent else ""
 
 
 def runs_table(

@@ -40,9 +40,11 @@ class RunRequest(Frozen):
     overrides: dict[str, Any] = Field(default_factory=dict)
     """The ``fix`` flags given, as ``{"--max-cost": 0.5}``."""
     parent_run_id: str | None = None
-    """The run this one revises (``sandbox-agent revise``)."""
+    """The run this one revises (``sandbox-agent revise``) or resumes (``resume``)."""
     feedback: str | None = None
     """The reviewer's feedback it was given."""
+    resume: bool = False
+    """Whether this run resumes its parent (``sandbox-agent resume``) rather than revises it."""
 
 
 class RunRecord(Frozen):
@@ -94,10 +96,17 @@ class RunRecord(Frozen):
     env_build_log: str | None = None
     """The log of the run's environment: the build's output, or that it came from the cache
     (in ``env-logs`` beside the runs directory, the one place of every build log)."""
+    repo_tree: str | None = None
+    """sha256 of the repository's files as the run copied them (``env/cache.py``
+    ``tree_digest``): ``resume`` refuses a repository that moved on without ``--force``."""
+    env_key: str | None = None
+    """The cache key of the run's environment (``resume`` refuses another without ``--force``)."""
     version: str = ""
     request: RunRequest = Field(default_factory=RunRequest)
     revised_by: tuple[str, ...] = ()
     """Runs that revise this one (``sandbox-agent revise``), oldest first."""
+    resumed_by: tuple[str, ...] = ()
+    """Runs that resume this one (``sandbox-agent resume``), oldest first."""
 
 
 def now_iso() -> str:

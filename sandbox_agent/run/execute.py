@@ -35,6 +35,7 @@ from sandbox_agent.gate.evidence import gather
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.run.artifacts import RunDir, RunRecord, RunRequest, now_iso
 from sandbox_agent.run.prepare import Prepared
+from sandbox_agent.run.resume import resume_notice
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.tools.runtime import ToolRuntime, ToolRuntimeConfig
 from sandbox_agent.types import (
@@ -112,7 +113,7 @@ class Run:
             judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
-            baseline_in_copy=prepared.options.revises is not None,
+            baseline_in_copy=prepared.options.parent is not None,
         )
 
     def _initial_record(self) -> RunRecord:
@@ -136,6 +137,8 @@ class Run:
             version=__version__,
             request=_request(p),
             env_build_log=_env_log(p),
+            repo_tree=p.repo_tree,
+            env_key=p.env.key if p.env is not None else None,
         )
 
     def execute(self) -> RunRecord:
@@ -144,6 +147,8 @@ class Run:
         with self.trace:
             try:
                 loop.begin(task, self._info())
+                if self.p.options.resumes is not None:  # the conversation so far, as it was
+                    loop.history.extend(self.p.options.resumes.history)
                 notes = self._before_loop()
                 result = loop.run(task, notes=notes)
             except (RunError, KeyboardInterrupt) as e:
@@ -187,10 +192,13 @@ class Run:
             ),
         )
         note = baseline_note(run, self.settings.gate.require)
-        if self.p.options.revises is not None:
+        if self.p.options.parent is not None:
             note = REVISE_NOTE + note
         self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
         self._judge_baseline(diagnosis)
+        resumes = self.p.options.resumes
+        if resumes is not None:  # the earlier baseline note is in the conversation already
+            return [ModelFeedback(kind="notice", content=resume_notice(resumes, note))]
         return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
 
     def _revision_notes(self) -> list[ModelFeedback]:
@@ -222,7 +230,7 @@ class Run:
                 "was called. If the task is to fix exactly this, pass --allow-broken-baseline "
                 f"(environment: {self.p.env.tag if self.p.env else 'unknown'})"
             )
-        revising = self.p.options.revises is not None  # its baseline has the earlier changes
+        revising = self.p.options.parent is not None  # its baseline has the earlier changes
         if diagnosis.verdict is BaselineVerdict.PASSING and self.warn is not None and not revising:
             self.warn(
                 "the tests already pass before any change: the gate can only check that they "
@@ -359,13 +367,14 @@ def _restore_generated(sandbox: Sandbox) -> None:
 def _request(p: Prepared) -> RunRequest:
     """What a later ``revise`` needs to run again as this run was asked to."""
     o = p.options
-    revises = o.revises
+    revises, parent = o.revises, o.parent
     return RunRequest(
         policy_file=None if o.policy_file is None else str(o.policy_file.resolve()),
         trust_repo_policy=o.trust_repo_policy,
         overrides={k: v for k, v in o.overrides.items() if v is not None},
-        parent_run_id=None if revises is None else revises.run_id,
+        parent_run_id=None if parent is None else parent.run_id,
         feedback=None if revises is None else revises.feedback,
+        resume=o.resumes is not None,
     )
 
 

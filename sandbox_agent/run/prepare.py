@@ -34,9 +34,9 @@ from sandbox_agent.sandbox.workspace import RepoInfo, inspect_repo
 from sandbox_agent.settings.load import LoadedPolicy, default_user_config_dir, load_policy
 from sandbox_agent.settings.merge import apply_overrides
 from sandbox_agent.settings.tree import Policy, flag_fields
-from sandbox_agent.types import Frozen
+from sandbox_agent.types import Frozen, HistoryItem
 
-__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Revision", "prepare"]
+__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Resumption", "Revision", "prepare"]
 
 SCRIPTED_PREFIX = "scripted:"
 
@@ -52,6 +52,29 @@ class Revision(Frozen):
     patch: bytes
     answer: str | None
     feedback: str = Field(min_length=1)
+    recorded_base_url: str | None = None
+    """The endpoint the earlier run says it used: compared with the user's, never used."""
+
+
+class Resumption(Frozen):
+    """What ``resume`` carries over: the earlier run, its patch and its conversation.
+
+    All of it is the run directory's data (untrusted): what the run is about, never how it runs.
+    """
+
+    run_id: str
+    run_dir: Path
+    patch: bytes
+    history: tuple[HistoryItem, ...]
+    """The conversation after the task, as the earlier run's model saw it (before compaction)."""
+    stopped: str
+    """Why the earlier run stopped, in a sentence (for the model and the user)."""
+    crashed: bool = False
+    """The run never recorded its end: its patch is the one saved at its last gate verdict."""
+    repo_tree: str | None = None
+    env_key: str | None = None
+    force: bool = False
+    """``--force``: go on although the baseline or the environment changed."""
     recorded_base_url: str | None = None
     """The endpoint the earlier run says it used: compared with the user's, never used."""
 
@@ -74,6 +97,13 @@ class FixOptions(Frozen):
     overrides: dict[str, Any] = Field(default_factory=dict)
     revises: Revision | None = None
     """Set by ``revise``: the run continues an earlier one, with a reviewer's feedback."""
+    resumes: Resumption | None = None
+    """Set by ``resume``: the run goes on where an earlier one stopped, conversation and all."""
+
+    @property
+    def parent(self) -> Revision | Resumption | None:
+        """The earlier run this one continues (``revise`` or ``resume``), if any."""
+        return self.revises if self.revises is not None else self.resumes
 
 
 @dataclass(frozen=True)
@@ -101,6 +131,8 @@ class Prepared:
     """The environment image, once built or found in the cache."""
     on_text: OnText | None = None
     """Told the model's text as it streams (the live view); ``None``: calls are not streamed."""
+    repo_tree: str | None = None
+    """sha256 of the repository's files (``tree_digest``), once the runner took it."""
 
     @property
     def test_command(self) -> str:
@@ -179,7 +211,7 @@ def prepare(
 
 def _same_endpoint(options: FixOptions, base_url: str | None) -> None:
     """A revision whose earlier run used another endpoint goes on only with ``--base-url``."""
-    revises = options.revises
+    revises = options.parent
     if revises is None or options.overrides.get("--base-url") is not None:
         return
     if (revises.recorded_base_url or None) != base_url:

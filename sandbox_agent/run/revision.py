@@ -22,7 +22,7 @@ from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.prepare import FixOptions, Revision
 from sandbox_agent.sandbox.workspace import inspect_repo
 
-__all__ = ["ignored_request", "revise_options"]
+__all__ = ["ignored_request", "recorded_base_url", "revise_options", "same_repo"]
 
 
 def revise_options(
@@ -57,7 +57,7 @@ def revise_options(
     if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
         raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
     return FixOptions(
-        repo=repo if repo is not None else _same_repo(record),
+        repo=repo if repo is not None else same_repo(record, "revise"),
         task=record.task,
         policy_file=policy_file,
         trust_repo_policy=trust_repo_policy,
@@ -69,25 +69,25 @@ def revise_options(
             patch=run_dir.read_patch(),
             answer=record.answer,
             feedback=feedback,
-            recorded_base_url=_recorded_base_url(record),
+            recorded_base_url=recorded_base_url(record),
         ),
     )
 
 
-def _same_repo(record: RunRecord) -> Path:
-    """The current directory's repository, when it is the one the run names."""
+def same_repo(record: RunRecord, command: str) -> Path:
+    """The current directory's repository, when it is the one the run names (for ``command``)."""
     here = inspect_repo(Path()).root
     recorded = Path(record.repo)
     if not recorded.is_dir() or recorded.resolve() != here:
         raise StoredRunMismatchError(
             f"run {record.run_id} says it was made on {record.repo}, and this is {here}: "
             f"a run directory does not choose the repository. Pass --repo {record.repo} to "
-            "revise it there (or --repo with the repository you mean)"
+            f"{command} it there (or --repo with the repository you mean)"
         )
     return here
 
 
-def _recorded_base_url(record: RunRecord) -> str | None:
+def recorded_base_url(record: RunRecord) -> str | None:
     """The endpoint the run says it used (its record, else its stored flag)."""
     if record.base_url is not None:
         return record.base_url
@@ -96,7 +96,7 @@ def _recorded_base_url(record: RunRecord) -> str | None:
 
 
 def ignored_request(record: RunRecord) -> list[str]:
-    """The earlier run's stored settings that ``revise`` does not take (to tell the user)."""
+    """The earlier run's stored settings that ``revise`` and ``resume`` do not take."""
     request = record.request
     ignored = [f"{flag} {value}" for flag, value in request.overrides.items()]
     if request.policy_file:

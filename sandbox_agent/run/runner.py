@@ -17,6 +17,7 @@ from types import FrameType
 from sandbox_agent.agent.loop import Approver
 from sandbox_agent.agent.replay import ReplayModel, differences
 from sandbox_agent.agent.trace import Listener, ModelRetryEvent, Trace, read_trace
+from sandbox_agent.env.cache import tree_digest
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.env.prepare import ensure_with_fallback
 from sandbox_agent.errors import (
@@ -29,6 +30,7 @@ from sandbox_agent.models.stream import OnText
 from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
+from sandbox_agent.run.resume import check_environment, check_tree
 from sandbox_agent.run.start import record_failed_start, start_sandbox
 from sandbox_agent.sandbox.docker import DockerSandboxConfig
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE, Progress, print_to_stderr
@@ -144,22 +146,28 @@ def _require_affordable(prepared: Prepared) -> None:
     require_price_for_cap(prepared.model.name, prepared.price, max_cost_usd=cap)
     if prepared.price is None:
         return
+    resumes = prepared.options.resumes
     first = prepared.model.estimate_next_call(
-        Task(text=prepared.options.task), [], tool_specs(prepared.settings.model.tools)
+        Task(text=prepared.options.task),
+        list(resumes.history) if resumes is not None else [],
+        tool_specs(prepared.settings.model.tools),
     )
     require_one_call(prepared.model.name, prepared.price, first, max_cost_usd=cap)
 
 
-def _link_parent(parent: RunDir, child_id: str, warn: Warn | None) -> None:
-    """The revised run's ``result.json`` names the run that revises it (best effort)."""
+def _link_parent(options: FixOptions, child_id: str, warn: Warn | None) -> None:
+    """The revised (resumed) run's ``result.json`` names the run that continues it (best effort)."""
+    parent = options.parent
+    if parent is None:
+        return
+    field = "revised_by" if options.revises is not None else "resumed_by"
     try:
-        record = parent.read_record()
-        parent.write_record(
-            record.model_copy(update={"revised_by": (*record.revised_by, child_id)})
-        )
+        run_dir = RunDir(parent.run_dir)
+        record = run_dir.read_record()
+        run_dir.write_record(record.model_copy(update={field: (*getattr(record, field), child_id)}))
     except (UserError, OSError) as e:
         if warn is not None:
-            warn(f"could not name this run in the revised run's result.json: {e}")
+            warn(f"could not name this run in the earlier run's result.json: {e}")
 
 
 def _report_replay(prepared: Prepared, record: RunRecord, warn: Warn | None) -> None:
@@ -208,10 +216,14 @@ def run_fix(
                 warn(notice)
         limits = prepared.settings.sandbox
         check_runtime(limits.runtime, network=limits.network)  # before a build, not after
+        tree = tree_digest(prepared.repo.root)
+        check_tree(options.resumes, tree, warn)  # before a build, not after
+        prepared = replace(prepared, repo_tree=tree)
         run_id = new_run_id()
         build_log = env_logs_dir(prepared.runs_dir) / f"{run_id}.log"
         prepared = environment(prepared, build_log, on_build_line)
         assert prepared.env is not None
+        check_environment(options.resumes, prepared.env.key, warn)
         with sigterm_interrupts():
             config = sandbox_config(prepared, prepared.env)
             try:
@@ -220,8 +232,7 @@ def run_fix(
                 return record_failed_start(prepared, run_id, e, listener)
             with sandbox:
                 run_dir = RunDir.create(prepared.runs_dir, run_id)
-                if options.revises is not None:
-                    _link_parent(RunDir(options.revises.run_dir), run_id, warn)
+                _link_parent(options, run_id, warn)
                 run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
                 retries.trace = run.trace
                 record = run.execute()

@@ -43,7 +43,7 @@ def start_sandbox(
         SandboxError: it did not start the second time either (or failed otherwise).
     """
     options = prepared.options
-    patch = options.revises.patch if options.revises else None
+    patch = options.parent.patch if options.parent else None
 
     def create() -> DockerSandbox:
         return DockerSandbox.create(
