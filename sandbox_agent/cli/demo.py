@@ -20,8 +20,15 @@ DEMO_TASK = "the parser drops the last line of a file"
 _DEMO_IDENTITY = {
     f"GIT_{who}_{what}": value
     for who in ("AUTHOR", "COMMITTER")
-    for what, value in (("NAME", "sandbox-agent demo"), ("EMAIL", "demo@sandbox-agent.invalid"))
+    for what, value in (
+        ("NAME", "sandbox-agent demo"),
+        ("EMAIL", "demo@sandbox-agent.invalid"),
+        ("DATE", "2026-01-01T00:00:00+00:00"),
+    )
 }
+"""Who made the demo's one commit, and when: fixed, so every copy of the demo is the same
+commit of the same project, and its environment (keyed by the root commit and the files) is
+built once and found in the cache by every later `demo`."""
 
 
 def demo_script() -> Path:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.cli.demo import make_demo_repo
+from sandbox_agent.env.cache import repo_identity, tree_digest
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.run.runner import notices
@@ -90,3 +91,12 @@ def test_a_policy_whose_examples_break_is_refused_before_the_run(
     with pytest.raises(UserError, match=r"deny example 'ls' is allow") as info:
         prepared(tmp_path, repo)
     assert "python -m pytest" not in str(info.value)
+
+
+def test_every_copy_of_the_demo_is_one_project_so_its_environment_is_built_once(
+    tmp_path: Path,
+) -> None:
+    first, second = make_demo_repo(tmp_path), make_demo_repo(tmp_path)
+    assert first != second
+    assert repo_identity(first) == repo_identity(second)
+    assert tree_digest(first) == tree_digest(second)
