@@ -35,6 +35,7 @@ RUNTIME_STEP = SetupStep(
         "apt-get: use an image that has them' >&2; exit 1; fi; fi"
     ),
     why="the sandbox runs python3 and git in every container: from apt when the image lacks them",
+    repo_free=True,
 )
 OTHER_TOOLCHAINS = (("go.mod", "go test ./...", "Go"), ("Cargo.toml", "cargo test", "Rust"))
 

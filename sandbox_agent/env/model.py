@@ -45,6 +45,9 @@ class SetupStep(Frozen):
     """The file (or setting) it came from."""
     network: bool = True
     """Whether it downloads (the plan needs a network during setup if any step does)."""
+    repo_free: bool = False
+    """Made by detection from fixed text, it reads no file of the repository: run with none
+    mounted, it may be built once in a layer shared by every project (``env/layers.py``)."""
 
 
 class BuildLimits(Frozen):
