@@ -3,10 +3,10 @@
 ``ensure_environment`` is the one entry point: it returns the cached image when the cache key
 (``cache.cache_key``) is present, else builds it. The build container starts from the base
 image (or from the shared layer of its leading steps that read no repository file:
-``layers``) as root, with the repo's snapshot mounted at ``/workspace`` (the path every run mounts it
-at, so editable installs point to the right place) and the host's CA bundle beside the image's
-own. Only the container's filesystem outside ``/workspace`` is committed: the bind mounts are
-not part of the image, and setup's caches are removed before the commit.
+``layers``) as root, with the repo's snapshot mounted at ``/workspace`` (the path every run
+mounts it at, so editable installs point to the right place) and the host's CA bundle beside
+the image's own. Only the container's filesystem outside ``/workspace`` is committed: the bind
+mounts are not part of the image, and setup's caches are removed before the commit.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import docker
 import docker.errors
 from docker.types import Mount
 
-from sandbox_agent.env import cache, hostca, layers
+from sandbox_agent.env import cache, hostca, layers, proxy
 from sandbox_agent.env.base import resolve_base
 from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, image_env, run_step
 from sandbox_agent.env.limits import SANITISE
@@ -165,28 +165,18 @@ def _build(
     log.line(f"building {tag} from {plan.base.describe()}: {len(plan.steps)} steps, {net} network")
     ws = snapshot(repo, run_id=f"env-{key[:12]}")
     setup_dir = Path(tempfile.mkdtemp(prefix="sandbox-agent-setup-"))
+    shared = plan.network_during_setup and plan.download_cache
     try:
-        env = {**hostca.prepare(host_env, setup_dir), "PATH": path}
-        if f"{VENV}/bin" in plan.path:
-            env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
-        setup = Mount(hostca.SETUP_DIR, str(setup_dir), type="bind", read_only=True)
-        prefix = layers.shared_prefix(plan)
-        start = layers.ensure_layer(client, base, prefix, (setup, env), plan, log) if prefix else ""
-        mounts = [Mount("/workspace", str(ws.repo), type="bind", read_only=False), setup]
-        network = plan.network_during_setup
-        with build_container(
-            client, start or str(base["Id"]), base, mounts, network, plan.limits
-        ) as cid:
-            test_command, note = _run_all(client, cid, plan, env, log, len(prefix))
-            labels = {
-                **(base.get("Config", {}).get("Labels") or {}),
-                BUILD_LABEL: "",
-                **origin,
-                cache.TEST_LABEL: test_command or "",
-                cache.NOTE_LABEL: note,
-                cache.PATH_LABEL: path,
-            }
-            image_id = commit(client, cid, base, tag, labels, container_env_for(path))
+        with proxy.for_build(client, host_env, log.line) if shared else _no_cache() as cache_env:
+            env = {**hostca.prepare(host_env, setup_dir, cache_env[1]), **cache_env[0]}
+            env["PATH"] = path
+            if f"{VENV}/bin" in plan.path:
+                env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
+            setup = Mount(hostca.SETUP_DIR, str(setup_dir), type="bind", read_only=True)
+            mounts = [Mount("/workspace", str(ws.repo), type="bind", read_only=False), setup]
+            test_command, note, image_id = _steps_and_commit(
+                client, plan, base, mounts, env, log, (tag, origin, path)
+            )
     finally:
         remove_workspace(ws.root)
         shutil.rmtree(setup_dir, ignore_errors=True)
@@ -202,6 +192,45 @@ def _build(
         build_s=round(log.elapsed, 2),
         log_path=log.path,
     )
+
+
+@contextlib.contextmanager
+def _no_cache() -> Iterator[tuple[dict[str, str], bytes]]:
+    yield {}, b""
+
+
+def _steps_and_commit(
+    client: docker.DockerClient,
+    plan: EnvPlan,
+    base: dict[str, Any],
+    mounts: list[Mount],
+    env: dict[str, str],
+    log: BuildLog,
+    image: tuple[str, dict[str, str], str],
+) -> tuple[str | None, str, str]:
+    """Run the steps (from the shared layer of the first ones) and commit the image.
+
+    ``image`` is the tag, the cache's labels and the ``PATH``; returns the chosen test
+    command, the note when there is none, and the image's id.
+    """
+    tag, origin, path = image
+    prefix = layers.shared_prefix(plan)
+    start = str(base["Id"])
+    if prefix:
+        start = layers.ensure_layer(client, base, prefix, (mounts[-1], env), plan, log)
+    with build_container(
+        client, start, base, mounts, plan.network_during_setup, plan.limits
+    ) as cid:
+        test_command, note = _run_all(client, cid, plan, env, log, len(prefix))
+        labels = {
+            **(base.get("Config", {}).get("Labels") or {}),
+            BUILD_LABEL: "",
+            **origin,
+            cache.TEST_LABEL: test_command or "",
+            cache.NOTE_LABEL: note,
+            cache.PATH_LABEL: path,
+        }
+        return test_command, note, commit(client, cid, base, tag, labels, container_env_for(path))
 
 
 def _run_all(

@@ -165,6 +165,7 @@ def detect_plan(
         test_why=tests,
         path=tuple(path),
         network_during_setup=settings.network_during_setup,
+        download_cache=settings.download_cache,
         timeout_s=settings.timeout_s,
         notes=tuple(notes),
         limits=BuildLimits.model_validate(

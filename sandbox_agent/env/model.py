@@ -74,6 +74,9 @@ class EnvPlan(Frozen):
     path: tuple[str, ...] = ()
     """Directories put in front of ``PATH`` in the environment (the venv, ``node_modules``)."""
     network_during_setup: bool = True
+    download_cache: bool = True
+    """Whether setup downloads from PyPI through the shared cache of verified files
+    (``env/proxy.py``); not part of the cache key (the files are the registry's either way)."""
     timeout_s: float = Field(default=1800.0, gt=0)
     """Most time one setup step may take (not part of the cache key)."""
     notes: tuple[str, ...] = ()
