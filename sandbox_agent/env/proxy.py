@@ -209,7 +209,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         except (OSError, ssl.SSLError):
             return
         tls.settimeout(_TIMEOUT_S)
-        _FileHandler(tls, self.client_address, self.server)
+        with tls:
+            _FileHandler(tls, self.client_address, self.server)
 
     def _tunnel(self, host: str) -> None:
         target = _public(host)
@@ -268,6 +269,8 @@ class _FileHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.server.count("refused")
+        with contextlib.suppress(ValueError, OSError):  # read the body: closing on it resets
+            self.rfile.read(min(int(self.headers.get("Content-Length") or 0), 1 << 20))
         self.send_error(405, "the download cache stores only what PyPI serves")
 
     do_PUT = do_DELETE = do_PATCH = do_POST
