@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from sandbox_agent.errors import DownloadCacheError
+
 PYPI_FILES = "files.pythonhosted.org"
 INTERCEPTED = (PYPI_FILES,)
 """The hosts whose files the cache serves (every other host is tunnelled as it is)."""
@@ -37,10 +39,6 @@ PYPI_PATH = re.compile(
 MAX_FILE = 2 << 30
 """The largest file stored (2 GiB); a larger one is refused."""
 _CHUNK = 1 << 16
-
-
-class CacheError(Exception):
-    """A file could not be fetched or did not have the hash its address names."""
 
 
 def cache_root(env: Mapping[str, str]) -> Path:
@@ -71,11 +69,11 @@ class Store:
         """The stored file of a PyPI ``path``, fetched from PyPI and checked when missing.
 
         Raises:
-            CacheError: the path names no hash, the download failed, or its hash differs.
+            DownloadCacheError: the path names no hash, the download failed, or its hash differs.
         """
         digest = pypi_digest(path)
         if digest is None:
-            raise CacheError(f"{path}: not a PyPI file address")
+            raise DownloadCacheError(f"{path}: not a PyPI file address")
         stored = self.path_of(digest)
         if stored.is_file():
             return stored
@@ -86,14 +84,16 @@ class Store:
         """Store ``body`` under ``digest`` if its blake2b-256 is ``digest``; else nothing.
 
         Raises:
-            CacheError: the content's hash differs, or it is larger than :data:`MAX_FILE`.
+            DownloadCacheError: the content's hash differs, or it is larger than :data:`MAX_FILE`.
         """
         fd, name = tempfile.mkstemp(dir=self.root / "pypi", prefix=".part-")
         tmp = Path(name)
         try:
             actual = _copy_hashing(body, fd)
             if actual != digest:
-                raise CacheError(f"the file's blake2b-256 is {actual}, its address says {digest}")
+                raise DownloadCacheError(
+                    f"the file's blake2b-256 is {actual}, its address says {digest}"
+                )
             tmp.replace(self.path_of(digest))
         finally:
             tmp.unlink(missing_ok=True)
@@ -107,7 +107,7 @@ def _copy_hashing(body: IO[bytes], fd: int) -> str:
         while chunk := body.read(_CHUNK):
             size += len(chunk)
             if size > MAX_FILE:
-                raise CacheError(f"larger than {MAX_FILE} bytes")
+                raise DownloadCacheError(f"larger than {MAX_FILE} bytes")
             hasher.update(chunk)
             out.write(chunk)
     return hasher.hexdigest()
@@ -117,14 +117,16 @@ def local_ca(root: Path) -> tuple[Path, Path, Path]:
     """The local CA's certificate, and the intercepted hosts' certificate and key (made once).
 
     Raises:
-        CacheError: ``openssl`` is missing or failed.
+        DownloadCacheError: ``openssl`` is missing or failed.
     """
     ca_dir = root / "ca"
     ca_crt, leaf_crt, leaf_key = ca_dir / "ca.crt", ca_dir / "leaf.crt", ca_dir / "leaf.key"
     if ca_crt.is_file() and leaf_crt.is_file() and leaf_key.is_file():
         return ca_crt, leaf_crt, leaf_key
     if shutil.which("openssl") is None:
-        raise CacheError("the download cache needs the openssl program to make its certificate")
+        raise DownloadCacheError(
+            "the download cache needs the openssl program to make its certificate"
+        )
     work = Path(tempfile.mkdtemp(dir=root, prefix=".ca-"))
     try:
         _make_ca(work)
@@ -166,4 +168,4 @@ def _make_ca(work: Path) -> None:
             ["openssl", *argv], cwd=work, capture_output=True, text=True, check=False
         )
         if done.returncode != 0:
-            raise CacheError(f"openssl {argv[0]} failed: {done.stderr.strip()[-300:]}")
+            raise DownloadCacheError(f"openssl {argv[0]} failed: {done.stderr.strip()[-300:]}")

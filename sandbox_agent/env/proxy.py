@@ -34,12 +34,12 @@ from sandbox_agent.env import hostca
 from sandbox_agent.env.downloads import (
     INTERCEPTED,
     PYPI_FILES,
-    CacheError,
     Store,
     cache_root,
     local_ca,
     pypi_digest,
 )
+from sandbox_agent.errors import DownloadCacheError
 
 USER = "sa"
 _TIMEOUT_S = 120.0
@@ -80,7 +80,7 @@ def for_build(
     """
     try:
         setup = _setup(client, host_env)
-    except (CacheError, OSError, docker.errors.DockerException, KeyError, IndexError) as e:
+    except (DownloadCacheError, OSError, docker.errors.DockerException, KeyError, IndexError) as e:
         say(f"download cache: off ({e}); setup downloads directly")
         yield {}, b""
         return
@@ -96,10 +96,10 @@ def _setup(
     client: docker.DockerClient, host_env: Mapping[str, str]
 ) -> tuple[str, Store, ssl.SSLContext, bytes]:
     if host_env.get("HTTPS_PROXY") or host_env.get("https_proxy"):
-        raise CacheError("the host's HTTPS proxy is used")
+        raise DownloadCacheError("the host's HTTPS proxy is used")
     bundle = hostca.host_bundle(host_env)
     if bundle is None:
-        raise CacheError("no host CA bundle to add the cache's certificate to")
+        raise DownloadCacheError("no host CA bundle to add the cache's certificate to")
     root = cache_root(host_env)
     root.mkdir(parents=True, exist_ok=True)
     store = Store(root, ssl.create_default_context(cafile=str(bundle)))
@@ -284,7 +284,7 @@ class _FileHandler(BaseHTTPRequestHandler):
         had = self.server.store.path_of(digest).is_file()
         try:
             stored = self.server.store.get(path)
-        except CacheError:
+        except DownloadCacheError:
             self.server.count("refused")
             self.send_error(502, "PyPI served a file whose hash is not its address's")
             return

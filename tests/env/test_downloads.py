@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.env import proxy
-from sandbox_agent.env.downloads import CacheError, Store, cache_root, local_ca, pypi_digest
+from sandbox_agent.env.downloads import Store, cache_root, local_ca, pypi_digest
 from sandbox_agent.env.hostca import host_bundle
+from sandbox_agent.errors import DownloadCacheError
 
 SIX_PATH = (
     "/packages/b7/ce/149a00dd41f10bc29e5921b496af8b574d8413afcd5e30dfa0ed46c2cc5e/"
@@ -51,7 +52,7 @@ def test_content_whose_hash_differs_from_its_address_is_never_stored(tmp_path: P
     store = _store(tmp_path)
     body = b"a planted wheel"
     wrong = hashlib.blake2b(b"something else", digest_size=32).hexdigest()
-    with pytest.raises(CacheError, match="blake2b-256"):
+    with pytest.raises(DownloadCacheError, match="blake2b-256"):
         store.admit(wrong, io.BytesIO(body))
     assert list((store.root / "pypi").iterdir()) == []  # not even the partial file
     right = hashlib.blake2b(body, digest_size=32).hexdigest()
