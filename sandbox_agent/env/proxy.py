@@ -79,13 +79,13 @@ def for_build(
     cannot listen on the bridge's address (a remote engine).
     """
     try:
-        setup = _setup(client, host_env)
+        address, store, tls, ca = _setup(client, host_env)
+        server = ProxyServer(address, store, tls)  # a remote engine's bridge: cannot bind
     except (DownloadCacheError, OSError, docker.errors.DockerException, KeyError, IndexError) as e:
         say(f"download cache: off ({e}); setup downloads directly")
         yield {}, b""
         return
-    address, store, tls, ca = setup
-    with serving(address, store, tls) as server:
+    with serving(server):
         say(f"download cache: {store.root} (verified files only), through {address}")
         yield {"HTTPS_PROXY": server.url, "https_proxy": server.url}, ca
         served = ", ".join(f"{n} {k}" for k, n in server.served.items())
@@ -109,9 +109,8 @@ def _setup(
 
 
 @contextlib.contextmanager
-def serving(address: str, store: Store, tls: ssl.SSLContext) -> Iterator[ProxyServer]:
-    """A proxy on ``address`` (a free port) for the duration of the block."""
-    server = ProxyServer(address, store, tls)
+def serving(server: ProxyServer) -> Iterator[ProxyServer]:
+    """``server`` answering on its own thread for the duration of the block."""
     thread = threading.Thread(target=server.serve_forever, name="download-cache", daemon=True)
     thread.start()
     try:

@@ -15,6 +15,7 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from sandbox_agent.env import proxy
@@ -69,7 +70,8 @@ def test_the_store_is_under_the_users_cache(tmp_path: Path) -> None:
 def served(tmp_path: Path) -> Iterator[tuple[proxy.ProxyServer, Path]]:
     store = _store(tmp_path)
     ca, cert, key = local_ca(store.root)
-    with proxy.serving("127.0.0.1", store, proxy.server_tls(str(cert), str(key))) as server:
+    server = proxy.ProxyServer("127.0.0.1", store, proxy.server_tls(str(cert), str(key)))
+    with proxy.serving(server):
         yield server, ca
 
 
@@ -126,3 +128,24 @@ def test_a_pypi_file_is_fetched_once_checked_then_served_from_the_store(
     assert digest is not None
     assert not server.store.path_of(digest).exists()
     assert server.store.path_of(str(pypi_digest(SIX_PATH))).read_bytes() == first
+
+
+@pytest.mark.docker
+def test_the_cache_is_off_and_says_why_where_it_cannot_hold(
+    tmp_path: Path, docker_client: docker.DockerClient
+) -> None:
+    home = {"XDG_CACHE_HOME": str(tmp_path), "SSL_CERT_FILE": str(host_bundle(os.environ))}
+    said: list[str] = []
+    with proxy.for_build(docker_client, {**home, "HTTPS_PROXY": "http://p:3128"}, said.append) as (
+        variables,
+        ca,
+    ):
+        assert (variables, ca) == ({}, b"")  # setup downloads directly, through the host's proxy
+    assert said == [
+        "download cache: off (the host's HTTPS proxy is used); setup downloads directly"
+    ]
+    said.clear()
+    with proxy.for_build(docker_client, home, said.append) as (variables, ca):
+        assert variables["HTTPS_PROXY"].startswith(f"http://{proxy.USER}:")
+        assert b"BEGIN CERTIFICATE" in ca
+    assert said[0].startswith(f"download cache: {tmp_path}")
