@@ -63,18 +63,17 @@ def main() -> None:
     first, second = args.first.resolve(), args.second.resolve()
     client = engine.connect()
     rows: list[tuple[str, float, str]] = []
+    print(f"{'build':32} {'seconds':>8}  download cache; layer", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, repo in (("scratch", first), ("scratch", second)):
-            drop_layers(client)
-            home = Path(tempfile.mkdtemp(dir=tmp))
-            rows.append((f"{name}: {repo.name}", *build(client, repo, home)))
-        drop_layers(client)
-        home = Path(tempfile.mkdtemp(dir=tmp))
-        for label, repo in (("shared, first", first), ("shared, second", second)):
+        home = Path(tmp)
+        plan = [("scratch", first, True), ("scratch", second, True)]
+        plan += [("shared, first", first, True), ("shared, second", second, False)]
+        for label, repo, fresh in plan:
+            if fresh:
+                drop_layers(client)
+                home = Path(tempfile.mkdtemp(dir=tmp))
             rows.append((f"{label}: {repo.name}", *build(client, repo, home)))
-    print(f"{'build':32} {'seconds':>8}  download cache; layer")
-    for label, seconds, note in rows:
-        print(f"{label:32} {seconds:8.1f}  {note}")
+            print(f"{rows[-1][0]:32} {rows[-1][1]:8.1f}  {rows[-1][2]}", flush=True)
     print(f"second project: {rows[1][1] / rows[3][1]:.1f}x faster with what is shared")
 
 
