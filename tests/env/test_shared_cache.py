@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
 import docker
 import pytest
@@ -65,6 +66,15 @@ PLANT = (
 (the venv, ``/usr/local``) and into the package it shares with the victim."""
 
 
+def _served(lines: list[str]) -> tuple[int, int]:
+    """What the download cache said it served: (hits, stored)."""
+    for line in lines:
+        found = re.search(r"download cache: (\d+) hits, (\d+) stored", line)
+        if found:
+            return int(found.group(1)), int(found.group(2))
+    raise AssertionError(f"the download cache said nothing: {lines}")
+
+
 def _run(client: docker.DockerClient, image_id: str, command: str) -> str:
     out = client.containers.run(
         image_id, ["sh", "-c", command], remove=True, network_mode="none", user="0"
@@ -75,8 +85,12 @@ def _run(client: docker.DockerClient, image_id: str, command: str) -> str:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_hostile_setup_reaches_neither_the_cache_nor_another_projects_build(
-    env_builds: EnvBuilds, docker_client: docker.DockerClient
+    env_builds: EnvBuilds,
+    docker_client: docker.DockerClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a store of this test's own
     attacker = make_repo(env_builds.root / "attacker", ATTACKER)
     victim = make_repo(env_builds.root / "victim", VICTIM)
     env_builds.build(attacker, EnvironmentSection(setup=(PLANT,)))
@@ -86,13 +100,12 @@ def test_a_hostile_setup_reaches_neither_the_cache_nor_another_projects_build(
     assert "POISON POST refused 405" in said
     assert "POISON mismatch refused 502" in said
     assert "accepted" not in said
-    assert any(
-        re.search(r"download cache: \d+ hits, [1-9]\d* stored", ln) for ln in env_builds.lines
-    )
+    assert _served(env_builds.lines)[1] >= 1  # six (and hatchling) stored, as PyPI served them
     victim_env = env_builds.build(victim)
     lines = "\n".join(env_builds.lines)
     assert "in the shared layer" in lines  # the victim started from the layer ...
     assert "building the shared layer" not in lines
+    assert _served(env_builds.lines)[0] >= 1  # six from the store the attacker's build filled
     out = _run(
         docker_client,
         victim_env.image_id,
