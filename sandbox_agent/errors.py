@@ -35,6 +35,8 @@ A leaf module: it imports only ``types`` (itself a leaf) from the project.
     ├── ChannelClosedError          the executor's stream ended (the sandbox maps it)
     │   ├── ChannelTimeoutError     no whole answer before the request's deadline
     │   └── ChannelOverflowError    an answer line grew past the request's limit
+    ├── DownloadCacheError          a file is refused by the download cache (never stored; the
+    │                               build then downloads without the cache, or gets a 502)
     ├── RuleSyntaxError             a command rule does not parse (becomes a PolicyFileError)
     ├── BraceError                  a brace expansion the policy engine cannot reproduce exactly
     ├── SedScriptError              a sed script the policy engine refuses (the reason named)
@@ -101,6 +103,10 @@ class EnvPlanError(UserError):
 
 class YamlishError(SandboxAgentError, ValueError):
     """A CI file is outside the YAML subset ``env/yamlish.py`` reads (the line is named)."""
+
+
+class DownloadCacheError(SandboxAgentError):
+    """The download cache cannot run, or a file did not have the hash its address names."""
 
 
 class EnvBuildError(UserError):

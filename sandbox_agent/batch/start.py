@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sandbox_agent import __version__
@@ -42,13 +43,15 @@ def check_tasks(
     """Prepare every task as ``fix`` would, and build each project's environment once.
 
     The runs then find their environment in the cache: a batch builds it once per project,
-    not once per run, and a build that fails stops the batch before any run starts.
+    not once per run, and a build that fails stops the batch before any run starts. Builds of
+    different projects run at once, up to ``[environment] parallel_builds`` (the lowest any
+    task's settings give), each line then prefixed with its task's id.
 
     Raises:
         UserError: naming the task whose repo, policy, flags, base ref, model or environment
-            is wrong.
+            is wrong (the first such task in the file's order).
     """
-    built: set[str] = set()
+    to_build: dict[str, tuple[Prepared, TaskSpec]] = {}
     for task in tasks:
         spec = _spec(task, settings, Path("/nonexistent"))
         try:
@@ -57,14 +60,42 @@ def check_tasks(
             prepared = prepare(spec.options(task.repo), env)
             try:
                 prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
-                key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
-                if key not in built:
-                    prepared = _build_once(prepared, task, on_build_line)
-                    built.add(key)
             finally:
                 prepared.model.close()
         except UserError as e:
             raise UserError(f"task {task.id}: {e}") from e
+        key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
+        to_build.setdefault(key, (prepared, task))
+    _build_all(list(to_build.values()), on_build_line)
+
+
+def _build_all(builds: list[tuple[Prepared, TaskSpec]], on_build_line: Progress) -> None:
+    """Build each environment, up to the lowest ``parallel_builds`` at once.
+
+    Raises:
+        UserError: the first failed build in the tasks' order, naming its task.
+    """
+    limit = min((p.settings.environment.parallel_builds for p, _ in builds), default=1)
+    workers = max(1, min(limit, len(builds)))
+
+    def one(item: tuple[Prepared, TaskSpec]) -> UserError | None:
+        prepared, task = item
+        say = on_build_line if workers == 1 else _prefixed(task.id, on_build_line)
+        try:
+            _build_once(prepared, task, say)
+        except UserError as e:
+            return UserError(f"task {task.id}: {e}")
+        return None
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="env-build") as pool:
+        failures = [f for f in pool.map(one, builds) if f is not None]
+    if failures:
+        raise failures[0]
+
+
+def _prefixed(task_id: str, on_build_line: Progress) -> Progress:
+    """Lines of one of several builds at once, each naming its task (a safe name)."""
+    return lambda line: on_build_line(f"{task_id}: {line}")
 
 
 def _build_once(prepared: Prepared, task: TaskSpec, on_build_line: Progress) -> Prepared:

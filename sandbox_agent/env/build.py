@@ -2,10 +2,11 @@
 
 ``ensure_environment`` is the one entry point: it returns the cached image when the cache key
 (``cache.cache_key``) is present, else builds it. The build container starts from the base
-image as root, with the repo's snapshot mounted at ``/workspace`` (the path every run mounts it
-at, so editable installs point to the right place) and the host's CA bundle beside the image's
-own. Only the container's filesystem outside ``/workspace`` is committed: the bind mounts are
-not part of the image, and setup's caches are removed before the commit.
+image (or from the shared layer of its leading steps that read no repository file:
+``layers``) as root, with the repo's snapshot mounted at ``/workspace`` (the path every run
+mounts it at, so editable installs point to the right place) and the host's CA bundle beside
+the image's own. Only the container's filesystem outside ``/workspace`` is committed: the bind
+mounts are not part of the image, and setup's caches are removed before the commit.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ import contextlib
 import os
 import shlex
 import shutil
-import socket
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,18 +24,17 @@ import docker
 import docker.errors
 from docker.types import Mount
 
-from sandbox_agent.env import cache, hostca
+from sandbox_agent.env import cache, hostca, layers, proxy
 from sandbox_agent.env.base import resolve_base
-from sandbox_agent.env.limits import BUILD_CAPABILITIES, SANITISE, broken_limit, raise_limit
-from sandbox_agent.env.model import VENV, BuildLimits, EnvImage, EnvPlan, SetupStep
+from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, image_env, run_step
+from sandbox_agent.env.limits import SANITISE
+from sandbox_agent.env.model import VENV, EnvImage, EnvPlan
 from sandbox_agent.env.stream import BuildLog, run_in
-from sandbox_agent.errors import EnvBuildError, SandboxError
+from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import engine
 from sandbox_agent.sandbox.image import Progress, print_to_stderr
-from sandbox_agent.sandbox.workspace import Workspace, remove_workspace, snapshot
+from sandbox_agent.sandbox.workspace import remove_workspace, snapshot
 
-BUILD_LABEL = "sandbox-agent.env-build"
-"""Label on a build container: ``<hostname>:<pid>`` of the process building it."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _CLEANUP = "rm -rf /tmp/setup-home /tmp/setup-cache /tmp/poetry /tmp/pdm /root/.cache"
 GENERATED_TAR = "/opt/sandbox-agent/generated.tar"
@@ -50,15 +48,6 @@ _KEEP_GENERATED = (
     f"if [ $(stat -c %s {GENERATED_TAR}) -gt 67108864 ]; then rm -f {GENERATED_TAR}; fi"
 )
 """Kept only when under 64 MiB (a build tree that large is output, not something to import)."""
-
-
-def owner_label() -> str:
-    """This process as ``<hostname>:<pid>`` (the value of :data:`BUILD_LABEL`)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _image_env(attrs: dict[str, Any]) -> list[str]:
-    return list(attrs.get("Config", {}).get("Env") or [])
 
 
 def _path_value(plan: EnvPlan, image_env: list[str]) -> str:
@@ -159,72 +148,6 @@ def _cached(client: docker.DockerClient, tag: str, key: str, log: Path | None) -
     )
 
 
-@contextlib.contextmanager
-def _build_container(
-    client: docker.DockerClient,
-    base: dict[str, Any],
-    ws: Workspace,
-    setup_dir: Path,
-    network: bool,
-    limits: BuildLimits,
-) -> Iterator[str]:
-    """The hardened build container: no capability but :data:`BUILD_CAPABILITIES`, limits."""
-    has_entrypoint = bool(base.get("Config", {}).get("Entrypoint"))
-    container = client.containers.create(
-        image=str(base["Id"]),
-        # Only an image with an entrypoint gets one replaced (the commit restores it): a
-        # container's entrypoint, once set, cannot be taken out of the committed image.
-        entrypoint=["sleep"] if has_entrypoint else None,
-        command=["2147483647"] if has_entrypoint else ["sleep", "2147483647"],
-        user="0:0",
-        working_dir="/workspace",
-        network_mode="bridge" if network else "none",
-        mounts=[
-            Mount("/workspace", str(ws.repo), type="bind", read_only=False),
-            Mount(hostca.SETUP_DIR, str(setup_dir), type="bind", read_only=True),
-        ],
-        labels={BUILD_LABEL: owner_label()},
-        cap_drop=["ALL"],
-        cap_add=list(BUILD_CAPABILITIES),
-        mem_limit=limits.memory,
-        memswap_limit=limits.memory,
-        nano_cpus=int(limits.cpus * 1e9),
-        pids_limit=limits.pids,
-        security_opt=["no-new-privileges:true"],
-    )
-    try:
-        container.start()
-        yield str(container.id)
-    finally:
-        _remove(client, str(container.id))
-
-
-def _remove(client: docker.DockerClient, cid: str, patience_s: float = 600.0) -> None:
-    """Remove the build container, waiting for a removal the engine is slow to finish.
-
-    Removing a container whose layer holds a toolchain can outlast the client's 30 s read
-    timeout on a loaded machine (docker-py raises ``requests``' timeout, an ``OSError``); the
-    engine goes on removing it (a second request is a 409, "already in progress").
-    """
-    try:
-        with contextlib.suppress(docker.errors.NotFound):
-            client.api.remove_container(cid, force=True, v=True)
-        return
-    except (OSError, docker.errors.APIError):
-        pass
-    deadline = time.monotonic() + patience_s
-    while time.monotonic() < deadline:
-        try:
-            client.api.inspect_container(cid)
-        except docker.errors.NotFound:
-            return
-        except (OSError, docker.errors.DockerException):
-            pass
-        time.sleep(2)
-    with contextlib.suppress(docker.errors.NotFound):  # still there: this one's error says why
-        client.api.remove_container(cid, force=True, v=True)
-
-
 def _build(
     client: docker.DockerClient,
     repo: Path,
@@ -237,27 +160,23 @@ def _build(
 ) -> EnvImage:
     """Run the steps on a snapshot of ``repo`` and commit; ``origin``: the cache's labels."""
     key = origin[cache.LABEL]
-    path = _path_value(plan, _image_env(base))
+    path = _path_value(plan, image_env(base))
     net = "with" if plan.network_during_setup else "without"
     log.line(f"building {tag} from {plan.base.describe()}: {len(plan.steps)} steps, {net} network")
     ws = snapshot(repo, run_id=f"env-{key[:12]}")
     setup_dir = Path(tempfile.mkdtemp(prefix="sandbox-agent-setup-"))
+    shared = plan.network_during_setup and plan.download_cache
     try:
-        env = {**hostca.prepare(host_env, setup_dir), "PATH": path}
-        if f"{VENV}/bin" in plan.path:
-            env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
-        network = plan.network_during_setup
-        with _build_container(client, base, ws, setup_dir, network, plan.limits) as cid:
-            test_command, note = _run_all(client, cid, plan, env, log)
-            labels = {
-                **(base.get("Config", {}).get("Labels") or {}),
-                BUILD_LABEL: "",
-                **origin,
-                cache.TEST_LABEL: test_command or "",
-                cache.NOTE_LABEL: note,
-                cache.PATH_LABEL: path,
-            }
-            image_id = _commit(client, cid, base, tag, labels, container_env_for(path))
+        with proxy.for_build(client, host_env, log.line) if shared else _no_cache() as cache_env:
+            env = {**hostca.prepare(host_env, setup_dir, cache_env[1]), **cache_env[0]}
+            env["PATH"] = path
+            if f"{VENV}/bin" in plan.path:
+                env["VIRTUAL_ENV"] = VENV  # a devcontainer's `pip install` lands in the venv too
+            setup = Mount(hostca.SETUP_DIR, str(setup_dir), type="bind", read_only=True)
+            mounts = [Mount("/workspace", str(ws.repo), type="bind", read_only=False), setup]
+            test_command, note, image_id = _steps_and_commit(
+                client, plan, base, mounts, env, log, (tag, origin, path)
+            )
     finally:
         remove_workspace(ws.root)
         shutil.rmtree(setup_dir, ignore_errors=True)
@@ -275,16 +194,64 @@ def _build(
     )
 
 
+@contextlib.contextmanager
+def _no_cache() -> Iterator[tuple[dict[str, str], bytes]]:
+    yield {}, b""
+
+
+def _steps_and_commit(
+    client: docker.DockerClient,
+    plan: EnvPlan,
+    base: dict[str, Any],
+    mounts: list[Mount],
+    env: dict[str, str],
+    log: BuildLog,
+    image: tuple[str, dict[str, str], str],
+) -> tuple[str | None, str, str]:
+    """Run the steps (from the shared layer of the first ones) and commit the image.
+
+    ``image`` is the tag, the cache's labels and the ``PATH``; returns the chosen test
+    command, the note when there is none, and the image's id.
+    """
+    tag, origin, path = image
+    prefix = layers.shared_prefix(plan)
+    start = str(base["Id"])
+    if prefix:
+        start = layers.ensure_layer(client, base, prefix, (mounts[-1], env), plan, log)
+    with build_container(
+        client, start, base, mounts, plan.network_during_setup, plan.limits
+    ) as cid:
+        test_command, note = _run_all(client, cid, plan, env, log, len(prefix))
+        labels = {
+            **(base.get("Config", {}).get("Labels") or {}),
+            BUILD_LABEL: "",
+            **origin,
+            cache.TEST_LABEL: test_command or "",
+            cache.NOTE_LABEL: note,
+            cache.PATH_LABEL: path,
+        }
+        return test_command, note, commit(client, cid, base, tag, labels, container_env_for(path))
+
+
 def _run_all(
-    client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str], log: BuildLog
+    client: docker.DockerClient,
+    cid: str,
+    plan: EnvPlan,
+    env: dict[str, str],
+    log: BuildLog,
+    done: int,
 ) -> tuple[str | None, str]:
-    """Run every step, choose the test command, remove setup's caches; give the copy back."""
+    """Run the steps after the first ``done``; choose the test command; give the copy back.
+
+    The first ``done`` steps are in the shared layer the container started from.
+    """
     quiet = BuildLog(lambda _: None, None)
     try:
         run_in(client, cid, "mkdir -p /tmp/setup-home /tmp/setup-cache", env, log, 60)
         deadline = log.elapsed + plan.limits.build_timeout_s
-        for i, step in enumerate(plan.steps, 1):
-            _run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, plan, deadline)
+        limits = (plan.timeout_s, deadline, plan.limits)
+        for i, step in enumerate(plan.steps[done:], done + 1):
+            run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, limits)
         run_in(client, cid, SANITISE, env, quiet, 600)
         chosen = _choose_test(client, cid, plan, env)
         run_in(client, cid, _KEEP_GENERATED, env, quiet, 600)
@@ -295,68 +262,6 @@ def _run_all(
             with contextlib.suppress(docker.errors.DockerException):
                 owner = f"{os.getuid()}:{os.getgid()}"
                 run_in(client, cid, f"chown -R {owner} /workspace", env, quiet, 600)
-
-
-def _commit(
-    client: docker.DockerClient,
-    cid: str,
-    base: dict[str, Any],
-    tag: str,
-    labels: dict[str, str],
-    extra_env: dict[str, str],
-) -> str:
-    """Commit the build container, restoring the base image's entrypoint, command and user."""
-    config = base.get("Config", {})
-    env = [e for e in _image_env(base) if e.partition("=")[0] not in extra_env]
-    env += [f"{k}={v}" for k, v in extra_env.items()]
-    repository, _, version = tag.partition(":")
-    answer = client.api.commit(
-        cid,
-        repository=repository,
-        tag=version,
-        conf={
-            "Entrypoint": config.get("Entrypoint"),
-            "Cmd": config.get("Cmd") or ["sleep", "infinity"],
-            "User": config.get("User") or "0",
-            "Env": env,
-            "Labels": labels,
-            "WorkingDir": "/workspace",
-        },
-    )
-    return str(answer["Id"])
-
-
-def _run_step(
-    client: docker.DockerClient,
-    cid: str,
-    step: SetupStep,
-    position: str,
-    env: dict[str, str],
-    log: BuildLog,
-    plan: EnvPlan,
-    deadline: float,
-) -> None:
-    log.line(f"step {position}: {step.command}")
-    log.line(f"  why: {step.why}")
-    started = log.elapsed
-    timeout_s = min(plan.timeout_s, deadline - started)
-    if timeout_s <= 0:
-        raise_limit("time", step, position, "", log, plan.limits)
-    code, timed_out, tail = run_in(client, cid, step.command, env, log, timeout_s)
-    if code == 0 and not timed_out:
-        log.line(f"step {position} done in {log.elapsed - started:.1f}s")
-        return
-    limit = broken_limit(client, cid, code, timed_out, tail, timeout_s < plan.timeout_s)
-    if limit is not None:
-        raise_limit(limit, step, position, tail, log, plan.limits)
-    status = f"timed out after {timeout_s:.0f}s" if timed_out else f"exited {code}"
-    where = f"\nthe full log is in {log.path}" if log.path else ""
-    raise EnvBuildError(
-        f"environment setup failed at step {position} ({step.why}): `{step.command}` "
-        f"{status}\n{tail}{where}",
-        step=step.command,
-        log_path=log.path,
-    )
 
 
 def _choose_test(

@@ -35,6 +35,7 @@ RUNTIME_STEP = SetupStep(
         "apt-get: use an image that has them' >&2; exit 1; fi; fi"
     ),
     why="the sandbox runs python3 and git in every container: from apt when the image lacks them",
+    repo_free=True,
 )
 OTHER_TOOLCHAINS = (("go.mod", "go test ./...", "Go"), ("Cargo.toml", "cargo test", "Rust"))
 
@@ -164,6 +165,7 @@ def detect_plan(
         test_why=tests,
         path=tuple(path),
         network_during_setup=settings.network_during_setup,
+        download_cache=settings.download_cache,
         timeout_s=settings.timeout_s,
         notes=tuple(notes),
         limits=BuildLimits.model_validate(

@@ -67,12 +67,13 @@ def _apt_line(key: str, value: str) -> str:
     return f'{key} "{value}";\n'
 
 
-def prepare(env: Mapping[str, str], dest: Path) -> dict[str, str]:
+def prepare(env: Mapping[str, str], dest: Path, extra_ca: bytes = b"") -> dict[str, str]:
     """Write the setup files into ``dest`` (mounted at :data:`SETUP_DIR`); return the variables.
 
     Args:
         env: The host's environment; only the CA and proxy variables are read from it.
         dest: An empty host directory.
+        extra_ca: A certificate appended to the host's bundle (the download cache's CA).
 
     Returns:
         The environment of every setup step (never any other host variable).
@@ -82,6 +83,9 @@ def prepare(env: Mapping[str, str], dest: Path) -> dict[str, str]:
     bundle = host_bundle(env)
     if bundle is not None:
         shutil.copyfile(bundle, dest / "ca.crt")
+        if extra_ca:
+            with (dest / "ca.crt").open("ab") as f:
+                f.write(b"\n" + extra_ca)
         out.update(dict.fromkeys(CA_VARS, CA_FILE))
         apt += _apt_line("Acquire::https::CAInfo", CA_FILE)
     for name in PROXY_VARS:

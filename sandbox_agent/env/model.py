@@ -44,6 +44,9 @@ class SetupStep(Frozen):
     """The file (or setting) it came from."""
     network: bool = True
     """Whether it downloads (the plan needs a network during setup if any step does)."""
+    repo_free: bool = False
+    """Made by detection from fixed text, it reads no file of the repository: run with none
+    mounted, it may be built once in a layer shared by every project (``env/layers.py``)."""
 
 
 class BuildLimits(Frozen):
@@ -70,6 +73,9 @@ class EnvPlan(Frozen):
     path: tuple[str, ...] = ()
     """Directories put in front of ``PATH`` in the environment (the venv, ``node_modules``)."""
     network_during_setup: bool = True
+    download_cache: bool = True
+    """Whether setup downloads from PyPI through the shared cache of verified files
+    (``env/proxy.py``); not part of the cache key (the files are the registry's either way)."""
     timeout_s: float = Field(default=1800.0, gt=0)
     """Most time one setup step may take (not part of the cache key)."""
     notes: tuple[str, ...] = ()

@@ -78,7 +78,13 @@ def has_test_script(package: dict[str, Any]) -> bool:
 
 def node_steps(repo: Path, package: dict[str, Any]) -> tuple[list[SetupStep], list[str]]:
     """The steps installing a Node project's dependencies, and the files they read."""
-    steps = [SetupStep(command=APT_NODE, why="package.json: node and npm, from apt when missing")]
+    steps = [
+        SetupStep(
+            command=APT_NODE,
+            why="package.json: node and npm, from apt when missing",
+            repo_free=True,
+        )
+    ]
     inputs = ["package.json"]
     install, why = "npm install --no-save", "package.json (no lock file): npm install"
     lock = next((entry for entry in _LOCKS if (repo / entry[0]).is_file()), None)

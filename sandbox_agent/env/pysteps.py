@@ -216,10 +216,12 @@ def python_steps(facts: PythonFacts) -> tuple[list[SetupStep], list[str]]:
             command=f"test -x {VENV}/bin/python || python3 -m venv --system-site-packages {VENV}",
             why=f"Python project: dependencies go into {VENV}, outside /workspace",
             network=False,
+            repo_free=True,
         ),
         SetupStep(
             command=f"{VENV}/bin/python -m pip install -q --no-cache-dir 'uv>=0.6.10'",
             why="uv installs dependency groups and lock files (Debian's pip cannot)",
+            repo_free=True,
         ),
     ]
     if facts.lock:

@@ -137,7 +137,9 @@ def system_step(recipe: Recipe) -> SetupStep | None:
         "done) && rm -rf /var/lib/apt/lists/*"
     )
     return SetupStep(
-        command=command, why=f"system packages the CI installs: {by_source(recipe.apt)}"
+        command=command,
+        why=f"system packages the CI installs: {by_source(recipe.apt)}",
+        repo_free=True,
     )
 
 

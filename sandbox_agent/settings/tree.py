@@ -294,6 +294,11 @@ class EnvironmentSection(_Section):
     """Commands run after the detected installs, as root, in ``/workspace``."""
     network_during_setup: Annotated[bool, Rule(Merge.FALSE)] = True
     """Whether setup steps (detected installs included) get a network."""
+    download_cache: Annotated[bool, Rule(Merge.FALSE)] = True
+    """Setup downloads PyPI's files through a cache on the host shared by every build, which
+    stores a file only when its content has the hash its address names."""
+    parallel_builds: Annotated[int, Rule(Merge.LOWER)] = Field(default=2, ge=1, le=16)
+    """Most environments of different projects a batch builds at once."""
     auto: Annotated[bool, Rule(Merge.FALSE)] = True
     """Detect installs from the repo's files (``pyproject.toml``, ``package.json``, ...)."""
     timeout_s: Annotated[float, Rule(Merge.LOWER)] = Field(default=1800.0, gt=0)

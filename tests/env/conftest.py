@@ -17,7 +17,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from sandbox_agent.env.build import BUILD_LABEL, ensure_environment, owner_label
+from sandbox_agent.env.build import ensure_environment
+from sandbox_agent.env.container import BUILD_LABEL, owner_label
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig

