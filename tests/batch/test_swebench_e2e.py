@@ -1,0 +1,147 @@
+"""SWE-bench end to end: three instances cut from real fix commits, a batch, predictions.
+
+On the real engine, with each project's own environment built from its files. One instance is
+fixed right (the commit's own fix), one wrongly, one not at all; the batch writes
+``predictions.jsonl`` in the official harness's format and resolves exactly the first. The
+test patch is never in the model's workspace (the model searches every file for its lines)
+nor in any trace.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docker
+import pytest
+
+from sandbox_agent.gate.outcomes import to_report_id
+from tests.batch.helpers import batch_cli, batch_env, leftovers, write_tasks
+from tests.batch.swebench_instances import (
+    HUMANIZE,
+    MARSHMALLOW,
+    MORE_ITERTOOLS,
+    Instance,
+    build,
+    missing,
+    workspace_search,
+)
+from tests.workflow.helpers import write_script
+
+pytestmark = pytest.mark.docker
+
+COMMITS = (MORE_ITERTOOLS, MARSHMALLOW, HUMANIZE)
+
+
+def _bash(command: str) -> dict[str, object]:
+    return {"type": "tool_call", "tool_name": "bash", "arguments": {"command": command}}
+
+
+def _edit(path: str, old: str, new: str) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "edit_file",
+        "arguments": {"path": path, "old_text": old, "new_text": new},
+    }
+
+
+FINISH = {"type": "finish", "answer": "done"}
+RIGHT = _edit(
+    "more_itertools/more.py",
+    "    iterator = iter(partial(take, n, iter(iterable)), [])\n",
+    "    if n is not None and n < 0:\n        raise ValueError('n must be at least 0')\n\n"
+    "    iterator = iter(partial(take, n, iter(iterable)), [])\n",
+)
+WRONG = _edit(  # plausible, and wrong: an unset partial still overrides the nested one
+    "src/marshmallow/schema.py",
+    '                    d_kwargs["partial"] = partial\n',
+    '                    d_kwargs["partial"] = partial or None\n',
+)
+
+
+def _script(tmp_path: Path, instances: list[Instance]) -> Path:
+    """One script for every instance (a SWE-bench batch has one model): search the workspace
+    for every test patch's lines, make both edits (the one whose file is absent fails, as a
+    tool error the run goes on from), finish. So the first instance gets its real fix, the
+    second a wrong one, the third nothing."""
+    needles = [line for i in instances for line in i.distinctive]
+    return write_script(
+        tmp_path / "script.jsonl", _bash(workspace_search(needles)), RIGHT, WRONG, FINISH
+    )
+
+
+def test_swebench_batch_resolves_the_right_instance_and_writes_predictions(
+    tmp_path: Path, docker_client: docker.DockerClient
+) -> None:
+    absent = missing(COMMITS)
+    if absent:
+        pytest.skip(f"the fetched projects are not on this machine: {', '.join(absent)}")
+    clones = tmp_path / "clones"
+    instances = [build(c, clones) for c in COMMITS]
+    script = _script(tmp_path, instances)
+    tasks = write_tasks(tmp_path / "instances.jsonl", [i.fields for i in instances])
+    env = batch_env(tmp_path)
+    ids = [str(i.fields["instance_id"]) for i in instances]
+    done = batch_cli(
+        str(tasks),
+        *("--format", "swebench", "--repos", str(clones), "--model", f"scripted:{script}"),
+        *("--workers", "3", "--json", "--batches-dir", str(tmp_path / "batches")),
+        env=env,
+        timeout=1800,
+    )
+    assert done.returncode == 1, done.stderr  # not every instance is resolved
+    summary = json.loads(done.stdout)
+    runs = {r["id"]: r for r in summary["runs"]}
+    assert set(runs) == set(ids), done.stderr
+
+    table = summary["swebench"]
+    resolved = {r["instance_id"]: r["resolved"] for r in table["instances"]}
+    assert resolved == {ids[0]: True, ids[1]: False, ids[2]: False}, done.stderr
+    assert (table["resolved"], table["judged"], table["total"]) == (1, 3, 3)
+    assert f"resolved 1 of 3 judged: {ids[0]} (yes), {ids[1]} (no), {ids[2]} (no)" in done.stderr
+
+    predictions = Path(summary["batch_dir"]) / "predictions.jsonl"
+    assert table["predictions"] == str(predictions)
+    found = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert [sorted(p) for p in found] == [["instance_id", "model_name_or_path", "model_patch"]] * 3
+    by_id = {p["instance_id"]: p for p in found}
+    assert set(by_id) == set(ids)
+    assert "raise ValueError('n must be at least 0')" in by_id[ids[0]]["model_patch"]
+    assert 'd_kwargs["partial"] = partial or None' in by_id[ids[1]]["model_patch"]
+    assert by_id[ids[2]]["model_patch"] == ""
+    assert {p["model_name_or_path"] for p in found} == {f"scripted:{script}"}
+    for instance in instances:  # the model's patch never holds the hidden test patch
+        assert "tests/" not in by_id[str(instance.fields["instance_id"])]["model_patch"]
+
+    for instance, task_id in zip(instances, ids, strict=True):
+        _hidden_from_the_model(instance, runs[task_id])
+    _recorded_for_the_user(runs[ids[1]])
+    assert leftovers(docker_client, [r["run_id"] for r in runs.values()], tmp_path / "tmp") == []
+
+
+def _hidden_from_the_model(instance: Instance, run: dict[str, object]) -> None:
+    """The test patch is not in the workspace (the model's search found nothing) nor the trace."""
+    trace = (Path(str(run["run_dir"])) / "trace.jsonl").read_text()
+    assert "hidden-test hits: []" in trace
+    assert instance.distinctive
+    for line in instance.distinctive:
+        assert json.dumps(line)[1:-1] not in trace, line
+    for test_id in instance.fail_to_pass:
+        assert test_id not in trace, test_id
+        assert to_report_id(test_id) not in trace, test_id
+
+
+def _recorded_for_the_user(run: dict[str, object]) -> None:
+    """result.json keeps what the gate found (the target that failed); the trace says only no."""
+    run_dir = Path(str(run["run_dir"]))
+    record = json.loads((run_dir / "result.json").read_text())
+    finish = record["gate_history"][-1]
+    checks = {c["name"]: c for c in finish["checks"]}
+    assert not checks["targets"]["passed"]
+    assert "test_nested_partial_default" in checks["targets"]["detail"]
+    assert checks["pass_to_pass"]["passed"], checks["pass_to_pass"]
+    events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    told = [e for e in events if e.get("event_type") == "gate_result" and e["phase"] == "finish"]
+    assert [c["name"] for c in told[-1]["checks"]][-1] == "hidden_tests"
+    assert told[-1]["attempts_left"] == 0
+    assert not told[-1]["passed"]
