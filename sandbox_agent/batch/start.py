@@ -22,7 +22,7 @@ from sandbox_agent.batch.records import (
     new_batch_id,
 )
 from sandbox_agent.batch.tasks import TaskSpec
-from sandbox_agent.batch.worker import WorkerSpec
+from sandbox_agent.batch.worker import WorkerSpec, checkout
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import now_iso
@@ -54,17 +54,31 @@ def check_tasks(
         try:
             if task.base is not None:
                 _check_base(task.repo, task.base)
-            prepared = prepare(spec.options(task.repo), env)
-            try:
-                prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
-                key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
-                if key not in built:
-                    prepared = _build_once(prepared, task, on_build_line)
-                    built.add(key)
-            finally:
-                prepared.model.close()
+            # The run works on the base's files: its environment is the base's (a SWE-bench
+            # instance's base commit), found in the cache when the run clones it again.
+            with checkout(task.repo, task.base) as repo:
+                _check_one(spec, repo, task, env, built, on_build_line)
         except UserError as e:
             raise UserError(f"task {task.id}: {e}") from e
+
+
+def _check_one(
+    spec: WorkerSpec,
+    repo: Path,
+    task: TaskSpec,
+    env: Mapping[str, str],
+    built: set[str],
+    on_build_line: Progress,
+) -> None:
+    prepared = prepare(spec.options(repo), env)
+    try:
+        prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
+        key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
+        if key not in built:
+            prepared = _build_once(prepared, task, on_build_line)
+            built.add(key)
+    finally:
+        prepared.model.close()
 
 
 def _build_once(prepared: Prepared, task: TaskSpec, on_build_line: Progress) -> Prepared:
