@@ -95,6 +95,9 @@ class CompletionGate:
         """Run the baseline in a clean copy of the original code, not in the workspace (a
         revise: the workspace starts with an earlier run's changes, the patch holds both)."""
         self.baseline: TestRun | None = None
+        """What a finish is judged against (with hidden tests: the baseline with them)."""
+        self.seen_baseline: TestRun | None = None
+        """The baseline the model was told of (the workspace's, without hidden tests)."""
         self.verdicts: list[GateVerdict] = []
         self.pin: Pin | None = None
         self.pin_note: str | None = None
@@ -128,7 +131,7 @@ class CompletionGate:
                 self.baseline = self._run_tests(copy, "baseline (the original code)", None)
             return self.baseline
         seen = self._run_tests(self.sandbox, "baseline", None)
-        self.baseline = seen
+        self.baseline = self.seen_baseline = seen
         if self.hidden is not None:  # judged against; never returned, so never told
             with self._copy("") as copy:
                 self.baseline = self._run_tests(copy, "baseline with the hidden tests", None)
@@ -206,7 +209,7 @@ class CompletionGate:
 
     def _protected(self, changed: tuple[str, ...], added: tuple[str, ...]) -> GateCheck:
         """A baseline file under the protect globs may not change; a new test file may be added."""
-        record = self._baseline_harness
+        record = self._seen_harness
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )
@@ -288,6 +291,16 @@ class CompletionGate:
     def _baseline_harness(self) -> HarnessRecord | None:
         return self.baseline.harness if self.baseline is not None else None
 
+    @property
+    def _seen_harness(self) -> HarnessRecord | None:
+        """The harness of the baseline the model knows: its patch's files are checked against it.
+
+        A file only the hidden tests use is not named to the model; what the model did to the
+        test patch's files is left out of every judged copy anyway (``hidden.py``).
+        """
+        seen = self.seen_baseline or self.baseline
+        return seen.harness if seen is not None else None
+
     def _named_plugins(self) -> tuple[str, ...] | None:
         if self.pin is None:
             return None
@@ -296,7 +309,7 @@ class CompletionGate:
 
     def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
         """Refuse a patch that changes how the tests run (the early, explained refusal)."""
-        record = self._baseline_harness
+        record = self._seen_harness
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )

@@ -1,4 +1,4 @@
-"""SWE-bench end to end: three instances cut from real fix commits, a batch, predictions.
+"""SWE-bench end to end: instances cut from real fix commits, a batch, predictions.
 
 On the real engine, with each project's own environment built from its files. One instance is
 fixed right (the commit's own fix), one wrongly, one not at all; the batch writes
@@ -16,7 +16,7 @@ import docker
 import pytest
 
 from sandbox_agent.gate.outcomes import to_report_id
-from tests.batch.helpers import batch_cli, batch_env, leftovers, write_tasks
+from tests.batch.helpers import CALC_FIX, batch_cli, batch_env, calc_repo, leftovers, write_tasks
 from tests.batch.swebench_instances import (
     HUMANIZE,
     MARSHMALLOW,
@@ -26,7 +26,7 @@ from tests.batch.swebench_instances import (
     missing,
     workspace_search,
 )
-from tests.workflow.helpers import write_script
+from tests.workflow.helpers import git, write_script
 
 pytestmark = pytest.mark.docker
 
@@ -145,3 +145,63 @@ def _recorded_for_the_user(run: dict[str, object]) -> None:
     assert [c["name"] for c in told[-1]["checks"]][-1] == "hidden_tests"
     assert told[-1]["attempts_left"] == 0
     assert not told[-1]["passed"]
+
+
+CALC_TEST_PATCH = """\
+diff --git a/test_more.py b/test_more.py
+new file mode 100644
+--- /dev/null
++++ b/test_more.py
+@@ -0,0 +1,5 @@
++from calc import add
++
++
++def test_add_negative_hidden():
++    assert add(-2, -3) == -5
+"""
+CHEAT = {  # the model writes the hidden test's file itself, with a test that always passes
+    "type": "tool_call",
+    "tool_name": "write_file",
+    "arguments": {"path": "test_more.py", "content": "def test_add_negative_hidden():\n    pass\n"},
+}
+
+
+@pytest.mark.parametrize(("script", "resolved"), [((CALC_FIX,), True), ((CHEAT,), False)])
+def test_a_model_writing_the_hidden_tests_file_gains_nothing(
+    tmp_path: Path, docker_client: docker.DockerClient, script: tuple[object, ...], resolved: bool
+) -> None:
+    """On a small local repo (no fetched project needed): the real fix resolves the instance;
+    a model that writes the test patch's file itself, with a test that passes, does not (the
+    test patch's version is what runs)."""
+    clones = tmp_path / "clones"
+    repo = calc_repo(clones / "o__calc")
+    line = {
+        "instance_id": "o__calc-1",
+        "repo": "o/calc",
+        "base_commit": git(repo, "rev-parse", "v1").strip(),
+        "problem_statement": "add subtracts",
+        "test_patch": CALC_TEST_PATCH,
+        "FAIL_TO_PASS": '["test_more.py::test_add_negative_hidden"]',
+        "PASS_TO_PASS": "[]",
+    }
+    model = write_script(tmp_path / "s.jsonl", *script, FINISH)  # type: ignore[arg-type]
+    done = batch_cli(
+        str(write_tasks(tmp_path / "swe.jsonl", [line])),
+        *("--format", "swebench", "--repos", str(clones), "--model", f"scripted:{model}"),
+        *("--json", "--batches-dir", str(tmp_path / "batches")),
+        env=batch_env(tmp_path),
+    )
+    summary = json.loads(done.stdout)
+    assert done.returncode == (0 if resolved else 1), done.stderr
+    assert [r["resolved"] for r in summary["swebench"]["instances"]] == [resolved]
+    run_dir = Path(summary["runs"][0]["run_dir"])
+    trace = (run_dir / "trace.jsonl").read_text()
+    assert "add(-2, -3)" not in trace
+    if resolved:  # the cheat wrote the name itself
+        assert "test_add_negative_hidden" not in trace
+    prediction = json.loads((Path(summary["batch_dir"]) / "predictions.jsonl").read_text())
+    assert "add(-2, -3)" not in prediction["model_patch"]
+    if not resolved:
+        checks = json.loads((run_dir / "result.json").read_text())["gate_history"][-1]["checks"]
+        failed = {c["name"]: c["detail"] for c in checks if not c["passed"]}
+        assert "test_add_negative_hidden (failed with the patch)" in failed["targets"]
