@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 
+from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.hidden import (
     HIDDEN_FAILED,
     HiddenTests,
@@ -14,7 +16,9 @@ from sandbox_agent.gate.hidden import (
     with_tests,
 )
 from sandbox_agent.gate.verdict import Observed, checks, judge
-from sandbox_agent.types import GateCheck, GateEvidence, GateVerdict
+from sandbox_agent.settings import GateSection
+from sandbox_agent.types import Finish, GateCheck, GateEvidence, GateVerdict
+from tests.fakes import TempDirSandbox
 
 TEST_PATCH = """\
 diff --git a/tests/test_calc.py b/tests/test_calc.py
@@ -153,3 +157,79 @@ def test_pass_to_pass_tests_must_pass_with_the_patch() -> None:
     gone = judge(seen, [], ["tests/test_calc.py::test_gone"])
     assert gone.not_kept == ["tests/test_calc.py::test_gone (did not run)"]
     assert "pass_to_pass" not in {c.name for c in checks(found, "proof", targets=False)}
+
+
+HIDDEN_FILE_PATCH = """\
+diff --git a/tests/test_secret.py b/tests/test_secret.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_secret.py
+@@ -0,0 +1,5 @@
++from mod import last
++
++
++def test_pair_secret():
++    assert last([4, 5]) == 5
+"""
+BUGGY = "def last(xs):\n    return xs[-2]\n"
+FIXED = "def last(xs):\n    return xs[-1]\n"
+WRONG = "def last(xs):\n    return xs[0]\n"  # still passes the test the model knows
+
+
+def _hidden_gate(tmp_path: Path) -> tuple[CompletionGate, TempDirSandbox]:
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "mod.py").write_text(BUGGY)
+    (ws / "tests" / "test_mod.py").write_text(
+        "from mod import last\n\n\ndef test_one():\n    assert last([7, 8]) == 7 or True\n"
+    )
+    sandbox = TempDirSandbox(ws)
+    gate = CompletionGate(
+        sandbox,
+        GateSection(test_command="python -m pytest -q", max_attempts=3),
+        is_protected=lambda path: path.startswith("tests/"),
+        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
+        log_path=tmp_path / "gate.log",
+        hidden_tests=HiddenTests(
+            test_patch=HIDDEN_FILE_PATCH,
+            fail_to_pass=("tests/test_secret.py::test_pair_secret",),
+            pass_to_pass=("tests/test_mod.py::test_one",),
+        ),
+    )
+    seen = gate.run_baseline()
+    assert seen.report is not None
+    assert "secret" not in " ".join(seen.report.ids)  # the model's baseline has no hidden test
+    return gate, sandbox
+
+
+def test_a_finish_without_a_change_is_refused_before_any_hidden_test_runs(tmp_path: Path) -> None:
+    gate, _ = _hidden_gate(tmp_path)
+    told = gate.check(Finish(answer="done", call_id="f1"))
+    assert not told.passed
+    assert told.attempts_left == 2  # its own patch's check: it may try again
+    assert [c.name for c in told.checks if not c.passed] == ["diff"]
+    assert "secret" not in told.model_dump_json()
+
+
+def test_a_wrong_fix_is_told_only_fail_and_the_verdict_is_final(tmp_path: Path) -> None:
+    gate, sandbox = _hidden_gate(tmp_path)
+    sandbox.write_file("mod.py", WRONG)
+    told = gate.check(Finish(answer="done", call_id="f1"))
+    assert not told.passed
+    assert told.attempts_left == 0
+    assert told.checks[-1].name == "hidden_tests"
+    assert "secret" not in told.model_dump_json()
+    full = {c.name: c for c in gate.verdicts[-1].checks}
+    assert "test_pair_secret" in full["targets"].detail  # the record keeps what the gate found
+
+
+def test_the_real_fix_is_accepted_by_the_hidden_tests(tmp_path: Path) -> None:
+    gate, sandbox = _hidden_gate(tmp_path)
+    sandbox.write_file("mod.py", FIXED)
+    told = gate.check(Finish(answer="done", call_id="f1"))
+    assert told.passed, gate.verdicts[-1].feedback
+    assert told.checks[-1].name == "hidden_tests"
+    assert told.evidence is None
+    full = {c.name: c for c in gate.verdicts[-1].checks}
+    assert full["targets"].passed
+    assert full["pass_to_pass"].passed
