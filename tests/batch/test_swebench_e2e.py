@@ -5,6 +5,11 @@ fixed right (the commit's own fix), one wrongly, one not at all; the batch write
 ``predictions.jsonl`` in the official harness's format and resolves exactly the first. The
 test patch is never in the model's workspace (the model searches every file for its lines)
 nor in any trace.
+
+Measured here: the marshmallow commit's FAIL_TO_PASS test already passes at its base commit in
+this environment (SWE-bench's validation would drop such an instance), so no patch resolves
+it and the targets check says why ("passed at the baseline already"); a wrong fix failing its
+target is shown on the local repo below and in ``tests/gate/test_hidden.py``.
 """
 
 from __future__ import annotations
@@ -138,7 +143,7 @@ def _recorded_for_the_user(run: dict[str, object]) -> None:
     finish = record["gate_history"][-1]
     checks = {c["name"]: c for c in finish["checks"]}
     assert not checks["targets"]["passed"]
-    assert "test_nested_partial_default" in checks["targets"]["detail"]
+    assert "test_nested_partial_default (passed at the baseline" in checks["targets"]["detail"]
     assert checks["pass_to_pass"]["passed"], checks["pass_to_pass"]
     events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
     told = [e for e in events if e.get("event_type") == "gate_result" and e["phase"] == "finish"]
