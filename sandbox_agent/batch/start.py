@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 from sandbox_agent import __version__
@@ -22,7 +23,7 @@ from sandbox_agent.batch.records import (
     new_batch_id,
 )
 from sandbox_agent.batch.tasks import TaskSpec
-from sandbox_agent.batch.worker import WorkerSpec
+from sandbox_agent.batch.worker import WorkerSpec, checkout
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.names import child_path
 from sandbox_agent.run.artifacts import now_iso
@@ -52,21 +53,25 @@ def check_tasks(
             is wrong (the first such task in the file's order).
     """
     to_build: dict[str, tuple[Prepared, TaskSpec]] = {}
-    for task in tasks:
-        spec = _spec(task, settings, Path("/nonexistent"))
-        try:
-            if task.base is not None:
-                _check_base(task.repo, task.base)
-            prepared = prepare(spec.options(task.repo), env)
+    with ExitStack() as checkouts:  # each base's checkout lives until its build is done
+        for task in tasks:
+            spec = _spec(task, settings, Path("/nonexistent"))
             try:
-                prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
-            finally:
-                prepared.model.close()
-        except UserError as e:
-            raise UserError(f"task {task.id}: {e}") from e
-        key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
-        to_build.setdefault(key, (prepared, task))
-    _build_all(list(to_build.values()), on_build_line)
+                if task.base is not None:
+                    _check_base(task.repo, task.base)
+                # The run works on the base's files: its environment is the base's (a SWE-bench
+                # instance's base commit), found in the cache when the run clones it again.
+                repo = checkouts.enter_context(checkout(task.repo, task.base))
+                prepared = prepare(spec.options(repo), env)
+                try:
+                    prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
+                finally:
+                    prepared.model.close()
+            except UserError as e:
+                raise UserError(f"task {task.id}: {e}") from e
+            key = f"{task.repo}\0{task.base}\0{prepared.plan.model_dump_json()}"
+            to_build.setdefault(key, (prepared, task))
+        _build_all(list(to_build.values()), on_build_line)
 
 
 def _build_all(builds: list[tuple[Prepared, TaskSpec]], on_build_line: Progress) -> None:
@@ -96,6 +101,25 @@ def _build_all(builds: list[tuple[Prepared, TaskSpec]], on_build_line: Progress)
 def _prefixed(task_id: str, on_build_line: Progress) -> Progress:
     """Lines of one of several builds at once, each naming its task (a safe name)."""
     return lambda line: on_build_line(f"{task_id}: {line}")
+
+
+def _check_one(
+    spec: WorkerSpec,
+    repo: Path,
+    task: TaskSpec,
+    env: Mapping[str, str],
+    built: set[str],
+    on_build_line: Progress,
+) -> None:
+    prepared = prepare(spec.options(repo), env)
+    try:
+        prepared.model.start()  # a wrong model, key or endpoint: exit 2 before any run
+        key = f"{prepared.repo.root}\0{prepared.plan.model_dump_json()}"
+        if key not in built:
+            prepared = _build_once(prepared, task, on_build_line)
+            built.add(key)
+    finally:
+        prepared.model.close()
 
 
 def _build_once(prepared: Prepared, task: TaskSpec, on_build_line: Progress) -> Prepared:

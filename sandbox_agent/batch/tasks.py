@@ -10,10 +10,12 @@ the model, so a tasks file cannot name ``~/.ssh/id_rsa``). Every relative path i
 the tasks file: ``repo``, ``task_file``, ``policy`` and the script of a ``"model":
 "scripted:PATH"``. The
 SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
-``base_commit`` and ``problem_statement`` and ignores the other fields; its repos are found in a
-local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it). A task id names
-files, so it is a safe name (``sandbox_agent.names``); an ``instance_id`` that is not one is
-escaped reversibly (``decode_name`` gives it back).
+``base_commit`` and ``problem_statement``, and ``test_patch``, ``FAIL_TO_PASS`` and
+``PASS_TO_PASS`` (lists, or JSON strings of lists as the official dataset has them) when given:
+the gate's hidden tests (``gate/hidden.py``); it ignores the other fields. Its repos are found
+in a local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it). A task
+id names files, so it is a safe name (``sandbox_agent.names``); an ``instance_id`` that is not
+one is escaped reversibly (``decode_name`` gives it back).
 
 Every problem is a ``UserError`` naming the file, the line and the field.
 """
@@ -28,6 +30,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from sandbox_agent.errors import UserError
+from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.names import encode_name, name_problem
 from sandbox_agent.run.prepare import SCRIPTED_PREFIX
 from sandbox_agent.types import Frozen
@@ -53,6 +56,8 @@ class TaskSpec(Frozen):
     test_command: str | None = None
     policy: Path | None = None
     model: str | None = None
+    hidden: HiddenTests | None = None
+    """SWE-bench's test patch and lists: for the gate only, never for the model."""
 
     @field_validator("id")
     @classmethod
@@ -196,7 +201,41 @@ def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
         repo=found.resolve(),
         task=data["problem_statement"],
         base=data["base_commit"],
+        hidden=_hidden(data, where),
     )
+
+
+def _hidden(data: dict[str, Any], where: str) -> HiddenTests | None:
+    """An instance's hidden tests, or ``None`` without a test patch (predictions only)."""
+    patch = data.get("test_patch")
+    if patch is None:
+        return None
+    if not isinstance(patch, str) or not patch.strip():
+        raise UserError(f"{where}: test_patch: not a non-empty string")
+    if not patch.lstrip().startswith("diff --git "):
+        raise UserError(f"{where}: test_patch: not a git diff (it starts with 'diff --git')")
+    fail_to_pass = _test_list(data.get("FAIL_TO_PASS"), "FAIL_TO_PASS", where)
+    if not fail_to_pass:
+        raise UserError(f"{where}: FAIL_TO_PASS: no test (one must go from failing to passing)")
+    return HiddenTests(
+        test_patch=patch,
+        fail_to_pass=fail_to_pass,
+        pass_to_pass=_test_list(data.get("PASS_TO_PASS"), "PASS_TO_PASS", where),
+    )
+
+
+def _test_list(value: Any, key: str, where: str) -> tuple[str, ...]:
+    """A list of test ids, given as a list or as a JSON string of one."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise UserError(f"{where}: {key}: not a JSON list of test ids ({e})") from e
+    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
+        raise UserError(f"{where}: {key}: not a list of test ids (non-empty strings)")
+    return tuple(value)
 
 
 def _swebench_id(instance_id: str, where: str) -> str:

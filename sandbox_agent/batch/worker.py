@@ -60,6 +60,7 @@ class WorkerSpec(Frozen):
             runs_dir=self.runs_dir,
             workspace_root=self.workspace_root,
             overrides={**self.overrides, **self.task.overrides()},
+            hidden_tests=self.task.hidden,
         )
 
 

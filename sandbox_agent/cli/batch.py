@@ -25,6 +25,7 @@ from sandbox_agent.batch.records import (
 )
 from sandbox_agent.batch.scheduler import Backend, LocalBackend, default_workers, run_batch
 from sandbox_agent.batch.start import budget_of, check_tasks, new_batch, resume_specs
+from sandbox_agent.batch.swebench import resolved_table, write_predictions
 from sandbox_agent.batch.tasks import TaskFormat, TaskSpec, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
@@ -173,9 +174,40 @@ def run(
     say(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})")
     say(f"batch directory: {log.dir.path}")
     record = _execute(log, specs, backend, chosen)
+    if task_format is TaskFormat.SWEBENCH:
+        _predictions(record)
     if as_json:
-        typer.echo(json.dumps(record.summary()))
+        typer.echo(json.dumps(_summary(record)))
     raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _summary(record: BatchRecord) -> dict[str, Any]:
+    """``--json``'s object; a SWE-bench batch adds its table of resolved instances."""
+    found = record.summary()
+    if record.settings.format is TaskFormat.SWEBENCH:
+        found["swebench"] = resolved_table(record)
+    return found
+
+
+def _predictions(record: BatchRecord) -> None:
+    """Write ``predictions.jsonl`` and say where, and how many instances are resolved."""
+    try:
+        path = write_predictions(record)
+    except UserError as e:
+        say(f"batch: {e}")
+        return
+    table = resolved_table(record)
+    say(f"predictions (SWE-bench harness format): {path}")
+    say(resolved_line(table))
+
+
+def resolved_line(table: dict[str, Any]) -> str:
+    """``resolved 1 of 3 judged: id (yes), ...``."""
+    rows = ", ".join(
+        f"{r['instance_id']} ({'-' if r['resolved'] is None else 'yes' if r['resolved'] else 'no'})"
+        for r in table["instances"]
+    )
+    return f"resolved {table['resolved']} of {table['judged']} judged: {rows}"
 
 
 def _open(
@@ -228,7 +260,7 @@ def show(
     except UserError as e:
         raise _fail(e) from e
     if as_json:
-        typer.echo(json.dumps(record.summary()))
+        typer.echo(json.dumps(_summary(record)))
         return
     out.print(
         visible(f"batch {record.batch_id} ({record.status}), {record.batch_dir}"),
@@ -239,6 +271,8 @@ def show(
     out.print(visible(headline(record)), markup=False, soft_wrap=True)
     counts = ", ".join(f"{k} {v}" for k, v in record.totals().exit_reasons.items())
     out.print(visible(f"exit reasons: {counts or 'none yet'}"), markup=False, soft_wrap=True)
+    if record.settings.format is TaskFormat.SWEBENCH:
+        out.print(visible(resolved_line(resolved_table(record))), markup=False, soft_wrap=True)
 
 
 @batch_app.command("report", cls=Command)

@@ -27,6 +27,7 @@ from sandbox_agent.gate import (
     evidence,
     harness,
     harnessfiles,
+    hidden,
     newtests,
     outcomes,
     streamed,
@@ -34,6 +35,7 @@ from sandbox_agent.gate import (
     verdict,
 )
 from sandbox_agent.gate.harness import HarnessRecord
+from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.runs import Runs, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -72,9 +74,12 @@ class CompletionGate:
         log_path: Path | None = None,
         redact: Callable[[str], str] = str,
         baseline_in_copy: bool = False,
+        hidden_tests: HiddenTests | None = None,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
+        if hidden_tests is not None and baseline_in_copy:
+            raise ValueError("hidden tests judge a run from the base commit, not a revision")
         self.sandbox = sandbox
         self.config = config
         self.test_command: str = config.test_command
@@ -84,9 +89,15 @@ class CompletionGate:
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
         self.judge = judge
         self.baseline_in_copy = baseline_in_copy
+        self.hidden = hidden_tests
+        """SWE-bench's test patch and lists: every judged copy holds the test patch, and the
+        model is told of the hidden runs only whether they pass (``hidden.py``)."""
         """Run the baseline in a clean copy of the original code, not in the workspace (a
         revise: the workspace starts with an earlier run's changes, the patch holds both)."""
         self.baseline: TestRun | None = None
+        """What a finish is judged against (with hidden tests: the baseline with them)."""
+        self.seen_baseline: TestRun | None = None
+        """The baseline the model was told of (the workspace's, without hidden tests)."""
         self.verdicts: list[GateVerdict] = []
         self.pin: Pin | None = None
         self.pin_note: str | None = None
@@ -118,9 +129,13 @@ class CompletionGate:
         if self.baseline_in_copy:
             with self.judge("") as copy:
                 self.baseline = self._run_tests(copy, "baseline (the original code)", None)
-        else:
-            self.baseline = self._run_tests(self.sandbox, "baseline", None)
-        return self.baseline
+            return self.baseline
+        seen = self._run_tests(self.sandbox, "baseline", None)
+        self.baseline = self.seen_baseline = seen
+        if self.hidden is not None:  # judged against; never returned, so never told
+            with self._copy("") as copy:
+                self.baseline = self._run_tests(copy, "baseline with the hidden tests", None)
+        return seen
 
     def check(self, finish: Finish) -> GateVerdict:
         attempt = len(self.verdicts) + 1
@@ -140,7 +155,13 @@ class CompletionGate:
             evidence=self._evidence(run),
         )
         self.verdicts.append(verdict)
+        if self.hidden is not None and run is not None:  # the hidden tests ran: final, untold
+            return hidden.for_model(verdict)
         return verdict
+
+    def _copy(self, patch: str) -> AbstractContextManager[Sandbox]:
+        """A clean copy with ``patch``; with hidden tests, the test patch applied after it."""
+        return self.judge(patch if self.hidden is None else hidden.with_tests(patch, self.hidden))
 
     def _evidence(self, run: TestRun | None) -> GateEvidence | None:
         if run is None:
@@ -176,10 +197,13 @@ class CompletionGate:
         if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
             checks.append(_omitted(patch))
         label = f"finish attempt {attempt}"
-        with self.judge(patch.text) as copy:
+        with self._copy(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
             checks.append(self._compiled_files(changed, copy))
-            if not all(c.passed for c in checks[-2:]):  # a changed harness proves nothing
+            # A changed harness proves nothing; with hidden tests, nothing of them runs (or is
+            # told) before the model's own patch passes its checks, which it may retry.
+            first = checks if self.hidden is not None else checks[-2:]
+            if not all(c.passed for c in first):
                 return checks, None
             full = self._run_tests(copy, label, self._named_plugins())
         runs = self._runs(patch.text, added, full, label)
@@ -188,7 +212,7 @@ class CompletionGate:
 
     def _protected(self, changed: tuple[str, ...], added: tuple[str, ...]) -> GateCheck:
         """A baseline file under the protect globs may not change; a new test file may be added."""
-        record = self._baseline_harness
+        record = self._seen_harness
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )
@@ -212,6 +236,8 @@ class CompletionGate:
             return runs
         fresh = [t for t in full.report.ids if t not in base.ids]
         files = newtests.new_test_files(added, self.is_protected, fresh)
+        if self.hidden is not None:  # judged by the hidden tests alone, as SWE-bench judges
+            files = ()
         without, only, self.new_files = newtests.split(patch, files)
         if self.new_files:
             runs.now = self._run_copy(without, f"{label}: the baseline's tests")
@@ -235,7 +261,7 @@ class CompletionGate:
             runs.now_again = self._run_copy(patch, f"{label}: the patch again (flaky?)")
 
     def _run_copy(self, patch: str, label: str) -> TestRun:
-        with self.judge(patch) as copy:
+        with self._copy(patch) as copy:
             return self._run_tests(copy, label, self._named_plugins())
 
     def _judge(self, runs: Runs) -> list[GateCheck]:
@@ -246,10 +272,12 @@ class CompletionGate:
         if runs.with_new is not None and rule == "all":
             checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
         seen = runs.observed(self.baseline, self.new_files)
+        targets = self.config.targets + (self.hidden.fail_to_pass if self.hidden else ())
+        keep = self.hidden.pass_to_pass if self.hidden else ()
         if seen is not None:
-            self.judgement = verdict.judge(seen, self.config.targets)
-            checks += verdict.checks(self.judgement, rule, targets=bool(self.config.targets))
-        elif self.config.targets:  # fail closed: a target cannot be seen without a report
+            self.judgement = verdict.judge(seen, targets, keep)
+            checks += verdict.checks(self.judgement, rule, targets=bool(targets), keep=bool(keep))
+        elif targets or keep:  # fail closed: a target cannot be seen without a report
             why = "no per-test report of the baseline and of the patch's run to find them in"
             checks.append(GateCheck(name="targets", passed=False, detail=why))
         if self.pin is not None:
@@ -266,6 +294,16 @@ class CompletionGate:
     def _baseline_harness(self) -> HarnessRecord | None:
         return self.baseline.harness if self.baseline is not None else None
 
+    @property
+    def _seen_harness(self) -> HarnessRecord | None:
+        """The harness of the baseline the model knows: its patch's files are checked against it.
+
+        A file only the hidden tests use is not named to the model; what the model did to the
+        test patch's files is left out of every judged copy anyway (``hidden.py``).
+        """
+        seen = self.seen_baseline or self.baseline
+        return seen.harness if seen is not None else None
+
     def _named_plugins(self) -> tuple[str, ...] | None:
         if self.pin is None:
             return None
@@ -274,7 +312,7 @@ class CompletionGate:
 
     def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
         """Refuse a patch that changes how the tests run (the early, explained refusal)."""
-        record = self._baseline_harness
+        record = self._seen_harness
         shadowed = (
             harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
         )

@@ -75,10 +75,13 @@ class Judgement:
     failing_new: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
     """``id (why)`` of each target not shown to go from failing to passing."""
+    not_kept: list[str] = field(default_factory=list)
+    """``id (why)`` of each test that must pass with the patch (SWE-bench's PASS_TO_PASS) and
+    does not."""
 
 
-def judge(seen: Observed, targets: Sequence[str] = ()) -> Judgement:
-    """Sort every test of the runs by what it did."""
+def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ()) -> Judgement:
+    """Sort every test of the runs by what it did; ``keep`` must pass with the patch."""
     out = Judgement()
     pairs = match(seen.base, seen.now)
     accounted: set[str] = set(pairs.values())
@@ -97,7 +100,16 @@ def judge(seen: Observed, targets: Sequence[str] = ()) -> Judgement:
     out.new_tests = [t for t in seen.now if t not in accounted and collection_error(t) is None]
     _new_tests(out, seen)
     out.targets = [p for t in targets if (p := _target_problem(t, seen, out)) is not None]
+    out.not_kept = [p for t in keep if (p := _kept_problem(t, seen)) is not None]
     return out
+
+
+def _kept_problem(test: str, seen: Observed) -> str | None:
+    """Why a test that must pass with the patch does not (``None``: it passes)."""
+    now = seen.now.get(to_report_id(test))
+    if now is None:
+        return f"{test} (did not run)"
+    return None if now == "passed" else f"{test} ({now} with the patch)"
 
 
 def _module_outcome(out: Judgement, module: str, now: Outcomes) -> set[str]:
@@ -185,7 +197,7 @@ def _target_problem(target: str, seen: Observed, out: Judgement) -> str | None:
     return None
 
 
-def checks(found: Judgement, rule: Rule, *, targets: bool) -> list[GateCheck]:
+def checks(found: Judgement, rule: Rule, *, targets: bool, keep: bool = False) -> list[GateCheck]:
     """The checks the rule makes of the judgement (the test run's own check is made apart)."""
     out = [
         GateCheck(
@@ -211,6 +223,15 @@ def checks(found: Judgement, rule: Rule, *, targets: bool) -> list[GateCheck]:
                 name="targets",
                 passed=not found.targets,
                 detail=_named("targets not fixed: ", found.targets) or "every target passes now",
+            )
+        )
+    if keep:
+        out.append(
+            GateCheck(
+                name="pass_to_pass",
+                passed=not found.not_kept,
+                detail=_named("tests that must pass and do not: ", found.not_kept)
+                or "every test that must pass passes",
             )
         )
     return out

@@ -114,6 +114,7 @@ class Run:
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
             baseline_in_copy=prepared.options.parent is not None,
+            hidden_tests=prepared.options.hidden_tests,
         )
 
     def _initial_record(self) -> RunRecord:
@@ -327,7 +328,9 @@ class Run:
         result = self._final_patch(result)
         self.trace.emit(RunFinished.of(result))
         history = [self.baseline] if self.baseline is not None else []
-        history += [_outcome(v) for v in result.verdicts]
+        # With hidden tests the model was told less than the gate found: the record keeps it all.
+        hidden = self.p.options.hidden_tests is not None
+        history += [_outcome(v) for v in (self.gate.verdicts if hidden else result.verdicts)]
         self.record = self.record.model_copy(
             update={
                 "status": "ended",

@@ -18,6 +18,7 @@ from sandbox_agent.agent.replay import REPLAY_PREFIX, ReplayModel
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage, EnvPlan
 from sandbox_agent.errors import MissingApiKeyError, StoredRunMismatchError, UserError
+from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.models.base import Model
 from sandbox_agent.models.catalog import resolve_price
 from sandbox_agent.models.chat_model import ChatModelSettings, default_temperature
@@ -99,6 +100,9 @@ class FixOptions(Frozen):
     """Set by ``revise``: the run continues an earlier one, with a reviewer's feedback."""
     resumes: Resumption | None = None
     """Set by ``resume``: the run goes on where an earlier one stopped, conversation and all."""
+    hidden_tests: HiddenTests | None = None
+    """A SWE-bench instance's test patch and lists: the gate judges with them, the model never
+    sees them (``gate/hidden.py``)."""
 
     @property
     def parent(self) -> Revision | Resumption | None:

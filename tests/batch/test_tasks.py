@@ -147,3 +147,58 @@ def test_a_scripted_model_path_is_relative_to_the_tasks_file(
     )
     with pytest.raises(UserError, match=r"bad\.jsonl:1: model scripted:nope\.jsonl: no such file"):
         parse_tasks(missing)
+
+
+TEST_PATCH = "diff --git a/t.py b/t.py\n--- a/t.py\n+++ b/t.py\n@@ -1 +1,2 @@\n x\n+y\n"
+
+
+def test_swebench_hidden_tests_as_json_strings_or_lists(tmp_path: Path) -> None:
+    clones = tmp_path / "clones"
+    git_repo(clones / "o__n")
+    line = {
+        "instance_id": "o__n-1",
+        "repo": "o/n",
+        "base_commit": "abc",
+        "problem_statement": "p",
+        "test_patch": TEST_PATCH,
+        "FAIL_TO_PASS": '["t.py::test_a", "t.py::test_b[1]"]',
+        "PASS_TO_PASS": ["t.py::test_c"],
+    }
+    bare = {k: v for k, v in line.items() if k not in ("test_patch", "PASS_TO_PASS")}
+    bare["instance_id"] = "o__n-2"
+    path = write(tmp_path / "swe.jsonl", line, bare)
+    first, second = parse_tasks(path, TaskFormat.SWEBENCH, clones)
+    assert first.hidden is not None
+    assert first.hidden.test_patch == TEST_PATCH
+    assert first.hidden.fail_to_pass == ("t.py::test_a", "t.py::test_b[1]")
+    assert first.hidden.pass_to_pass == ("t.py::test_c",)
+    assert second.hidden is None  # no test patch: predictions only, not judged
+    assert "t.py::test_a" not in first.task  # the model's text is the problem statement alone
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"FAIL_TO_PASS": "[]"}, r"swe.jsonl:1: FAIL_TO_PASS: no test"),
+        ({"FAIL_TO_PASS": "[oops"}, r"swe.jsonl:1: FAIL_TO_PASS: not a JSON list"),
+        ({"PASS_TO_PASS": [1, 2]}, r"swe.jsonl:1: PASS_TO_PASS: not a list of test ids"),
+        ({"test_patch": ""}, r"swe.jsonl:1: test_patch: not a non-empty string"),
+        ({"test_patch": "just text"}, r"swe.jsonl:1: test_patch: not a git diff"),
+    ],
+)
+def test_swebench_hidden_tests_errors_name_the_line_and_field(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    clones = tmp_path / "clones"
+    git_repo(clones / "o__n")
+    line = {
+        "instance_id": "o__n-1",
+        "repo": "o/n",
+        "base_commit": "abc",
+        "problem_statement": "p",
+        "test_patch": TEST_PATCH,
+        "FAIL_TO_PASS": ["t.py::test_a"],
+        **change,
+    }
+    with pytest.raises(UserError, match=message):
+        parse_tasks(write(tmp_path / "swe.jsonl", line), TaskFormat.SWEBENCH, clones)
