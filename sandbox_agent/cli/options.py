@@ -15,7 +15,7 @@ import typer
 from sandbox_agent.batch.records import batch_runs_dirs, default_batches_dir
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord, default_runs_dir, find_run, list_runs
-from sandbox_agent.settings.tree import field_info, field_rules, flag_fields
+from sandbox_agent.settings.tree import Rule, field_info, field_rules, flag_fields
 
 RunsDirOption = Annotated[
     Path | None,
@@ -117,7 +117,10 @@ def _with_setting_flags(command: Decorated, without: frozenset[str]) -> Decorate
         raise ValueError(f"not setting flags: {sorted(unknown)}")
     offered = [flag for flag in flag_fields() if flag not in without]
     names = {flag.removeprefix("--").replace("-", "_"): flag for flag in offered}
-    options = [_option(name, flag) for name, flag in names.items()]
+    fields, rules = flag_fields(), field_rules()
+    options = [
+        _option(name, flag, fields[flag], rules[fields[flag]]) for name, flag in names.items()
+    ]
 
     @functools.wraps(command)
     def with_flags(**given: Any) -> None:
@@ -130,10 +133,8 @@ def _with_setting_flags(command: Decorated, without: frozenset[str]) -> Decorate
     return with_flags
 
 
-def _option(name: str, flag: str) -> inspect.Parameter:
+def _option(name: str, flag: str, path: str, rule: Rule) -> inspect.Parameter:
     """The typer option of one setting's flag: its field's type, optional; a bool is a flag."""
-    path = flag_fields()[flag]
-    rule = field_rules()[path]
     help_text = f"{rule.help} (policy: {path})."
     kind = _value_type(field_info(path).annotation)
     if kind is bool:
