@@ -30,7 +30,7 @@ from sandbox_agent.errors import (
     ToolError,
     UserError,
 )
-from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox import cow, engine, overlay
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Patch
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
@@ -61,6 +61,7 @@ from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
 from sandbox_agent.sandbox.runtime import require_runtime
+from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
     MODEL_GIT_DIR,
     SHADOW_DIR,
@@ -112,8 +113,10 @@ class DockerSandbox:
         workspace_root: Path | None = None,
         listener: ChannelListener | None = None,
         read_only: tuple[str, ...] | None = None,
+        layered: cow.Layered | None = None,
     ) -> None:
         self._client = client
+        self._layered = layered
         self._read_only = read_only
         self._listener = listener
         self.container_id = container_id
@@ -172,6 +175,10 @@ class DockerSandbox:
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
         user, owner = user_and_owner(config)
+        parent = cow.parent_dir(config, workspace_root)
+        snap = None if initial_patch else cow.cached_snapshot(source, config, parent, owner)
+        if snap is not None:
+            return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
         read_only: list[str] = []
@@ -229,6 +236,62 @@ class DockerSandbox:
                 listener.close()
             cleanup_failed_start(client, starter, started, root)
             raise
+
+    @classmethod
+    def _layered_on(
+        cls,
+        client: docker.DockerClient,
+        snap: Snapshot,
+        config: DockerSandboxConfig,
+        run_id: str,
+        workspace_root: Path | None,
+        *,
+        standby: bool,
+    ) -> DockerSandbox:
+        """A sandbox over overlay layers of ``snap``; ``standby``: a clean copy made ahead."""
+        parent = cow.parent_dir(config, workspace_root)
+        up = cow.start(
+            client, snap, config, run_id=run_id, parent=parent, user_owner=user_and_owner(config)
+        )
+        sandbox = cls(
+            client,
+            up.container_id,
+            up.workspace,
+            user=user_and_owner(config)[0],
+            config=config,
+            channel=up.channel,
+            run_id=run_id,
+            workspace_root=workspace_root,
+            listener=up.listener,
+            read_only=up.read_only,
+            layered=up.layered,
+        )
+        if standby:
+            sandbox._begin_standby()
+        return sandbox
+
+    def _begin_standby(self) -> None:
+        """Start the gate's next clean copy now, while the model works."""
+        layered = self._layered
+        if layered is None:
+            return
+        limits = self.config.limits.model_copy(update={"network": False})
+        config = self.config.model_copy(update={"limits": limits})
+        snapshot, run_id, root = layered.snapshot, f"{self.run_id}-gate", self._workspace_root
+
+        def make() -> DockerSandbox:
+            client = engine.connect()
+            try:
+                return DockerSandbox._layered_on(
+                    client, snapshot, config, run_id, root, standby=False
+                )
+            except BaseException:
+                client.close()
+                raise
+
+        standby: cow.Standby[DockerSandbox] = cow.Standby(make=make, close_one=DockerSandbox.close)
+        layered.standby = standby
+        standby.begin()
 
     def _open_channel(self) -> ExecutorChannel:
         try:
@@ -424,6 +487,14 @@ class DockerSandbox:
         Raises:
             SandboxError: the patch does not apply, or the sandbox did not start.
         """
+        layered = self._layered
+        if layered is not None and layered.standby is not None:
+            made: DockerSandbox | None = layered.standby.take()
+            self._begin_standby()
+            if made is not None and made._apply_inside(patch):
+                return made
+            if made is not None:
+                made.close()
         limits = self.config.limits.model_copy(update={"network": False})
         config = self.config.model_copy(update={"limits": limits})
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
@@ -443,6 +514,21 @@ class DockerSandbox:
             ) from e
         finally:
             remove_workspace(source)
+
+    def _apply_inside(self, patch: str) -> bool:
+        """Apply ``patch`` with git inside this (clean, layered) sandbox; whether it applied.
+
+        It fails where a copy would not too: a patch that changes a read-only path (the user
+        allowed harness changes), or one that does not apply; the caller then makes a copy.
+        """
+        if not patch.strip():
+            return True
+        inside = cow.write_patch(self._ws.root, patch)
+        try:
+            done = self.exec(f"git apply --whitespace=nowarn -- {inside}", timeout_s=_GIT_TIMEOUT_S)
+        except (SandboxError, ToolError):
+            return False
+        return done.exit_code == 0
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.
@@ -480,8 +566,14 @@ class DockerSandbox:
             if self._listener is not None:
                 self._listener.close()
             try:
+                if self._layered is not None and self._layered.standby is not None:
+                    self._layered.standby.close()
                 remove_container(self._client, self.container_id)
+                if self._layered is not None:
+                    overlay.remove_volumes(self._client, self._layered.volumes)
             finally:
+                if self._layered is not None:
+                    cow.remove_layers(self._ws.root)
                 remove_workspace(self._ws.root)
                 self._client.close()
         finally:
