@@ -8,7 +8,8 @@ One run prints, side by side:
 - ready (``DockerSandbox.create`` returns, executor answering) at each size: the copy as before
   (``copy_on_write`` off), the first run of a commit (the snapshot is made) and a repeat
   (median of ``--n``), with ``cp -a`` and ``git clone --local`` of the same tree into the same
-  directory as floors;
+  directory as floors, and a one-file repo (the container's own start, which the repo's size
+  cannot change: on a loaded machine it is most of a repeat);
 - the gate: the demo's tests in place, and in a clean copy (the copy, the tests, its removal)
   made the old way and from a copy started ahead; the difference is the gate's cost;
 - batch runs per minute of the demo through ``sandbox-agent batch`` at each worker count, with
@@ -33,6 +34,7 @@ from pathlib import Path
 import docker
 
 from sandbox_agent.cli.demo import make_demo_repo
+from sandbox_agent.sandbox import snapcache
 from sandbox_agent.sandbox.container import auto_workspace_root
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 
@@ -85,8 +87,20 @@ def ready_row(repo: Path, files: int, parent: Path, n: int) -> list[str]:
         cow = DockerSandboxConfig(copy_on_write=True)
         first = ready_s(repo, cow, root)
         repeat = statistics.median(ready_s(repo, cow, root) for _ in range(n))
-    cells = (cp, clone, copy, first, repeat)
+        empty = statistics.median(
+            ready_s(_empty_repo(root), DockerSandboxConfig(), root) for _ in range(n)
+        )
+        snapcache.collect(root)
+    cells = (cp, clone, copy, first, repeat, empty, repeat - empty)
     return [f"{files:,}", *(f"{s:.2f}" for s in cells)]
+
+
+def _empty_repo(root: Path) -> Path:
+    """A one-file directory: its ready time is the container's start and nothing else."""
+    repo = root / "empty"
+    repo.mkdir(exist_ok=True)
+    (repo / "a.txt").write_text("a\n")
+    return repo
 
 
 def gate_rows(parent: Path, n: int) -> list[list[str]]:
@@ -124,6 +138,7 @@ def gate_rows(parent: Path, n: int) -> list[list[str]]:
 def batch_rows(args: argparse.Namespace, work: Path) -> list[list[str]]:
     client = docker.from_env()
     demo = make_demo_repo()
+    os.chdir(work)  # `python -m` puts the working directory first: never this checkout
     checkouts = [("now", None)] + ([("before", args.before)] if args.before else [])
     rows = []
     for workers in args.workers:
@@ -174,6 +189,7 @@ def main() -> None:
             rows.append(ready_row(repo, files, parent, args.n))
             shutil.rmtree(repo)
         head = ["files", "cp -a", "git clone --local", "copy (before)", "first run", "repeat"]
+        head += ["empty repo (the container alone)", "repeat - empty"]
         print("Sandbox ready, seconds (repeat: median of", args.n, ")")
         table(head, rows)
         print("The gate: the demo's tests, seconds (median of", args.n, ")")

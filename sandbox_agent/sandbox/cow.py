@@ -69,7 +69,11 @@ def cached_snapshot(
     found = snapcache.load(root, key)
     if found is not None:
         return found
-    made = snapcache.make(root, key, source, owner)
+    with snapcache.making(root, key):  # runs of a batch on one commit: one makes, all share
+        found = snapcache.load(root, key)
+        if found is not None:
+            return found
+        made = snapcache.make(root, key, source, owner)
     snapcache.evict(parent, config.snapshot_cache_bytes, keep=key)
     return made
 

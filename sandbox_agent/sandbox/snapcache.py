@@ -15,11 +15,13 @@ least recently used ones go, except those a workspace in the same root still nam
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +118,18 @@ def load(root: Path, key: str) -> Snapshot | None:
     with contextlib.suppress(OSError):
         (path / USED_FILE).touch()
     return Snapshot(path=path, key=key, baseline=baseline)
+
+
+@contextlib.contextmanager
+def making(root: Path, key: str) -> Iterator[None]:
+    """Hold the lock of snapshot ``key``: other processes making it wait, then load it."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / f".lock-{key}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the lock file stays (gc removes it)
 
 
 def make(root: Path, key: str, source: Path, owner: Owner) -> Snapshot:
