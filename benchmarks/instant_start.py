@@ -50,8 +50,8 @@ def make_repo(repo: Path, files: int) -> Path:
         d = repo / f"pkg{i // 100}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"mod{i % 100}.py").write_text(f"VALUE = {i}\n")
-    ident = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-    for args in (["init", "-q"], ["add", "-A"], [*ident, "commit", "-qm", "init"]):
+    ident = ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "gc.auto=0"]
+    for args in (["init", "-q"], [*ident, "add", "-A"], [*ident, "commit", "-qm", "init"]):
         subprocess.run(["git", *args], cwd=repo, check=True, env=GIT_ENV)
     return repo
 

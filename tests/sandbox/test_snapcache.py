@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from sandbox_agent.sandbox import snapcache
-from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
+from sandbox_agent.sandbox.container import DockerSandboxConfig
+from sandbox_agent.sandbox.cow import cached_snapshot
+from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX, Owner
 from tests.sandbox.conftest import git
 
 
@@ -120,3 +124,26 @@ def test_gc_removes_every_snapshot_no_workspace_names(tmp_path: Path) -> None:
     assert snapcache.collect(tmp_path) == [gone]
     assert not gone.exists()
     assert kept.is_dir()
+
+
+def test_runs_starting_together_on_one_commit_make_its_snapshot_once(
+    tmp_path: Path, clean_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    real_make = snapcache.make
+
+    def counting_make(root: Path, key: str, source: Path, owner: Owner) -> object:
+        calls.append(key)
+        time.sleep(0.3)  # long enough for every other starter to reach the lock
+        return real_make(root, key, source, owner)
+
+    monkeypatch.setattr(snapcache, "make", counting_make)
+    config = DockerSandboxConfig(copy_on_write=True)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(
+            pool.map(lambda _: cached_snapshot(clean_repo, config, tmp_path, None), range(6))
+        )
+    assert len(calls) == 1
+    assert got[0] is not None
+    assert {snap.path if snap else None for snap in got} == {got[0].path}
+    assert cached_snapshot(clean_repo, DockerSandboxConfig(), tmp_path, None) is None  # off
