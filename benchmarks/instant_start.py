@@ -105,6 +105,14 @@ def _empty_repo(root: Path) -> Path:
     return repo
 
 
+def _wait_for_standby(sandbox: DockerSandbox) -> None:
+    """Until the clean copy made ahead is up (a model's turn takes longer than its start)."""
+    layered = sandbox._layered
+    standby = layered.standby if layered is not None else None
+    while standby is not None and not standby.ready():
+        time.sleep(0.1)
+
+
 def gate_rows(parent: Path, n: int) -> list[list[str]]:
     """The demo's tests in place and in a clean copy, before (a copy) and now (made ahead)."""
     demo = make_demo_repo()
@@ -123,7 +131,8 @@ def gate_rows(parent: Path, n: int) -> list[list[str]]:
             patch = sandbox.diff()
             in_place, in_copy = [], []
             for _ in range(n):
-                time.sleep(3)  # the model works; a copy made ahead gets ready meanwhile
+                sandbox.exec("true", timeout_s=60)  # the model works: a copy is made ahead
+                _wait_for_standby(sandbox)
                 in_place.append(timed(lambda: sandbox.exec("python -m pytest -q", timeout_s=300)))
 
                 def judge(patch: str = patch) -> None:

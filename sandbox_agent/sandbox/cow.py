@@ -103,6 +103,9 @@ class Layered:
     snapshot: Snapshot
     volumes: list[str]
     standby: Standby[Any] | None = None
+    """The gate's next clean copy, being made."""
+    ahead: bool = False
+    """Whether clean copies are made ahead (a run's sandbox; not a clean copy itself)."""
 
 
 @dataclass
@@ -214,6 +217,10 @@ class Standby(Generic[T]):
             self._out["value"] = self.make()
         except BaseException as e:
             self._out["error"] = e
+
+    def ready(self) -> bool:
+        """Whether it is made (or failed): :meth:`take` will not wait."""
+        return self._thread is None or not self._thread.is_alive()
 
     def take(self) -> T | None:
         """The thing made ahead, or ``None`` when making it failed (the caller makes one)."""

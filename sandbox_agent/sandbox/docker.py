@@ -248,7 +248,11 @@ class DockerSandbox:
         *,
         standby: bool,
     ) -> DockerSandbox:
-        """A sandbox over overlay layers of ``snap``; ``standby``: a clean copy made ahead."""
+        """A sandbox over overlay layers of ``snap``.
+
+        ``standby``: it makes the gate's clean copies ahead, from its first command on (while
+        the model works); a clean copy itself does not.
+        """
         parent = cow.parent_dir(config, workspace_root)
         up = cow.start(
             client, snap, config, run_id=run_id, parent=parent, user_owner=user_and_owner(config)
@@ -266,15 +270,19 @@ class DockerSandbox:
             read_only=up.read_only,
             layered=up.layered,
         )
-        if standby:
-            sandbox._begin_standby()
+        up.layered.ahead = standby
         return sandbox
 
     def _begin_standby(self) -> None:
         """Start the gate's next clean copy now, while the model works."""
-        layered = self._layered
-        if layered is None:
+        if self._layered is None or self._closed:
             return
+        standby = self._standby_of(self._layered)
+        self._layered.standby = standby
+        standby.begin()
+
+    def _standby_of(self, layered: cow.Layered) -> cow.Standby[DockerSandbox]:
+        """A clean copy to make: a layered sandbox on the same snapshot, without network."""
         limits = self.config.limits.model_copy(update={"network": False})
         config = self.config.model_copy(update={"limits": limits})
         snapshot, run_id, root = layered.snapshot, f"{self.run_id}-gate", self._workspace_root
@@ -289,9 +297,7 @@ class DockerSandbox:
                 client.close()
                 raise
 
-        standby: cow.Standby[DockerSandbox] = cow.Standby(make=make, close_one=DockerSandbox.close)
-        layered.standby = standby
-        standby.begin()
+        return cow.Standby(make=make, close_one=DockerSandbox.close)
 
     def _open_channel(self) -> ExecutorChannel:
         try:
@@ -381,6 +387,8 @@ class DockerSandbox:
         self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     ) -> ExecResult:
         """Run ``command`` with bash in ``/workspace``; kill its process group on timeout."""
+        if self._layered is not None and self._layered.ahead and self._layered.standby is None:
+            self._begin_standby()  # the model works: the gate's next clean copy starts now
         answer = self._call(
             {
                 "op": "exec",
@@ -488,9 +496,8 @@ class DockerSandbox:
             SandboxError: the patch does not apply, or the sandbox did not start.
         """
         layered = self._layered
-        if layered is not None and layered.standby is not None:
-            made: DockerSandbox | None = layered.standby.take()
-            self._begin_standby()
+        if layered is not None:
+            made = self._layered_copy(layered)
             if made is not None and made._apply_inside(patch):
                 return made
             if made is not None:
@@ -514,6 +521,20 @@ class DockerSandbox:
             ) from e
         finally:
             remove_workspace(source)
+
+    def _layered_copy(self, layered: cow.Layered) -> DockerSandbox | None:
+        """The clean copy made ahead, or one started now; ``None``: make a copy instead.
+
+        The next one starts when the model works again (``exec``), not while the gate's tests
+        run in this one.
+        """
+        standby, layered.standby = layered.standby, None
+        made: DockerSandbox | None = standby.take() if standby is not None else None
+        if made is not None:
+            return made
+        fresh: cow.Standby[DockerSandbox] = self._standby_of(layered)
+        fresh.begin()
+        return fresh.take()
 
     def _apply_inside(self, patch: str) -> bool:
         """Apply ``patch`` with git inside this (clean, layered) sandbox; whether it applied.
