@@ -189,19 +189,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=16)
     parser.add_argument("--before", type=Path, help="a checkout of main, for the batch's before")
     parser.add_argument("--skip-batch", action="store_true")
+    parser.add_argument("--skip-gate", action="store_true")
     parser.add_argument("--repos", type=Path, help="reuse repos made before: DIR/r10000, ...")
     args = parser.parse_args()
     args.workers = [int(w) for w in args.workers.split(",")]
     parent = auto_workspace_root(DockerSandboxConfig()) or Path(tempfile.gettempdir())
     print(f"workspaces in {parent}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    print("The gate: the demo's tests, seconds (median of", args.n, ")")
-    table(["clean copy", "in place", "in the copy", "gate's cost"], gate_rows(parent, args.n))
+    if not args.skip_gate:
+        print("The gate: the demo's tests, seconds (median of", args.n, ")")
+        table(["clean copy", "in place", "in the copy", "gate's cost"], gate_rows(parent, args.n))
     with tempfile.TemporaryDirectory() as tmp:
         head = ["files", "cp -a", "git clone --local --no-hardlinks", "copy (before)"]
         head += ["first run", "repeat", "empty repo (the container alone)", "repeat - empty"]
         print("Sandbox ready, seconds (repeat and empty: median of", args.n, ")")
         table(head, [])
-        for files in (int(s) for s in args.sizes.split(",")):
+        for files in (int(s) for s in args.sizes.split(",") if s):
             made = args.repos / f"r{files}" if args.repos else None
             repo = made if made and made.is_dir() else make_repo(Path(tmp) / f"r{files}", files)
             print("| " + " | ".join(ready_row(repo, files, parent, args.n)) + " |", flush=True)
