@@ -178,7 +178,10 @@ class DockerSandbox:
         parent = cow.parent_dir(config, workspace_root)
         snap = None if initial_patch else cow.cached_snapshot(source, config, parent, owner)
         if snap is not None:
-            return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
+            try:
+                return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
+            except SandboxError as e:  # an engine without overlay volumes: copy as before
+                progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
         read_only: list[str] = []

@@ -18,7 +18,7 @@ import pytest
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import overlay, snapcache
-from sandbox_agent.sandbox.docker import DockerSandbox
+from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.gc import collect_garbage
 from tests.sandbox.conftest import MakeSandbox, git
 from tests.sandbox.contract import CHECKS, KNOWN_FAILURES, Check, write_contract_repo
@@ -227,3 +227,30 @@ def test_the_first_run_of_a_commit_makes_the_snapshot_once(
     layered(project)
     assert [p.name for p in cache.iterdir() if p.name == key] == [key]
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # none half-made
+
+
+def test_an_engine_without_overlay_volumes_gets_the_copy_and_is_told_why(
+    project: Path,
+    docker_client: docker.DockerClient,
+    workspace_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*_: object) -> object:
+        raise SandboxError("overlay: not supported by this driver", op="start")
+
+    monkeypatch.setattr(overlay, "create_volumes", refuse)
+    said: list[str] = []
+    sb = DockerSandbox.create(
+        project,
+        DockerSandboxConfig(copy_on_write=True, protect=PROTECT),
+        run_id="test-cow-fallback",
+        workspace_root=workspace_root,
+        progress=said.append,
+    )
+    with sb:
+        assert sb._layered is None
+        assert any("not supported by this driver" in line for line in said)
+        assert (sb.workspace / "README.md").read_text() == "# proj\n"  # the copy, on the host
+        assert sb.exec("cat README.md", timeout_s=60).stdout == "# proj\n"
+    left = list(workspace_root.glob("sandbox-agent-ws-*test-cow-fallback*"))
+    assert left == []
