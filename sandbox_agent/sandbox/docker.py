@@ -175,13 +175,13 @@ class DockerSandbox:
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
         user, owner = user_and_owner(config)
-        parent = cow.parent_dir(config, workspace_root)
-        snap = None if initial_patch else cow.cached_snapshot(source, config, parent, owner)
-        if snap is not None:
-            try:
-                return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
-            except SandboxError as e:  # an engine without overlay volumes: copy as before
-                progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
+        made = (
+            None
+            if initial_patch
+            else cls._try_layered(client, source, config, run_id, workspace_root, progress)
+        )
+        if made is not None:
+            return made
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
         read_only: list[str] = []
@@ -239,6 +239,27 @@ class DockerSandbox:
                 listener.close()
             cleanup_failed_start(client, starter, started, root)
             raise
+
+    @classmethod
+    def _try_layered(
+        cls,
+        client: docker.DockerClient,
+        source: Path,
+        config: DockerSandboxConfig,
+        run_id: str,
+        workspace_root: Path | None,
+        progress: Progress,
+    ) -> DockerSandbox | None:
+        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before."""
+        parent = cow.parent_dir(config, workspace_root)
+        snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1])
+        if snap is None:
+            return None
+        try:
+            return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
+        except SandboxError as e:  # an engine without overlay volumes: copy as before
+            progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
+            return None
 
     @classmethod
     def _layered_on(
