@@ -226,7 +226,7 @@ def test_the_first_run_of_a_commit_makes_the_snapshot_once(
     layered(project)
     layered(project)
     assert [p.name for p in cache.iterdir() if p.name == key] == [key]
-    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # none half-made
+    assert not [p for p in cache.iterdir() if p.name.startswith(".making-")]  # none half-made
 
 
 def test_an_engine_without_overlay_volumes_gets_the_copy_and_is_told_why(
