@@ -52,7 +52,10 @@ COMMANDS: dict[str, Entry] = {
         "runs",
         "List every run, batches' included: id, batch, date, repo, task, exit, gate, steps, cost.",
     ),
-    "gc": Entry("sandbox", "Remove containers and workspaces that crashed runs left behind."),
+    "gc": Entry(
+        "sandbox",
+        "Remove containers and workspaces that crashed runs left behind, and unused snapshots.",
+    ),
     "doctor": Entry(
         "sandbox",
         "Check the Docker engine, permissions, image, free disk and gVisor; say how to fix each.",

@@ -53,7 +53,7 @@ def gc(
         list[Path] | None, typer.Option(help="Also search this directory for workspaces.")
     ] = None,
 ) -> None:
-    """Remove containers and workspaces that crashed runs left behind."""
+    """Remove containers and workspaces that crashed runs left behind, and unused snapshots."""
     try:
         client = engine.connect()
     except UserError as e:
@@ -72,6 +72,10 @@ def gc(
         _echo(f"{verb} container {name}")
     for path in report.workspaces:
         _echo(f"{verb} workspace {path}")
+    for name in report.volumes:
+        _echo(f"{verb} overlay volume {name}")
+    for path in report.snapshots:
+        _echo(f"{verb} cached snapshot {path}")
     for why in report.kept:
         _echo(f"kept {why}")
     typer.echo(f"{verb} {len(report.containers)} containers, {len(report.workspaces)} workspaces")

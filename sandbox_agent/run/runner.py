@@ -112,6 +112,7 @@ def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
         limits=prepared.settings.sandbox,
         protect=prepared.settings.paths.protect,
         from_sandbox_image=base.kind == "image" and base.image == DEFAULT_IMAGE,
+        copy_on_write=True,
     )
 
 

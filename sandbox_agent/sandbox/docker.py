@@ -30,7 +30,7 @@ from sandbox_agent.errors import (
     ToolError,
     UserError,
 )
-from sandbox_agent.sandbox import engine
+from sandbox_agent.sandbox import cow, engine, overlay
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Patch
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
@@ -70,6 +70,7 @@ from sandbox_agent.sandbox.incontainer.wire import (
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
 from sandbox_agent.sandbox.runtime import require_runtime
+from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
     MODEL_GIT_DIR,
     SHADOW_DIR,
@@ -122,8 +123,10 @@ class DockerSandbox:
         workspace_root: Path | None = None,
         listener: ChannelListener | None = None,
         read_only: tuple[str, ...] | None = None,
+        layered: cow.Layered | None = None,
     ) -> None:
         self._client = client
+        self._layered = layered
         self._read_only = read_only
         self._listener = listener
         self.container_id = container_id
@@ -182,6 +185,13 @@ class DockerSandbox:
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
         user, owner = user_and_owner(config)
+        made = (
+            None
+            if initial_patch
+            else cls._try_layered(client, source, config, run_id, workspace_root, progress)
+        )
+        if made is not None:
+            return made
         root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
         started: dict[str, Any] = {}
         read_only: list[str] = []
@@ -239,6 +249,89 @@ class DockerSandbox:
                 listener.close()
             cleanup_failed_start(client, starter, started, root)
             raise
+
+    @classmethod
+    def _try_layered(
+        cls,
+        client: docker.DockerClient,
+        source: Path,
+        config: DockerSandboxConfig,
+        run_id: str,
+        workspace_root: Path | None,
+        progress: Progress,
+    ) -> DockerSandbox | None:
+        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before."""
+        parent = cow.parent_dir(config, workspace_root)
+        snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1])
+        if snap is None:
+            return None
+        try:
+            return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
+        except SandboxError as e:  # an engine without overlay volumes: copy as before
+            progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
+            return None
+
+    @classmethod
+    def _layered_on(
+        cls,
+        client: docker.DockerClient,
+        snap: Snapshot,
+        config: DockerSandboxConfig,
+        run_id: str,
+        workspace_root: Path | None,
+        *,
+        standby: bool,
+    ) -> DockerSandbox:
+        """A sandbox over overlay layers of ``snap``.
+
+        ``standby``: it makes the gate's clean copies ahead, from its first command on (while
+        the model works); a clean copy itself does not.
+        """
+        parent = cow.parent_dir(config, workspace_root)
+        up = cow.start(
+            client, snap, config, run_id=run_id, parent=parent, user_owner=user_and_owner(config)
+        )
+        sandbox = cls(
+            client,
+            up.container_id,
+            up.workspace,
+            user=user_and_owner(config)[0],
+            config=config,
+            channel=up.channel,
+            run_id=run_id,
+            workspace_root=workspace_root,
+            listener=up.listener,
+            read_only=up.read_only,
+            layered=up.layered,
+        )
+        up.layered.ahead = standby
+        return sandbox
+
+    def _begin_standby(self) -> None:
+        """Start the gate's next clean copy now, while the model works."""
+        if self._layered is None or self._closed:
+            return
+        standby = self._standby_of(self._layered)
+        self._layered.standby = standby
+        standby.begin()
+
+    def _standby_of(self, layered: cow.Layered) -> cow.Standby[DockerSandbox]:
+        """A clean copy to make: a layered sandbox on the same snapshot, without network."""
+        limits = self.config.limits.model_copy(update={"network": False})
+        config = self.config.model_copy(update={"limits": limits})
+        snapshot, run_id, root = layered.snapshot, f"{self.run_id}-gate", self._workspace_root
+
+        def make() -> DockerSandbox:
+            client = engine.connect()
+            try:
+                return DockerSandbox._layered_on(
+                    client, snapshot, config, run_id, root, standby=False
+                )
+            except BaseException:
+                client.close()
+                raise
+
+        return cow.Standby(make=make, close_one=DockerSandbox.close)
 
     def _open_channel(self) -> ExecutorChannel:
         try:
@@ -328,6 +421,8 @@ class DockerSandbox:
         self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     ) -> ExecResult:
         """Run ``command`` with bash in ``/workspace``; kill its process group on timeout."""
+        if self._layered is not None and self._layered.ahead and self._layered.standby is None:
+            self._begin_standby()  # the model works: the gate's next clean copy starts now
         answer = self._call(
             ExecRequest(command, timeout_s, max_output_bytes),
             timeout_s + _CHANNEL_MARGIN_S,
@@ -422,6 +517,13 @@ class DockerSandbox:
         Raises:
             SandboxError: the patch does not apply, or the sandbox did not start.
         """
+        layered = self._layered
+        if layered is not None:
+            made = self._layered_copy(layered)
+            if made is not None and made._apply_inside(patch):
+                return made
+            if made is not None:
+                made.close()
         limits = self.config.limits.model_copy(update={"network": False})
         config = self.config.model_copy(update={"limits": limits})
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
@@ -441,6 +543,35 @@ class DockerSandbox:
             ) from e
         finally:
             remove_workspace(source)
+
+    def _layered_copy(self, layered: cow.Layered) -> DockerSandbox | None:
+        """The clean copy made ahead, or one started now; ``None``: make a copy instead.
+
+        The next one starts when the model works again (``exec``), not while the gate's tests
+        run in this one.
+        """
+        standby, layered.standby = layered.standby, None
+        made: DockerSandbox | None = standby.take() if standby is not None else None
+        if made is not None:
+            return made
+        fresh: cow.Standby[DockerSandbox] = self._standby_of(layered)
+        fresh.begin()
+        return fresh.take()
+
+    def _apply_inside(self, patch: str) -> bool:
+        """Apply ``patch`` with git inside this (clean, layered) sandbox; whether it applied.
+
+        It fails where a copy would not too: a patch that changes a read-only path (the user
+        allowed harness changes), or one that does not apply; the caller then makes a copy.
+        """
+        if not patch.strip():
+            return True
+        inside = cow.write_patch(self._ws.root, patch)
+        try:
+            done = self.exec(f"git apply --whitespace=nowarn -- {inside}", timeout_s=_GIT_TIMEOUT_S)
+        except (SandboxError, ToolError):
+            return False
+        return done.exit_code == 0
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.
@@ -478,8 +609,14 @@ class DockerSandbox:
             if self._listener is not None:
                 self._listener.close()
             try:
+                if self._layered is not None and self._layered.standby is not None:
+                    self._layered.standby.close()
                 remove_container(self._client, self.container_id)
+                if self._layered is not None:
+                    overlay.remove_volumes(self._client, self._layered.volumes)
             finally:
+                if self._layered is not None:
+                    cow.remove_layers(self._ws.root)
                 remove_workspace(self._ws.root)
                 self._client.close()
         finally:

@@ -20,6 +20,7 @@ import docker
 import docker.errors
 
 from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox import overlay, snapcache
 from sandbox_agent.sandbox.engine import OWNER_LABEL, RUN_LABEL, WORKSPACE_LABEL
 from sandbox_agent.sandbox.workspace import OWNER_FILE, WORKSPACE_PREFIX, remove_workspace
 
@@ -35,6 +36,10 @@ class GcReport:
     """Names of removed containers."""
     workspaces: list[Path] = field(default_factory=list)
     """Removed workspace directories."""
+    volumes: list[str] = field(default_factory=list)
+    """Removed overlay volumes (copy-on-write workspaces)."""
+    snapshots: list[Path] = field(default_factory=list)
+    """Removed cached snapshots (no workspace left named them)."""
     kept: list[str] = field(default_factory=list)
     """Why each kept item was kept."""
 
@@ -88,6 +93,7 @@ def _collect_containers(
         workspace = Path(labels.get(WORKSPACE_LABEL, ""))
         if workspace.name.startswith(WORKSPACE_PREFIX) and workspace.is_dir():
             if not dry_run:
+                overlay.clear_work_dirs(workspace)
                 remove_workspace(workspace)
             report.workspaces.append(workspace)
 
@@ -121,6 +127,7 @@ def _collect_workspaces(
                 report.kept.append(why)
                 continue
             if not dry_run:
+                overlay.clear_work_dirs(path)
                 remove_workspace(path)
             report.workspaces.append(path)
 
@@ -149,6 +156,10 @@ def collect_garbage(
     report = GcReport()
     if client is not None:
         _collect_containers(client, report, include_live=include_live, dry_run=dry_run)
+        alive = (lambda _: False) if include_live else _label_owner_alive
+        report.volumes = overlay.collect_volumes(client, alive, dry_run=dry_run)
     search = list(roots) if roots is not None else default_roots()
     _collect_workspaces(search, report, include_live=include_live, dry_run=dry_run)
+    for root in search:
+        report.snapshots += snapcache.collect(root, dry_run=dry_run)
     return report

@@ -52,11 +52,13 @@ class Workspace:
     """The copy of the user's repo, mounted at ``/workspace``."""
     baseline: str
     """Sha of the baseline commit inside the copy."""
+    lower: Path | None = None
+    """The cached snapshot the workspace is layered on (``sandbox.overlay``); ``None``: a copy."""
 
     @property
     def shadow(self) -> Path:
         """The read-only bare repo holding the baseline's objects."""
-        return self.root / SHADOW_DIR
+        return (self.lower or self.root) / SHADOW_DIR
 
 
 def git_toplevel(path: Path) -> Path | None:
