@@ -1,15 +1,15 @@
 """SWE-bench end to end: instances cut from real fix commits, a batch, predictions.
 
 On the real engine, with each project's own environment built from its files. One instance is
-fixed right (the commit's own fix), one wrongly, one not at all; the batch writes
-``predictions.jsonl`` in the official harness's format and resolves exactly the first. The
-test patch is never in the model's workspace (the model searches every file for its lines)
-nor in any trace.
+fixed right (the commit's own fix), one not at all; the batch writes ``predictions.jsonl`` in
+the official harness's format and resolves exactly the first. The test patch is never in the
+model's workspace (the model searches every file for its lines) nor in any trace. A wrong fix
+failing its target is shown on the local repo below and in ``tests/gate/test_hidden.py``.
 
-Measured here: the marshmallow commit's FAIL_TO_PASS test already passes at its base commit in
-this environment (SWE-bench's validation would drop such an instance), so no patch resolves
-it and the targets check says why ("passed at the baseline already"); a wrong fix failing its
-target is shown on the local repo below and in ``tests/gate/test_hidden.py``.
+Two real instances, not three: each costs an environment build and several runs of the
+project's whole suite (half an hour for three on a loaded machine). The third instance cut
+(marshmallow 10afde11, in ``swebench_instances.py``) is one SWE-bench's validation would drop:
+its FAIL_TO_PASS test already passes at its base commit here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from sandbox_agent.gate.outcomes import to_report_id
 from tests.batch.helpers import CALC_FIX, batch_cli, batch_env, calc_repo, leftovers, write_tasks
 from tests.batch.swebench_instances import (
     HUMANIZE,
-    MARSHMALLOW,
     MORE_ITERTOOLS,
     Instance,
     build,
@@ -35,7 +34,7 @@ from tests.workflow.helpers import git, write_script
 
 pytestmark = pytest.mark.docker
 
-COMMITS = (MORE_ITERTOOLS, MARSHMALLOW, HUMANIZE)
+COMMITS = (MORE_ITERTOOLS, HUMANIZE)
 
 
 def _bash(command: str) -> dict[str, object]:
@@ -68,7 +67,7 @@ def _script(tmp_path: Path, instances: list[Instance]) -> Path:
     """One script for every instance (a SWE-bench batch has one model): search the workspace
     for every test patch's lines, make both edits (the one whose file is absent fails, as a
     tool error the run goes on from), finish. So the first instance gets its real fix, the
-    second a wrong one, the third nothing."""
+    second nothing."""
     needles = [line for i in instances for line in i.distinctive]
     return write_script(
         tmp_path / "script.jsonl", _bash(workspace_search(needles)), RIGHT, WRONG, FINISH
@@ -101,26 +100,24 @@ def test_swebench_batch_resolves_the_right_instance_and_writes_predictions(
 
     table = summary["swebench"]
     resolved = {r["instance_id"]: r["resolved"] for r in table["instances"]}
-    assert resolved == {ids[0]: True, ids[1]: False, ids[2]: False}, done.stderr
-    assert (table["resolved"], table["judged"], table["total"]) == (1, 3, 3)
-    assert f"resolved 1 of 3 judged: {ids[0]} (yes), {ids[1]} (no), {ids[2]} (no)" in done.stderr
+    assert resolved == {ids[0]: True, ids[1]: False}, done.stderr
+    assert (table["resolved"], table["judged"], table["total"]) == (1, 2, 2)
+    assert f"resolved 1 of 2 judged: {ids[0]} (yes), {ids[1]} (no)" in done.stderr
 
     predictions = Path(summary["batch_dir"]) / "predictions.jsonl"
     assert table["predictions"] == str(predictions)
     found = [json.loads(line) for line in predictions.read_text().splitlines()]
-    assert [sorted(p) for p in found] == [["instance_id", "model_name_or_path", "model_patch"]] * 3
+    assert [sorted(p) for p in found] == [["instance_id", "model_name_or_path", "model_patch"]] * 2
     by_id = {p["instance_id"]: p for p in found}
     assert set(by_id) == set(ids)
     assert "raise ValueError('n must be at least 0')" in by_id[ids[0]]["model_patch"]
-    assert 'd_kwargs["partial"] = partial or None' in by_id[ids[1]]["model_patch"]
-    assert by_id[ids[2]]["model_patch"] == ""
+    assert by_id[ids[1]]["model_patch"] == ""
     assert {p["model_name_or_path"] for p in found} == {f"scripted:{script}"}
     for instance in instances:  # the model's patch never holds the hidden test patch
         assert "tests/" not in by_id[str(instance.fields["instance_id"])]["model_patch"]
 
     for instance, task_id in zip(instances, ids, strict=True):
         _hidden_from_the_model(instance, runs[task_id])
-    _recorded_for_the_user(runs[ids[1]])
     assert leftovers(docker_client, [r["run_id"] for r in runs.values()], tmp_path / "tmp") == []
 
 
@@ -134,22 +131,6 @@ def _hidden_from_the_model(instance: Instance, run: dict[str, object]) -> None:
     for test_id in instance.fail_to_pass:
         assert test_id not in trace, test_id
         assert to_report_id(test_id) not in trace, test_id
-
-
-def _recorded_for_the_user(run: dict[str, object]) -> None:
-    """result.json keeps what the gate found (the target that failed); the trace says only no."""
-    run_dir = Path(str(run["run_dir"]))
-    record = json.loads((run_dir / "result.json").read_text())
-    finish = record["gate_history"][-1]
-    checks = {c["name"]: c for c in finish["checks"]}
-    assert not checks["targets"]["passed"]
-    assert "test_nested_partial_default (passed at the baseline" in checks["targets"]["detail"]
-    assert checks["pass_to_pass"]["passed"], checks["pass_to_pass"]
-    events = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
-    told = [e for e in events if e.get("event_type") == "gate_result" and e["phase"] == "finish"]
-    assert [c["name"] for c in told[-1]["checks"]][-1] == "hidden_tests"
-    assert told[-1]["attempts_left"] == 0
-    assert not told[-1]["passed"]
 
 
 CALC_TEST_PATCH = """\
