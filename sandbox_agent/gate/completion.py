@@ -84,8 +84,10 @@ class CompletionGate:
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
         self.judge = judge
         self.baseline_in_copy = baseline_in_copy
-        """Run the baseline in a clean copy of the original code, not in the workspace (a
-        revise: the workspace starts with an earlier run's changes, the patch holds both)."""
+        """Run the baseline in a clean copy of the original code, not in the workspace: what
+        its tests write (caches, snapshots, files in ``tests/``) is discarded with the copy,
+        and a revise's workspace starts with an earlier run's changes (the patch holds both).
+        The runner always sets it; ``False`` runs it in the model's sandbox."""
         self.baseline: TestRun | None = None
         self.verdicts: list[GateVerdict] = []
         self.pin: Pin | None = None
@@ -101,8 +103,9 @@ class CompletionGate:
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
 
-        This runs in the model's sandbox before the model did anything: it is clean. The
-        harness is resolved and recorded here; every later run must match it.
+        With ``baseline_in_copy`` it runs in a clean copy, so nothing it writes enters the
+        model's workspace or the patch. The harness is resolved and recorded here; every
+        later run must match it.
         """
         pin = resolve_pin(self.sandbox, self.test_command)
         if isinstance(pin, str):

@@ -28,10 +28,12 @@ _MODEL_ONLY = sorted(
     {*MODEL_GIT_ENV}
     | {f"GIT_CONFIG_{kind}_{i}" for kind in ("KEY", "VALUE") for i in range(len(NO_EXEC_CONFIG))}
 )
-_GATE_ENV = f"unset {' '.join(_MODEL_ONLY)}; export PYTHONDONTWRITEBYTECODE=1; "
+_GATE_ENV = f"unset {' '.join(_MODEL_ONLY)} TERM; export PYTHONDONTWRITEBYTECODE=1; "
 """Before every test run of the gate. What restricts the model's own commands (git pinned to
 the workspace, ``protocol.allow=never``, no global config) does not reach the tests: git in
-them works as it does outside the sandbox. No bytecode is written."""
+them works as it does outside the sandbox. ``TERM=dumb`` (plain output for the model) does not
+either: the tests see no terminal type, as on a CI runner (a colour library's tests, kleur's,
+fail under ``dumb``). No bytecode is written."""
 _IGNORE_TREE_BYTECODE = f"export PYTHONPYCACHEPREFIX={PYCACHE}; "
 """Added where compiled files may be in the tree (the user allowed harness changes, so
 ``compiled_files`` lets them through): no ``__pycache__`` there is read. Not always: with an

@@ -112,7 +112,7 @@ class Run:
             judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
-            baseline_in_copy=prepared.options.revises is not None,
+            baseline_in_copy=True,  # nothing the baseline's tests write reaches the workspace
         )
 
     def _initial_record(self) -> RunRecord:
