@@ -15,8 +15,8 @@ fetched project, named ``<owner>+<name>``) whose project is in ``FIXES``, sequen
    (``require = "proof"``);
 4. a harmless change (a comment appended to the first source file the commit changed) under
    ``--require no-regression``;
-5. with ``--refusals N``, on the first N projects: the same fix without its test, which the
-   default gate must refuse for want of proof.
+5. for the projects ``--refusals`` names (``owner/name,...``): the same fix without its
+   test, which the default gate must refuse for want of proof.
 
 No LLM, nothing spent; needs the engine and PyPI/npm/Debian. CI cannot fetch from GitHub, so
 these runs live here, not in the test suite.
@@ -186,7 +186,7 @@ def _baseline(row: FixRow, record: dict[str, Any]) -> None:
     row.baseline_counts = counts(blocks[1] if len(blocks) > 1 else text)
 
 
-def measure_fix(mirror: Path, work: Path, *, refusal: bool) -> FixRow:
+def measure_fix(mirror: Path, work: Path, *, refuse: set[str]) -> FixRow:
     """Clone at the fix's parent, plan, build twice, then the three runs."""
     owner_name = (mirror.parent.name if mirror.name == "repo" else mirror.name).replace("+", "/")
     row = FixRow(name=owner_name, sha=FIXES[owner_name])
@@ -210,7 +210,7 @@ def measure_fix(mirror: Path, work: Path, *, refusal: bool) -> FixRow:
         repo, work, "harmless", harmless_actions(repo, row.sha), "--require", "no-regression"
     )
     row.harmless = verdict(record)
-    if refusal:
+    if row.name in refuse:
         record, _ = _fix_run(repo, work, "untested", fix_actions(repo, row.sha, with_tests=False))
         row.refusal = verdict(record)
     return row
@@ -254,15 +254,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--work", type=Path)
     parser.add_argument(
-        "--refusals", type=int, default=0, help="the fix without its test, on the first N"
+        "--refusals", default="", help="comma-separated projects (owner/name) to also refuse"
     )
     parser.add_argument("--fixes", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="real-fixes-"))
     work.mkdir(parents=True, exist_ok=True)
     rows: list[FixRow] = []
-    for index, mirror in enumerate(args.mirrors):
-        rows.append(measure_fix(mirror, work, refusal=index < args.refusals))
+    refuse = set(filter(None, args.refusals.split(",")))
+    for mirror in args.mirrors:
+        rows.append(measure_fix(mirror, work, refuse=refuse))
         r = rows[-1]
         print(
             f"{r.name}: fix={r.fix[:80]} | harmless={r.harmless[:60]} | refusal={r.refusal[:60]}",

@@ -29,6 +29,7 @@ from sandbox_agent.gate import (
     harnessfiles,
     newtests,
     outcomes,
+    ownmodules,
     streamed,
     tamper,
     verdict,
@@ -123,6 +124,9 @@ class CompletionGate:
                 self.baseline = self._run_tests(copy, "baseline (the original code)", None)
         else:
             self.baseline = self._run_tests(self.sandbox, "baseline", None)
+        if self.pin is not None and self.pin.own:  # say how the rest was pinned
+            record = self.baseline.harness
+            self.pin_note = ownmodules.note(self.pin.own, record.pytest if record else None)
         return self.baseline
 
     def check(self, finish: Finish) -> GateVerdict:

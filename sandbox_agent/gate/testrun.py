@@ -17,7 +17,7 @@ import defusedxml
 import defusedxml.ElementTree
 
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.gate import harness
+from sandbox_agent.gate import harness, ownmodules
 from sandbox_agent.gate.harness import PYCACHE, HarnessRecord, Interpreter, Invocation
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
 from sandbox_agent.sandbox.gitops import MODEL_GIT_ENV, NO_EXEC_CONFIG
@@ -170,6 +170,8 @@ class Pin(Frozen):
 
     invocation: Invocation
     interpreter: Interpreter
+    own: tuple[str, ...] = ()
+    """Harness modules that are the project under test (``ownmodules``): from the workspace."""
 
 
 def resolve_pin(sandbox: Sandbox, command: str) -> Pin | str | None:
@@ -186,7 +188,9 @@ def resolve_pin(sandbox: Sandbox, command: str) -> Pin | str | None:
     interpreter = harness.parse_resolved(invocation, result.stdout)
     if isinstance(interpreter, str):
         return interpreter
-    return Pin(invocation=invocation, interpreter=interpreter)
+    found = _exec(sandbox, ownmodules.find_command(interpreter.python), 60.0)
+    own = ownmodules.parse(found.stdout) if found is not None and found.exit_code == 0 else ()
+    return Pin(invocation=invocation, interpreter=interpreter, own=own)
 
 
 def run_tests(
@@ -245,7 +249,7 @@ def _run_pinned(
     if setup is None or setup.exit_code != 0:
         return TestRun(label=label, command=command, result=None)
     pinned = harness.pinned_command(
-        pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
+        pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins, own=pin.own
     )
     result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None or result.timed_out:
