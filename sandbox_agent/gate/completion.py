@@ -25,6 +25,7 @@ from typing import Protocol
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.gate import (
     evidence,
+    exitproof,
     harness,
     harnessfiles,
     newtests,
@@ -215,6 +216,8 @@ class CompletionGate:
         """The baseline's tests alone, the new tests apart, and the flaky reruns."""
         runs = Runs(full=full, now=full)
         base = self.baseline.report if self.baseline is not None else None
+        if base is None and full.report is None:  # no per-test report: exit statuses prove
+            return self._exit_runs(runs, patch, added, label)
         if base is None or full.report is None:
             return runs
         fresh = [t for t in full.report.ids if t not in base.ids]
@@ -226,6 +229,16 @@ class CompletionGate:
             runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         if runs.now.report is not None:
             self._rerun_changed(runs, base, runs.now.report, without, label)
+        return runs
+
+    def _exit_runs(self, runs: Runs, patch: str, added: tuple[str, ...], label: str) -> Runs:
+        """Without a report, under ``proof``: the new test files alone on the baseline's code."""
+        if self.config.require != "proof":
+            return runs
+        files = newtests.new_test_files(added, self.is_protected, ())
+        _, only, self.new_files = newtests.split(patch, files)
+        if self.new_files:
+            runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         return runs
 
     def _rerun_changed(
@@ -259,6 +272,14 @@ class CompletionGate:
         elif self.config.targets:  # fail closed: a target cannot be seen without a report
             why = "no per-test report of the baseline and of the patch's run to find them in"
             checks.append(GateCheck(name="targets", passed=False, detail=why))
+        if (
+            rule == "proof"
+            and checks[0].passed
+            and runs.now.report is None
+            and self._no_baseline_report
+        ):
+            found = exitproof.check(self.baseline, runs.now, runs.new_on_base, self.new_files)
+            checks.append(found)
         if self.pin is not None:
             checks += [self._harness_check(r) for r in made[:1]]
             for run in made[1:]:
@@ -268,6 +289,11 @@ class CompletionGate:
                         check.model_copy(update={"detail": f"{run.label}: {check.detail}"})
                     )
         return checks
+
+    @property
+    def _no_baseline_report(self) -> bool:
+        """The baseline gave no per-test report (``npm test``): exit statuses are the evidence."""
+        return self.baseline is not None and self.baseline.report is None
 
     @property
     def _baseline_harness(self) -> HarnessRecord | None:
