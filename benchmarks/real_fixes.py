@@ -52,6 +52,18 @@ FIXES = {
     "debug-js/debug": "1f01b70f88202c22deaa3df70e343fc409504147",
 }
 """Each project's fix commit (its own history): the run starts at its parent."""
+WRITTEN_TESTS = {
+    "lukeed/kleur": {
+        "test/grey.js": (
+            "const test = require('tape');\nconst kleur = require('..');\n\n"
+            "test('grey is an alias of gray', t => {\n"
+            "  t.is(typeof kleur.grey, 'function');\n"
+            "  t.is(kleur.grey('x'), kleur.gray('x'));\n  t.end();\n});\n"
+        )
+    },
+}
+"""Where the commit's test change is not a test (kleur's changes a table of codes that
+``test/index.js`` reads), the regression test a model would write instead."""
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.")
 _SOURCE = re.compile(r"\.(py|js|mjs|cjs|ts)$")
 TASK = "Fix the bug the project's fix commit fixed; add a regression test."
@@ -109,9 +121,14 @@ def _write(path: str, content: str) -> dict[str, Any]:
     }
 
 
-def fix_actions(repo: Path, sha: str, *, with_tests: bool) -> list[dict[str, Any]]:
+def fix_actions(
+    repo: Path, sha: str, *, with_tests: bool, written: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """The scripted model's turns: write what the commit wrote, then finish."""
     actions: list[dict[str, Any]] = []
+    if with_tests and written:
+        actions += [_write(path, text) for path, text in written.items()]
+        with_tests = False  # these stand for the commit's test changes
     for status, path in _changes(repo, sha):
         if status == "D":
             actions.append(_bash(f"rm -f -- '{path}'"))
@@ -203,7 +220,12 @@ def measure_fix(mirror: Path, work: Path, *, refuse: set[str]) -> FixRow:
         return row
     code, _, seconds = run([*build, str(work / f"{repo.name}.cached.log")], work)
     row.cached_s = round(seconds, 1) if code == 0 else None
-    record, row.fix_s = _fix_run(repo, work, "fix", fix_actions(repo, row.sha, with_tests=True))
+    record, row.fix_s = _fix_run(
+        repo,
+        work,
+        "fix",
+        fix_actions(repo, row.sha, with_tests=True, written=WRITTEN_TESTS.get(row.name)),
+    )
     _baseline(row, record)
     row.fix = verdict(record)
     record, _ = _fix_run(
