@@ -9,12 +9,16 @@ scripted model of one harmless call, which finds the environment cached and runs
 before that call (the run then ends: its script ran out). The table goes to
 ``--out`` (Markdown) and stdout. Needs the engine and PyPI/npm/Debian; no LLM, nothing spent.
 CI cannot fetch from GitHub, so these runs live here, not in the test suite.
+
+``--fixes``: the fix table instead (``real_fixes.py``: each project's own bug fix, its
+regression test, and a harmless change, through the default gate).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -55,7 +59,7 @@ class Row:
     why: str = ""
 
 
-def _run(argv: list[str], cwd: Path, timeout: float = 3600) -> tuple[int, str, float]:
+def run(argv: list[str], cwd: Path, timeout: float = 3600) -> tuple[int, str, float]:
     started = time.perf_counter()
     try:
         done = subprocess.run(
@@ -66,7 +70,7 @@ def _run(argv: list[str], cwd: Path, timeout: float = 3600) -> tuple[int, str, f
     return done.returncode, done.stdout + done.stderr, time.perf_counter() - started
 
 
-def _sources(plan: dict[str, Any]) -> list[str]:
+def sources(plan: dict[str, Any]) -> list[str]:
     """The files the plan's steps and test command came from (the record first)."""
     found: list[str] = []
     texts = [s["why"] for s in plan["steps"]] + list(plan.get("test_why", {}).values())
@@ -79,7 +83,7 @@ def _sources(plan: dict[str, Any]) -> list[str]:
     return found
 
 
-def _counts(text: str) -> str:
+def counts(text: str) -> str:
     totals: dict[str, int] = {}
     for number, kind in _PYTEST_COUNT.findall(text):
         totals[kind.rstrip("s") if kind.startswith("error") else kind] = int(number)
@@ -104,7 +108,7 @@ def _baseline(row: Row, repo: Path, work: Path) -> None:
     script.write_text(SCRIPT)
     runs = work / "runs"
     argv = [*CLI, "fix", "--repo", str(repo), "--model", f"scripted:{script}"]
-    code, out, _ = _run([*argv, "--runs-dir", str(runs), "--json", "baseline only"], work)
+    code, out, _ = run([*argv, "--runs-dir", str(runs), "--json", "baseline only"], work)
     try:
         record = json.loads(out[out.index("{") :].splitlines()[0]) if "{" in out else {}
     except (ValueError, json.JSONDecodeError):
@@ -116,7 +120,7 @@ def _baseline(row: Row, repo: Path, work: Path) -> None:
     text = log.read_text(errors="replace") if log and log.is_file() else ""
     blocks = re.split(r"(?m)^===== ", text)  # each run's header; pytest's rules have more "="
     baseline = blocks[1] if len(blocks) > 1 else text  # the first run is the baseline
-    row.counts = _counts(baseline)
+    row.counts = counts(baseline)
     row.why = _why(baseline) or (diagnosis.get("message") or "")[:120]
 
 
@@ -126,17 +130,17 @@ def measure(mirror: Path, work: Path) -> Row:
     row = Row(name=name.replace("+", "/"))
     repo = work / name
     subprocess.run(["git", "clone", "-q", str(mirror), str(repo)], check=True)
-    code, out, _ = _run([*CLI, "env", "plan", "--repo", str(repo), "--json"], work)
+    code, out, _ = run([*CLI, "env", "plan", "--repo", str(repo), "--json"], work)
     plan = json.loads(out[out.index("{") :]) if code == 0 else {}
-    row.sources = _sources(plan) if plan else [f"plan failed: {out.strip()[-200:]}"]
+    row.sources = sources(plan) if plan else [f"plan failed: {out.strip()[-200:]}"]
     row.test_command = (plan.get("test_commands") or [""])[0]
     build = [*CLI, "env", "build", "--repo", str(repo), "--log"]
-    code, out, seconds = _run([*build, str(work / f"{name}.build.log")], work)
+    code, out, seconds = run([*build, str(work / f"{name}.build.log")], work)
     row.first_s = round(seconds, 1) if code == 0 and "is cached" not in out else None
     if code != 0:
         row.verdict, row.why = "build failed", out.strip().splitlines()[-1][:160] if out else ""
         return row
-    code, _, seconds = _run([*build, str(work / f"{name}.cached.log")], work)
+    code, _, seconds = run([*build, str(work / f"{name}.cached.log")], work)
     row.cached_s = round(seconds, 1) if code == 0 else None
     _baseline(row, repo, work)
     return row
@@ -168,6 +172,9 @@ def table(rows: list[Row]) -> str:
 
 
 def main() -> None:
+    if "--fixes" in sys.argv:  # the fix table: real_fixes.py, with the same arguments
+        fixes = str(Path(__file__).with_name("real_fixes.py"))
+        os.execv(sys.executable, [sys.executable, fixes, *sys.argv[1:]])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mirrors", nargs="+", type=Path)
     parser.add_argument("--out", type=Path)

@@ -25,11 +25,13 @@ from typing import Protocol
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.gate import (
     evidence,
+    exitproof,
     harness,
     harnessfiles,
     hidden,
     newtests,
     outcomes,
+    ownmodules,
     streamed,
     tamper,
     verdict,
@@ -78,8 +80,6 @@ class CompletionGate:
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
-        if hidden_tests is not None and baseline_in_copy:
-            raise ValueError("hidden tests judge a run from the base commit, not a revision")
         self.sandbox = sandbox
         self.config = config
         self.test_command: str = config.test_command
@@ -89,11 +89,13 @@ class CompletionGate:
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
         self.judge = judge
         self.baseline_in_copy = baseline_in_copy
+        """Run the baseline in a clean copy of the original code, not in the workspace: what
+        its tests write (caches, snapshots, files in ``tests/``) is discarded with the copy,
+        and a revise's workspace starts with an earlier run's changes (the patch holds both).
+        The runner always sets it; ``False`` runs it in the model's sandbox."""
         self.hidden = hidden_tests
         """SWE-bench's test patch and lists: every judged copy holds the test patch, and the
         model is told of the hidden runs only whether they pass (``hidden.py``)."""
-        """Run the baseline in a clean copy of the original code, not in the workspace (a
-        revise: the workspace starts with an earlier run's changes, the patch holds both)."""
         self.baseline: TestRun | None = None
         """What a finish is judged against (with hidden tests: the baseline with them)."""
         self.seen_baseline: TestRun | None = None
@@ -112,8 +114,9 @@ class CompletionGate:
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
 
-        This runs in the model's sandbox before the model did anything: it is clean. The
-        harness is resolved and recorded here; every later run must match it.
+        With ``baseline_in_copy`` it runs in a clean copy, so nothing it writes enters the
+        model's workspace or the patch. The harness is resolved and recorded here; every
+        later run must match it.
         """
         pin = resolve_pin(self.sandbox, self.test_command)
         if isinstance(pin, str):
@@ -128,13 +131,16 @@ class CompletionGate:
         self.pin = pin if isinstance(pin, Pin) else None
         if self.baseline_in_copy:
             with self.judge("") as copy:
-                self.baseline = self._run_tests(copy, "baseline (the original code)", None)
-            return self.baseline
-        seen = self._run_tests(self.sandbox, "baseline", None)
+                seen = self._run_tests(copy, "baseline (the original code)", None)
+        else:
+            seen = self._run_tests(self.sandbox, "baseline", None)
         self.baseline = self.seen_baseline = seen
         if self.hidden is not None:  # judged against; never returned, so never told
             with self._copy("") as copy:
                 self.baseline = self._run_tests(copy, "baseline with the hidden tests", None)
+        if self.pin is not None and self.pin.own:  # say how the rest was pinned
+            record = self.baseline.harness
+            self.pin_note = ownmodules.note(self.pin.own, record.pytest if record else None)
         return seen
 
     def check(self, finish: Finish) -> GateVerdict:
@@ -232,6 +238,8 @@ class CompletionGate:
         """The baseline's tests alone, the new tests apart, and the flaky reruns."""
         runs = Runs(full=full, now=full)
         base = self.baseline.report if self.baseline is not None else None
+        if base is None and full.report is None:  # no per-test report: exit statuses prove
+            return self._exit_runs(runs, patch, added, label)
         if base is None or full.report is None:
             return runs
         fresh = [t for t in full.report.ids if t not in base.ids]
@@ -245,6 +253,16 @@ class CompletionGate:
             runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         if runs.now.report is not None:
             self._rerun_changed(runs, base, runs.now.report, without, label)
+        return runs
+
+    def _exit_runs(self, runs: Runs, patch: str, added: tuple[str, ...], label: str) -> Runs:
+        """Without a report, under ``proof``: the new test files alone on the baseline's code."""
+        if self.config.require != "proof":
+            return runs
+        files = newtests.new_test_files(added, self.is_protected, ())
+        _, only, self.new_files = newtests.split(patch, files)
+        if self.new_files:
+            runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         return runs
 
     def _rerun_changed(
@@ -280,6 +298,14 @@ class CompletionGate:
         elif targets or keep:  # fail closed: a target cannot be seen without a report
             why = "no per-test report of the baseline and of the patch's run to find them in"
             checks.append(GateCheck(name="targets", passed=False, detail=why))
+        if (
+            rule == "proof"
+            and checks[0].passed
+            and runs.now.report is None
+            and self._no_baseline_report
+        ):
+            found = exitproof.check(self.baseline, runs.now, runs.new_on_base, self.new_files)
+            checks.append(found)
         if self.pin is not None:
             checks += [self._harness_check(r) for r in made[:1]]
             for run in made[1:]:
@@ -289,6 +315,11 @@ class CompletionGate:
                         check.model_copy(update={"detail": f"{run.label}: {check.detail}"})
                     )
         return checks
+
+    @property
+    def _no_baseline_report(self) -> bool:
+        """The baseline gave no per-test report (``npm test``): exit statuses are the evidence."""
+        return self.baseline is not None and self.baseline.report is None
 
     @property
     def _baseline_harness(self) -> HarnessRecord | None:

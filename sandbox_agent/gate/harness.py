@@ -5,6 +5,8 @@ with ``VAR=value`` prefixes) is not run as written. Its interpreter is resolved 
 baseline, to an absolute path outside the workspace, and every run goes through a boot script
 (``python -c``) that:
 
+- imports the harness modules that are the project under test, found at the baseline
+  (``ownmodules.py``: pluggy's own repository), from its install in the workspace;
 - takes the workspace off ``sys.path`` and imports pytest and the gate's own probe plugin
   (``pytest_probe.py``) from the environment, so a ``pytest.py`` or ``_pytest/`` the model
   writes cannot stand in for them (a plugin module it shadows shows in the record: its file);
@@ -257,6 +259,9 @@ def inside(p):
 original = [p for p in sys.path if p != ""]
 early = sorted(n for n, m in list(sys.modules.items())
                if inside(getattr(m, "__file__", None) or "/"))
+sys.path[:] = original
+for name in cfg["own"]:
+    importlib.import_module(name)
 sys.path[:] = [cfg["probe_dir"]] + [p for p in original if not inside(p)]
 import pytest, pluggy
 probe = importlib.import_module(cfg["probe"])
@@ -288,11 +293,14 @@ def pinned_command(
     *,
     run_dir: str,
     named_plugins: tuple[str, ...] | None,
+    own: tuple[str, ...] = (),
 ) -> str:
     """The bash command that runs the tests under the pinned harness.
 
     ``named_plugins``: ``None`` for the baseline run (entry-point plugins autoload as usual);
     else autoloading is off and exactly these entry-point plugins are loaded, by name.
+    ``own``: harness modules that are the project under test (``ownmodules``), imported from
+    the workspace's install before the rest of the harness.
     """
     args = [*invocation.args, "-p", "no:cacheprovider", *GATE_OPTIONS]
     env = ["PYTHONDONTWRITEBYTECODE=1"]
@@ -309,6 +317,7 @@ def pinned_command(
         "script": interpreter.script or "",
         "args": args,
         "audit": named_plugins is None,  # what was used is read at the baseline only
+        "own": list(own),
     }
     words = [
         *invocation.assignments,

@@ -17,7 +17,7 @@ import defusedxml
 import defusedxml.ElementTree
 
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.gate import harness
+from sandbox_agent.gate import harness, ownmodules
 from sandbox_agent.gate.harness import PYCACHE, HarnessRecord, Interpreter, Invocation
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
 from sandbox_agent.sandbox.gitops import MODEL_GIT_ENV, NO_EXEC_CONFIG
@@ -28,10 +28,12 @@ _MODEL_ONLY = sorted(
     {*MODEL_GIT_ENV}
     | {f"GIT_CONFIG_{kind}_{i}" for kind in ("KEY", "VALUE") for i in range(len(NO_EXEC_CONFIG))}
 )
-_GATE_ENV = f"unset {' '.join(_MODEL_ONLY)}; export PYTHONDONTWRITEBYTECODE=1; "
+_GATE_ENV = f"unset {' '.join(_MODEL_ONLY)} TERM; export PYTHONDONTWRITEBYTECODE=1; "
 """Before every test run of the gate. What restricts the model's own commands (git pinned to
 the workspace, ``protocol.allow=never``, no global config) does not reach the tests: git in
-them works as it does outside the sandbox. No bytecode is written."""
+them works as it does outside the sandbox. ``TERM=dumb`` (plain output for the model) does not
+either: the tests see no terminal type, as on a CI runner (a colour library's tests, kleur's,
+fail under ``dumb``). No bytecode is written."""
 _IGNORE_TREE_BYTECODE = f"export PYTHONPYCACHEPREFIX={PYCACHE}; "
 """Added where compiled files may be in the tree (the user allowed harness changes, so
 ``compiled_files`` lets them through): no ``__pycache__`` there is read. Not always: with an
@@ -168,6 +170,8 @@ class Pin(Frozen):
 
     invocation: Invocation
     interpreter: Interpreter
+    own: tuple[str, ...] = ()
+    """Harness modules that are the project under test (``ownmodules``): from the workspace."""
 
 
 def resolve_pin(sandbox: Sandbox, command: str) -> Pin | str | None:
@@ -184,7 +188,9 @@ def resolve_pin(sandbox: Sandbox, command: str) -> Pin | str | None:
     interpreter = harness.parse_resolved(invocation, result.stdout)
     if isinstance(interpreter, str):
         return interpreter
-    return Pin(invocation=invocation, interpreter=interpreter)
+    found = _exec(sandbox, ownmodules.find_command(interpreter.python), 60.0)
+    own = ownmodules.parse(found.stdout) if found is not None and found.exit_code == 0 else ()
+    return Pin(invocation=invocation, interpreter=interpreter, own=own)
 
 
 def run_tests(
@@ -243,7 +249,7 @@ def _run_pinned(
     if setup is None or setup.exit_code != 0:
         return TestRun(label=label, command=command, result=None)
     pinned = harness.pinned_command(
-        pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins
+        pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins, own=pin.own
     )
     result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None or result.timed_out:

@@ -106,6 +106,8 @@ class Run:
             protected=None if read_only is None else frozenset(read_only),
         )
         """The policy engine; it sees the host copy so symlinks out of the repo are caught."""
+        if prepared.options.hidden_tests is not None and prepared.options.parent is not None:
+            raise ValueError("hidden tests judge a run from its base commit, not a continuation")
         self.gate = CompletionGate(
             sandbox,
             self.settings.gate,
@@ -113,7 +115,7 @@ class Run:
             judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,
-            baseline_in_copy=prepared.options.parent is not None,
+            baseline_in_copy=True,  # nothing the baseline's tests write reaches the workspace
             hidden_tests=prepared.options.hidden_tests,
         )
 

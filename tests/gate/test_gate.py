@@ -156,9 +156,10 @@ def test_gate_timeout_is_a_rejection(sandbox: TempDirSandbox, tmp_path: Path) ->
 
 
 def test_empty_diff_is_rejected_unless_allowed(sandbox: TempDirSandbox, tmp_path: Path) -> None:
-    gate = make_gate(sandbox, tmp_path, test_command="true")
+    rule = "no-regression"  # under proof, no change proves nothing either (test_exit_proof)
+    gate = make_gate(sandbox, tmp_path, test_command="true", require=rule)
     assert failed_after_check(gate) == ["diff"]
-    relaxed = make_gate(sandbox, tmp_path, test_command="true", require_diff=False)
+    relaxed = make_gate(sandbox, tmp_path, test_command="true", require_diff=False, require=rule)
     assert relaxed.check(FINISH).passed
 
 

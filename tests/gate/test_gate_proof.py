@@ -172,7 +172,12 @@ def test_a_new_module_shadowing_the_code_does_not_change_the_baseline_tests_run(
 
 
 def test_targets_without_a_per_test_report_fail_closed(sandbox: TempDirSandbox) -> None:
-    gate = make_gate(sandbox, test_command="true", targets=["tests/test_calc.py::test_mul"])
+    gate = make_gate(
+        sandbox,
+        test_command="true",
+        targets=["tests/test_calc.py::test_mul"],
+        require="no-regression",  # proof by exit status is its own check (test_exit_proof)
+    )
     sandbox.write_file("calc.py", FIXED)
     verdict = gate.check(FINISH)
     assert list(failed(verdict)) == ["targets"]
