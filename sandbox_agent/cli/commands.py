@@ -45,7 +45,7 @@ COMMANDS: dict[str, Entry] = {
         "Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.",
     ),
     "resume": Entry(
-        "resume",
+        "fix",
         "Continue a stopped run (steps, budget, Ctrl-C, crash) from its conversation and diff.",
     ),
     "runs": Entry(

@@ -1,4 +1,4 @@
-"""Commands ``fix``, ``revise`` and ``demo``: flags -> ``runner``; errors -> exit codes; no logic.
+"""Commands ``fix``, ``revise``, ``resume`` and ``demo``: flags -> ``runner``; errors -> exit codes.
 
 Exit codes of ``fix``: 0 finished with the gate passed; 1 the run ended without that;
 2 a usage or environment error before the run started. ``cli/app.py`` mounts these commands
@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -33,7 +34,8 @@ from sandbox_agent.cli.runs import read_patch
 from sandbox_agent.cli.views import show, summary
 from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
-from sandbox_agent.run.artifacts import RunRecord
+from sandbox_agent.run.artifacts import RunDir, RunRecord
+from sandbox_agent.run.resume import resume_options
 from sandbox_agent.run.revision import ignored_request, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.types import ToolCall
@@ -47,7 +49,7 @@ out = console()
 
 
 def register(root: typer.Typer) -> None:
-    """Add ``fix``, ``revise`` and ``demo`` to the main command line."""
+    """Add ``fix``, ``revise``, ``resume`` and ``demo`` to the main command line."""
     root.registered_commands.extend(app.registered_commands)
 
 
@@ -68,6 +70,15 @@ QuietOption = Annotated[
         "-q",
         help="One line per step on a terminal too: no streamed model text, results or waits.",
     ),
+]
+
+PolicyOption = Annotated[Path | None, typer.Option(help="Your policy file (trusted).")]
+TrustOption = Annotated[
+    bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
+]
+RunRepoOption = Annotated[
+    Path | None,
+    typer.Option(help="The repository (default: here, which must be the run's)."),
 ]
 
 
@@ -124,12 +135,10 @@ def fix(
         Path, typer.Option(help="The repository to fix (only ever read; its git root is used).")
     ] = Path(),
     task_file: Annotated[Path | None, typer.Option(help="Read the task from this file.")] = None,
-    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
+    policy: PolicyOption = None,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
-    trust_repo_policy: Annotated[
-        bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
-    ] = False,
+    trust_repo_policy: TrustOption = False,
     quiet: QuietOption = False,
     *,
     flags: SettingFlags,
@@ -158,14 +167,9 @@ def fix(
 def revise(
     run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
     feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
-    repo: Annotated[
-        Path | None,
-        typer.Option(help="The repository (default: here, which must be the run's)."),
-    ] = None,
-    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
-    trust_repo_policy: Annotated[
-        bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
-    ] = False,
+    repo: RunRepoOption = None,
+    policy: PolicyOption = None,
+    trust_repo_policy: TrustOption = False,
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
     quiet: QuietOption = False,
@@ -178,9 +182,9 @@ def revise(
     is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
     alone. Its settings are yours (settings files and these flags), never the earlier run's.
     """
-    try:
-        run_dir = find_any_run(runs_dir, run)
-        options = revise_options(
+
+    def options(run_dir: RunDir) -> FixOptions:
+        return revise_options(
             run_dir,
             feedback,
             repo=repo,
@@ -189,6 +193,66 @@ def revise(
             overrides=flags,
             runs_dir=runs_dir,
         )
+
+    _go_on(run, runs_dir, options, as_json=as_json, quiet=quiet)
+
+
+@app.command(cls=Command)
+@setting_flags
+def resume(
+    run: Annotated[str, typer.Argument(help="The run to resume: id, id prefix or directory.")],
+    repo: RunRepoOption = None,
+    policy: PolicyOption = None,
+    trust_repo_policy: TrustOption = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Resume although the repository or the environment changed since the run, "
+            "or the run never recorded its end.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+    runs_dir: RunsDirOption = None,
+    quiet: QuietOption = False,
+    *,
+    flags: SettingFlags,
+) -> None:
+    """Continue a stopped run (steps, budget, Ctrl-C, crash) from its conversation and diff.
+
+    The new run starts from the run's patch on a fresh copy of the same baseline, with the
+    conversation so far (compacted as any long one), and the limits of your settings and these
+    flags. Its settings are yours, never the earlier run's; a run that passed its gate is
+    changed with `revise`.
+    """
+
+    def options(run_dir: RunDir) -> FixOptions:
+        return resume_options(
+            run_dir,
+            find=lambda run_id: find_any_run(runs_dir, run_id),
+            repo=repo,
+            policy_file=policy,
+            trust_repo_policy=trust_repo_policy,
+            overrides=flags,
+            runs_dir=runs_dir,
+            force=force,
+        )
+
+    _go_on(run, runs_dir, options, as_json=as_json, quiet=quiet)
+
+
+def _go_on(
+    run: str,
+    runs_dir: Path | None,
+    options_of: Callable[[RunDir], FixOptions],
+    *,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Run a new run that continues ``run`` (``revise``, ``resume``), with the options made."""
+    try:
+        run_dir = find_any_run(runs_dir, run)
+        options = options_of(run_dir)
         ignored = ignored_request(run_dir.read_record())
     except UserError as e:
         raise fail(e) from e

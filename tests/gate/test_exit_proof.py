@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.gate.completion import CompletionGate
-from sandbox_agent.settings import GateSection
+from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import Finish, GateVerdict
 from tests.fakes import TempDirSandbox
 
