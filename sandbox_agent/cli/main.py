@@ -84,11 +84,11 @@ def quick_answer(
     if any(k.startswith("_") and k.endswith("_COMPLETE") for k in environ):
         return None  # a shell asks typer for completions
     terminal = sys.stdout.isatty()
-    if terminal and environ.get("TERM", "").lower() in {"dumb", "unknown"}:
-        return None
+    if terminal and environ.get("TERM", "").lower() in {"", "dumb", "unknown"}:
+        return None  # rich picks its colours (or none) from TERM: let it
     width = terminal_width(environ)
-    if width not in WIDTHS:
-        return None
+    if width not in WIDTHS or len(f"{prog} [OPTIONS] COMMAND [ARGS]...") > width - 9:
+        return None  # a usage line rich would wrap
     text = root_help(prog, width, colour=terminal)
     return (text, 0) if args else (text[:-1], 2)  # typer's answer to no arguments: no blank line
 

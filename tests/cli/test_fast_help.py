@@ -95,6 +95,11 @@ def test_anything_else_is_typers_to_answer(args: list[str], environ: dict[str, s
     assert quick_answer(args, environ, "sandbox-agent") is None
 
 
+def test_a_program_name_too_long_for_one_usage_line_is_typers_to_answer() -> None:
+    assert quick_answer(["--help"], {"COLUMNS": "60"}, "x" * 30) is None
+    assert quick_answer(["--help"], {"COLUMNS": "60"}, "x" * 10) is not None
+
+
 def test_on_a_terminal_the_help_is_styled(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "sandbox-agent"
     pid, fd = pty.fork()
