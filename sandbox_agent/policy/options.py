@@ -9,12 +9,105 @@ calls back into it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 from sandbox_agent.policy.analysis import Run, Shell, Steps
 from sandbox_agent.policy.paths import looks_like_path
 from sandbox_agent.policy.scripts import check_awk, check_sed
 from sandbox_agent.policy.spec import Opt, ProgramSpec, find_option
 
-__all__ = ["OptionReader", "at"]
+__all__ = ["OptionReader", "OptionWord", "at", "option_word", "scan"]
+
+
+@dataclass(frozen=True, slots=True)
+class OptionWord:
+    """One option word (``--force``, ``-rf``, ``-o FILE``) as a program's option table reads it."""
+
+    consumed: int
+    """How many words it took: 2 when the next word is an option's value."""
+    effects: tuple[tuple[str, Opt, str | None], ...] = ()
+    """The listed options it names, each with its value (or ``None``)."""
+    unknown: str | None = None
+    """An option the table does not list that ends the reading of this word (``--long``, or a
+    letter of a strict spec); a strict spec refuses it."""
+    unlisted: tuple[str, ...] = ()
+    """Letters a non-strict table does not list, skipped (``-rf`` for ``rm``)."""
+    path: str | None = None
+    """Text of the word that may name a file read (``--opt=PATH``, ``-I/usr/include``)."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every option the word names, listed or not."""
+        unknown = (self.unknown,) if self.unknown is not None else ()
+        return (*(name for name, _, _ in self.effects), *self.unlisted, *unknown)
+
+
+def scan(spec: ProgramSpec, args: list[str]) -> Iterator[str | OptionWord]:
+    """The words of ``args`` in order: an operand as itself, an option as an ``OptionWord``.
+
+    After ``--`` every word is an operand. The one reading of options: the effects stage
+    (``OptionReader``) and deny and ask rules (``rules.normalise``) both use it.
+    """
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            yield from args[i + 1 :]
+            return
+        if not token.startswith("-") or token == "-":
+            yield token
+            i += 1
+            continue
+        word = option_word(spec, args, i)
+        yield word
+        i += word.consumed
+
+
+def option_word(spec: ProgramSpec, args: list[str], i: int) -> OptionWord:
+    """The option word at ``args[i]``: what it names and how many words it consumes."""
+    token = args[i]
+    if token.startswith("--") or spec.single_dash_long or token in spec.options:
+        return _long_option(spec, args, i)
+    effects: list[tuple[str, Opt, str | None]] = []
+    unlisted: list[str] = []
+    for j in range(1, len(token)):
+        name = "-" + token[j]
+        short = spec.options.get(name)
+        if short is None:
+            if spec.strict:
+                return OptionWord(1, tuple(effects), name, tuple(unlisted))
+            unlisted.append(name)
+            continue
+        if not short.value:
+            if short.optional and token[j + 1 :]:
+                return OptionWord(
+                    1, (*effects, (name, short, token[j + 1 :])), None, tuple(unlisted)
+                )
+            effects.append((name, short, None))
+            continue
+        attached = token[j + 1 :]
+        if attached:
+            return OptionWord(1, (*effects, (name, short, attached)), None, tuple(unlisted))
+        return OptionWord(2, (*effects, (name, short, at(args, i + 1))), None, tuple(unlisted))
+    if effects:
+        return OptionWord(1, tuple(effects), None, tuple(unlisted))
+    cut = min((token.find(c) for c in "/~" if c in token), default=-1)
+    return OptionWord(1, (), None, tuple(unlisted), token[cut:] if cut > 0 else None)
+
+
+def _long_option(spec: ProgramSpec, args: list[str], i: int) -> OptionWord:
+    token = args[i]
+    hit = find_option(spec.options, token, prefixes=spec.abbreviations)
+    if hit is None:
+        return OptionWord(1, unknown=token.partition("=")[0], path=token.partition("=")[2])
+    name, opt = hit
+    if not opt.value:
+        given = opt.optional and "=" in token
+        return OptionWord(1, ((name, opt, token.partition("=")[2] if given else None),))
+    if "=" in token:
+        return OptionWord(1, ((name, opt, token.partition("=")[2]),))
+    return OptionWord(2, ((name, opt, at(args, i + 1)),))
 
 
 class OptionReader:
@@ -32,18 +125,15 @@ class OptionReader:
         patterns_given = False
         rewrites: set[str] = set()
         """``in_place``/``fix`` effects seen: the operands are written, files or trees."""
-        i = 0
-        while i < len(args):
-            token = args[i]
-            if token == "--":
-                positionals.extend(args[i + 1 :])
-                break
-            if not token.startswith("-") or token == "-":
-                positionals.append(token)
-                i += 1
+        for word in scan(spec, args):
+            if isinstance(word, str):
+                positionals.append(word)
                 continue
-            consumed, effects = self._option_token(prog, spec, args, i)
-            for name, opt, value in effects:
+            if word.unknown is not None:
+                self.unknown(prog, spec, word.unknown)
+            if word.path is not None:
+                self.path_arg(word.path)
+            for name, opt, value in word.effects:
                 patterns_given = patterns_given or opt.effect in ("script", "script_file")
                 rewrites.update([opt.effect] if opt.effect in ("in_place", "fix") else [])
                 if opt.optional and value is not None and opt.reason:
@@ -52,61 +142,11 @@ class OptionReader:
                     self._script(spec.script, value)
                 else:
                     self.effect(prog, name, opt, value)
-            i += consumed
         if "fix" in rewrites:
             for path in positionals or ["."]:
                 self.out.fact("trees", path)
             positionals = []
         self._positionals(spec, positionals, patterns_given, "in_place" in rewrites)
-
-    def _option_token(
-        self, prog: str, spec: ProgramSpec, args: list[str], i: int
-    ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
-        """Effects of the option word at ``args[i]`` and how many words it consumed."""
-        token = args[i]
-        if token.startswith("--") or spec.single_dash_long or token in spec.options:
-            return self._long_option(prog, spec, args, i)
-        effects: list[tuple[str, Opt, str | None]] = []
-        for j in range(1, len(token)):
-            name = "-" + token[j]
-            short = spec.options.get(name)
-            if short is None:
-                if spec.strict:
-                    self.unknown(prog, spec, name)
-                    return 1, effects
-                continue
-            if not short.value:
-                if short.optional and token[j + 1 :]:
-                    return 1, [*effects, (name, short, token[j + 1 :])]
-                effects.append((name, short, None))
-                continue
-            attached = token[j + 1 :]
-            if attached:
-                return 1, [*effects, (name, short, attached)]
-            return 2, [*effects, (name, short, at(args, i + 1))]
-        if effects:
-            return 1, effects
-        cut = min((token.find(c) for c in "/~" if c in token), default=-1)
-        if cut > 0:
-            self.path_arg(token[cut:])
-        return 1, []
-
-    def _long_option(
-        self, prog: str, spec: ProgramSpec, args: list[str], i: int
-    ) -> tuple[int, list[tuple[str, Opt, str | None]]]:
-        token = args[i]
-        hit = find_option(spec.options, token, prefixes=spec.abbreviations)
-        if hit is None:
-            self.unknown(prog, spec, token.partition("=")[0])
-            self.path_arg(token.partition("=")[2])
-            return 1, []
-        name, opt = hit
-        if not opt.value:
-            given = opt.optional and "=" in token
-            return 1, [(name, opt, token.partition("=")[2] if given else None)]
-        if "=" in token:
-            return 1, [(name, opt, token.partition("=")[2])]
-        return 2, [(name, opt, at(args, i + 1))]
 
     def unknown(self, prog: str, spec: ProgramSpec, name: str) -> None:
         """An option a strict spec does not list: refused, since its value is unknown."""

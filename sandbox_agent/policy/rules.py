@@ -10,7 +10,11 @@ Allow rules match the argv literally from the front. Deny and ask rules match ho
 flags are written: ``rm -rf``, ``rm -fr``, ``rm -r -f`` and ``rm --recursive --force`` are one
 command, ``--opt=value`` and ``--opt value`` are one option, flags may come in any order or
 position, and the rule's later words may be separated by option values (``git push origin``
-matches ``git push -o ci.skip origin``). A deny or ask rule ending in ``$`` matches only when no
+matches ``git push -o ci.skip origin``). Rule and command are read with the program's option
+table, by the one reader the effects stage uses (``options.scan``): an abbreviation resolves
+(``rm --recur`` is ``-r``), and a listed option's value is not an operand (``git branch --sort
+refname`` names no branch); the word after an option the table does not list counts both as
+its value and as an operand. A deny or ask rule ending in ``$`` matches only when no
 positional follows its words (``git stash $`` is a bare ``git stash``, not ``git stash list``).
 
 A rule may end in ``  # reason`` (blanks, ``#``, a blank): the sentence a refusal by that rule
@@ -20,10 +24,13 @@ tells the model, which should say what to do instead.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from sandbox_agent.policy.programs import ALIASES, PROGRAMS, PYTHONS
+from sandbox_agent.policy.options import OptionWord, at, scan
+from sandbox_agent.policy.programs import ALIASES, PROGRAMS, PYTHONS, SPECS
+from sandbox_agent.policy.spec import ProgramSpec, SuiteSpec
 from sandbox_agent.settings.rulesyntax import rule_words
 
 __all__ = ["Rule", "parse_rule", "program_name"]
@@ -145,30 +152,81 @@ def normalise(argv: tuple[str, ...], *, rule: bool = False) -> _Normal:
 
 
 def _generic_normal(argv: tuple[str, ...], rule: bool) -> _Normal:
+    """Read with the program's option table, as the effects stage reads it (``options.scan``).
+
+    A subcommand with a table of its own (``pip install``, ``git push``) is read with that
+    table; git's options before the subcommand with git's. An option the table does not list
+    may take the next word as its value or not: in a command that word is kept both ways.
+    """
     program = argv[0]
-    aliases = ALIASES.get(program, {})
-    spec = PROGRAMS.get(program)
-    single_dash_long = spec is not None and spec.single_dash_long
-    positionals: list[str] = []
-    flags: set[str] = set()
-    values: set[tuple[str, str]] = set()
-    rest = argv[1:]
-    for i, token in enumerate(rest):
-        if token == "--":
-            positionals.extend(rest[i + 1 :])
-            break
-        if not token.startswith("-") or token == "-":
-            positionals.append(token)
-            continue
-        names, value = _flag_names(token, single_dash_long)
-        for name in names:
-            canonical = aliases.get(name, name)
-            flags.add(canonical)
-            if value is not None:
-                values.add((canonical, value))
-            elif i + 1 < len(rest) and not rule:
-                values.add((canonical, rest[i + 1]))
-    return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
+    read = _Read(ALIASES.get(program, {}), rule)
+    args = list(argv[1:])
+    suite = SPECS.get(program)
+    if isinstance(suite, SuiteSpec):
+        args = read.words(ProgramSpec(suite.options), args, until_operand=True)
+        two = " ".join(args[:2])
+        sub = two if two in suite.subcommands else " ".join(args[:1])
+        read.positionals.extend(sub.split())
+        read.words(suite.subcommands.get(sub, _NO_TABLE), args[len(sub.split()) :])
+    elif args and f"{program} {args[0]}" in PROGRAMS:
+        read.positionals.append(args[0])
+        read.words(PROGRAMS[f"{program} {args[0]}"], args[1:])
+    else:
+        read.words(PROGRAMS.get(program, _NO_TABLE), args)
+    return _Normal(tuple(read.positionals), frozenset(read.flags), frozenset(read.values))
+
+
+_NO_TABLE = ProgramSpec()
+"""The table of a program the engine has none for: every option unlisted."""
+
+
+@dataclass
+class _Read:
+    """Positionals, canonical flags and (flag, value) pairs gathered from option words."""
+
+    aliases: Mapping[str, str]
+    rule: bool
+    positionals: list[str] = field(default_factory=list)
+    flags: set[str] = field(default_factory=set)
+    values: set[tuple[str, str]] = field(default_factory=set)
+
+    def words(
+        self, spec: ProgramSpec, args: list[str], *, until_operand: bool = False
+    ) -> list[str]:
+        """Read ``args`` with ``spec``.
+
+        With ``until_operand``, stop at the first operand and return the words from there on,
+        unread (git's options end at its subcommand).
+        """
+        i = 0
+        for word in scan(spec, args):
+            if isinstance(word, str):
+                if until_operand:
+                    return args[i:]
+                self.positionals.append(word)
+                i += 1
+                continue
+            self.option(word, args, i)
+            i += word.consumed
+        return []
+
+    def option(self, word: OptionWord, args: list[str], i: int) -> None:
+        """The flags of one option word, with their values where the table says which."""
+        for name, _, value in word.effects:
+            self.flag(name, value)
+        token = args[i]
+        for name in (*word.unlisted, *([word.unknown] if word.unknown else [])):
+            if token.startswith("--") and "=" in token:
+                self.flag(name, token.partition("=")[2])
+            else:
+                self.flag(name, None if self.rule else at(args, i + 1))
+
+    def flag(self, name: str, value: str | None) -> None:
+        """One flag under its canonical name (``--force`` is ``-f``), with its value if any."""
+        canonical = self.aliases.get(name, name)
+        self.flags.add(canonical)
+        if value is not None:
+            self.values.add((canonical, value))
 
 
 _PYTHON_VALUED = frozenset("cmWX")
@@ -214,12 +272,3 @@ def _python_normal(argv: tuple[str, ...], rule: bool) -> _Normal:
         else:
             i += 1
     return _Normal(tuple(positionals), frozenset(flags), frozenset(values))
-
-
-def _flag_names(token: str, single_dash_long: bool) -> tuple[list[str], str | None]:
-    if token.startswith("--"):
-        name, eq, value = token.partition("=")
-        return [name], (value if eq else None)
-    if single_dash_long:
-        return [token], None
-    return [f"-{ch}" for ch in token[1:]], None

@@ -156,3 +156,25 @@ def test_a_print_redirection_in_awk_is_still_refused(program: str) -> None:
 def test_awk_comparison_is_allowed_end_to_end(engine: RuleEngine) -> None:
     _allowed(engine, "awk 'length > 100 {print FILENAME}' src/app.py")
     _denied(engine, "awk '{print > \"tests/x\"}' src/app.py")
+
+
+@pytest.mark.parametrize(
+    ("command", "decision", "rule"),
+    [
+        ("git branch --sort refname", "allow", None),
+        ("git branch --contains HEAD", "allow", None),
+        ("git branch --points-at HEAD", "allow", None),
+        ("git branch --sort refname feature", "deny", "preset default: git branch * $"),
+        ("git branch feature", "deny", "preset default: git branch * $"),
+        ("rm --recurs /", "deny", "preset default: rm -r /"),
+    ],
+)
+def test_deny_rules_read_options_with_the_option_tables(
+    agent_engine: RuleEngine, command: str, decision: str, rule: str | None
+) -> None:
+    """Listing branches by an option with a value is not making one (the deny rule used to
+    take ``refname`` for a branch name); an abbreviated ``--recursive`` is still ``-r``."""
+    got = agent_engine.check_command(command)
+    assert got.decision == decision, (command, got)
+    if rule is not None:
+        assert got.rule == rule

@@ -100,3 +100,43 @@ def test_bad_rules_raise(text: str) -> None:
 def test_python_options_end_at_the_module(rule: str, argv: str, hit: bool) -> None:
     """pytest's ``-c`` is not python's: a module's flags are its own (``pytest:-c``)."""
     assert parse_rule(rule).matches_normalised(tuple(argv.split())) is hit
+
+
+@pytest.mark.parametrize(
+    ("rule", "argv"),
+    [
+        ("rm -r /", "rm --recurs /"),
+        ("rm -rf", "rm --recur --forc x"),
+        ("git push", "git -C elsewhere push"),
+    ],
+)
+def test_deny_rules_read_abbreviations_and_git_options_as_the_program_does(
+    rule: str, argv: str
+) -> None:
+    """Spellings the old flag guesser missed: rm resolves ``--recurs`` to ``--recursive``
+    (the option table lists it); git's ``-C DIR`` comes before the subcommand."""
+    assert parse_rule(rule).matches_normalised(tuple(argv.split()))
+
+
+@pytest.mark.parametrize(
+    ("rule", "argv", "hit"),
+    [
+        ("git branch * $", "git branch --sort refname", False),
+        ("git branch * $", "git branch --contains HEAD", False),
+        ("git branch * $", "git branch --points-at HEAD", False),
+        ("git branch * $", "git branch --sort refname new", True),
+        ("git push origin", "git push --receive-pack origin x", False),
+        ("git push origin", "git push --receive-pack=x origin", True),
+    ],
+)
+def test_a_listed_options_value_is_not_an_operand(rule: str, argv: str, hit: bool) -> None:
+    """The option table says ``--sort`` takes a value: ``refname`` is not a branch to make."""
+    assert parse_rule(rule).matches_normalised(tuple(argv.split())) is hit
+
+
+def test_an_unlisted_options_next_word_counts_both_ways() -> None:
+    """``-o`` is not in ``git push``'s table: the next word may be its value or an operand."""
+    assert parse_rule("git push origin").matches_normalised(("git", "push", "-o", "origin"))
+    assert parse_rule("git push --push-option=x").matches_normalised(
+        ("git", "push", "--push-option", "x", "y")
+    )
