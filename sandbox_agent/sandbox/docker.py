@@ -1,8 +1,10 @@
 """``DockerSandbox``: every tool call in a throwaway, hardened container over a repo copy.
 
 The container runs a tiny reaper as PID 1 (it cannot be killed from inside and reaps orphans);
-tool calls go through one persistent executor channel (``executor.py``), so a call costs about
-what a local ``bash -c`` costs. ``docker.errors`` are mapped to ``SandboxError`` here.
+tool calls go through one persistent executor channel (``executor.py``, spoken through
+``calls.py``), so a call costs about what a local ``bash -c`` costs. A sandbox starts over the
+commit's cached snapshot (``cow.py``) or over a fresh copy (``launch.py``); ``docker.errors``
+are mapped to ``SandboxError`` where they enter (``calls.py``, ``container.py``).
 """
 
 from __future__ import annotations
@@ -12,45 +14,26 @@ import contextlib
 import signal
 import tempfile
 import threading
-import time
 import weakref
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 import docker
-import docker.errors
 
 from sandbox_agent.errors import (
-    ChannelClosedError,
-    ChannelOverflowError,
-    ChannelTimeoutError,
-    RunInterrupted,
     SandboxError,
     ToolError,
     UserError,
 )
 from sandbox_agent.sandbox import cow, engine, overlay
-from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Patch
+from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
+from sandbox_agent.sandbox.calls import CHANNEL_MARGIN_S, GIT_TIMEOUT_S, ExecutorCalls
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
     DockerSandboxConfig,
-    auto_workspace_root,
-    cleanup_failed_start,
-    container_env,
-    container_kwargs,
-    executor_python,
-    open_listener,
     remove_container,
-    start_container,
     user_and_owner,
-)
-from sandbox_agent.sandbox.diffbounds import (
-    DiffBounds,
-    patch_argv,
-    read_patch,
-    run_output,
-    run_request,
 )
 from sandbox_agent.sandbox.executor import (
     DEFAULT_LINE_LIMIT,
@@ -60,41 +43,27 @@ from sandbox_agent.sandbox.executor import (
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
 from sandbox_agent.sandbox.incontainer.wire import (
     ExecRequest,
-    KillallRequest,
-    PingRequest,
     ReadRequest,
-    Refusal,
-    Request,
     WriteRequest,
 )
+from sandbox_agent.sandbox.launch import copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
-from sandbox_agent.sandbox.protect import mountable, read_only_paths
 from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
-    MODEL_GIT_DIR,
-    SHADOW_DIR,
     Workspace,
-    apply_to_copy,
     baseline_blob,
     check_repo,
     export_baseline,
-    list_files,
-    new_workspace_dir,
-    prepare_model_git,
     remove_workspace,
-    snapshot_into,
 )
 
 __all__ = ["DEFAULT_CONFIG", "DockerSandbox", "DockerSandboxConfig"]
 
-_CHANNEL_MARGIN_S = 30.0
 _FILE_OP_TIMEOUT_S = 120.0
 _ANSWER_OVERHEAD = 64 << 10
-_GIT_TIMEOUT_S = 600.0
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
-A = TypeVar("A")
 
 
 def _close_live() -> None:
@@ -107,7 +76,7 @@ def _close_live() -> None:
 atexit.register(_close_live)
 
 
-class DockerSandbox:
+class DockerSandbox(ExecutorCalls):
     """The Sandbox protocol over a Docker container; build one with :meth:`create`."""
 
     def __init__(
@@ -170,10 +139,12 @@ class DockerSandbox:
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
-        The container starts on another thread once the files are copied, while the baseline
-        commit is written. ``.git`` and the baseline's paths that ``config.protect`` matches are
-        read-only mounts in it (``sandbox.protect``). ``initial_patch`` (an earlier run's, for
-        ``revise``) is applied to the copy after its baseline, before the container starts.
+        Over the commit's cached snapshot when there is one (``cow``); else over a copy, the
+        container starting on another thread once the files are copied, while the baseline
+        commit is written (``launch``). ``.git`` and the baseline's paths that
+        ``config.protect`` matches are read-only mounts in it (``sandbox.protect``).
+        ``initial_patch`` (an earlier run's, for ``revise``) is applied to the copy after its
+        baseline, before the container starts.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -184,7 +155,6 @@ class DockerSandbox:
         require_runtime(client, config.limits.runtime, network=config.limits.network)
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
-        user, owner = user_and_owner(config)
         made = (
             None
             if initial_patch
@@ -192,63 +162,19 @@ class DockerSandbox:
         )
         if made is not None:
             return made
-        root = new_workspace_dir(run_id, workspace_root or auto_workspace_root(config))
-        started: dict[str, Any] = {}
-        read_only: list[str] = []
-        listener = open_listener(config, root, owner)
-        mount = listener.mount() if listener is not None else None
-        starter = threading.Thread(
-            target=lambda: start_container(
-                client,
-                container_kwargs(config, run_id, root, user, tuple(read_only), mount),
-                started,
-                listener,
-            ),
-            daemon=True,
+        up = copy_and_start(client, source, config, run_id, workspace_root, progress, initial_patch)
+        return cls(
+            client,
+            up.container_id,
+            up.workspace,
+            user=user_and_owner(config)[0],
+            config=config,
+            channel=up.channel,
+            run_id=run_id,
+            workspace_root=workspace_root,
+            listener=up.listener,
+            read_only=up.read_only,
         )
-
-        def launch(names: list[str]) -> None:
-            """Start the container once the files it mounts read-only are in place."""
-            wanted = read_only_paths(names, config.protect)
-            read_only.extend(mountable(root / "repo", wanted))
-            starter.start()
-
-        try:
-            for sub in ("repo", SHADOW_DIR, MODEL_GIT_DIR):
-                (root / sub).mkdir()  # mount sources must exist before the container starts
-            try:
-                # An earlier run's patch rewrites files: the mounts must see the final ones.
-                ws = snapshot_into(source, root, owner, None if initial_patch else launch)
-                if initial_patch:
-                    apply_to_copy(ws, initial_patch, owner)
-                    launch(list_files(ws.repo))
-                prepare_model_git(ws, owner)
-            finally:
-                if starter.ident is not None:
-                    starter.join()
-            if "error" in started:
-                raise started["error"]
-            if listener is not None and listener.broken:
-                progress(
-                    f"sandbox: the executor speaks over the docker exec stream: {listener.broken}"
-                )
-            return cls(
-                client,
-                started["id"],
-                ws,
-                user=user,
-                config=config,
-                channel=started["channel"],
-                run_id=run_id,
-                workspace_root=workspace_root,
-                listener=listener,
-                read_only=tuple(read_only),
-            )
-        except BaseException:
-            if listener is not None:
-                listener.close()
-            cleanup_failed_start(client, starter, started, root)
-            raise
 
     @classmethod
     def _try_layered(
@@ -333,90 +259,6 @@ class DockerSandbox:
 
         return cow.Standby(make=make, close_one=DockerSandbox.close)
 
-    def _open_channel(self) -> ExecutorChannel:
-        try:
-            channel = ExecutorChannel(
-                self._client.api,
-                self.container_id,
-                user=self._user,
-                env=container_env(self.config),
-                python=executor_python(self.config),
-                listener=self._listener,
-            )
-        except ChannelClosedError as e:
-            self._raise_if_dead(e)
-            raise SandboxError(f"the executor did not start: {e}", op="executor") from e
-        except SandboxError as e:
-            self._raise_if_dead(e)
-            raise
-        try:
-            channel.request(PingRequest(), timeout_s=60)
-        except ChannelClosedError as e:
-            channel.close()
-            self._raise_if_dead(e)
-            raise SandboxError(f"the executor did not start: {e}", op="executor") from e
-        return channel
-
-    @property
-    def channel(self) -> str:
-        """How the executor is spoken to: ``socket``, or ``exec`` with the reason (doctor, trace).
-
-        ``exec``: the ``docker exec`` stream itself, where the socket cannot be used (gVisor,
-        or an engine whose bind mount of the socket's directory does not let it connect).
-        """
-        if self._channel.transport == "socket":
-            return "socket"
-        if self._listener is None:
-            return "exec (no socket under this runtime, or it could not be made)"
-        return f"exec ({self._listener.broken or 'socket unused'})"
-
-    def _raise_if_dead(self, cause: BaseException) -> None:
-        for _ in range(20):
-            state = engine.container_state(self._client.api, self.container_id)
-            if not state.get("Running"):
-                raise SandboxError(engine.describe_death(state), op="exec") from cause
-            time.sleep(0.05)
-
-    def _call(
-        self, message: Request[A], timeout_s: float, line_limit: int = DEFAULT_LINE_LIMIT
-    ) -> A:
-        op = message.op
-        with self._lock:
-            if self._closed:
-                raise SandboxError("the sandbox is closed", op=op)
-            if self._channel.closed:
-                self._channel = self._open_channel()
-            try:
-                answer = self._channel.request(message, timeout_s=timeout_s, line_limit=line_limit)
-            except (KeyboardInterrupt, RunInterrupted):
-                # The answer will never be read, so the channel cannot be reused. Closing it
-                # makes the executor kill the command it runs (it watches stdin for EOF), and
-                # the next call (the run's final diff) opens a fresh channel.
-                self._channel.close()
-                raise
-            except ChannelOverflowError as e:
-                # Only a broken executor sends this (model code cannot write on the channel).
-                self._raise_if_dead(e)
-                raise SandboxError(f"the sandbox's executor failed on `{op}`: {e}", op=op) from e
-            except ChannelTimeoutError as e:
-                self._raise_if_dead(e)
-                self._channel = self._open_channel()
-                raise ToolError(
-                    "timeout",
-                    f"the sandbox's executor gave {e} (was it stopped?); it was replaced, retry",
-                ) from e
-            except ChannelClosedError as e:
-                self._raise_if_dead(e)
-                self._channel = self._open_channel()
-                raise ToolError(
-                    "tool_failed",
-                    "the sandbox's executor was killed while handling this call (did a command "
-                    "kill every process?); the container is still up, so retry",
-                ) from e
-        if isinstance(answer, Refusal):
-            raise ToolError(answer.kind, answer.message)
-        return answer
-
     def exec(
         self, command: str, *, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     ) -> ExecResult:
@@ -425,7 +267,7 @@ class DockerSandbox:
             self._begin_standby()  # the model works: the gate's next clean copy starts now
         answer = self._call(
             ExecRequest(command, timeout_s, max_output_bytes),
-            timeout_s + _CHANNEL_MARGIN_S,
+            timeout_s + CHANNEL_MARGIN_S,
             max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + _ANSWER_OVERHEAD),
         )
         stdout, stdout_dropped = decode_stream(answer.stdout)
@@ -452,60 +294,6 @@ class DockerSandbox:
     def write_file(self, path: str, content: str) -> None:
         """Write UTF-8 text to a workspace file inside the container, creating parents."""
         self._call(WriteRequest(path, content, self.config.max_write_bytes), _FILE_OP_TIMEOUT_S)
-
-    def _revive(self) -> None:
-        """Start a container that died (OOM, killed) again, so the diff can still be taken."""
-        with self._lock:
-            if self._closed or not self._channel.closed:
-                return
-            try:
-                self._client.api.start(self.container_id)
-            except docker.errors.DockerException as e:
-                raise SandboxError(f"could not restart the container: {e}", op="revive") from e
-            self._channel = self._open_channel()
-
-    def _running(self) -> bool:
-        return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
-
-    def _run_git(self, argv: list[str], what: str, bounds: DiffBounds | None) -> bytes:
-        """Run git in the container; a dead container is restarted once (work is kept).
-
-        Raises:
-            SandboxError: git failed or was killed, or the container cannot be revived.
-        """
-        request, limit = run_request(argv, bounds, _GIT_TIMEOUT_S)
-        try:
-            try:
-                answer = self._call(request, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
-            except SandboxError:
-                if self._closed or self._running():
-                    raise  # a timeout or an engine error: restarting will not help
-                self._revive()
-                answer = self._call(request, _GIT_TIMEOUT_S + _CHANNEL_MARGIN_S, limit)
-        except ToolError as e:
-            raise SandboxError(f"{what}: {e.message} ({e.kind})", op="git") from e
-        return run_output(answer, argv, what)
-
-    def patch(self) -> Patch:
-        """The workspace against the baseline, computed in one go inside the container.
-
-        What git cannot take (a nested ``.git``, an unreadable file, a file past the bounds)
-        is left out and listed in ``omitted``; see ``diffscan.py``.
-
-        Raises:
-            SandboxError: the sandbox itself failed (git killed, the container gone for good).
-        """
-        bounds = self.config.diff_bounds
-        argv = patch_argv(bounds, self.baseline, executor_python(self.config))
-        return read_patch(self._run_git(argv, "cannot compute the patch", bounds))
-
-    def diff(self) -> str:
-        """``patch().text``."""
-        return self.patch().text
-
-    def changed_paths(self) -> tuple[str, ...]:
-        """``patch().paths``."""
-        return self.patch().paths
 
     def baseline_file(self, path: str) -> bytes | None:
         """A file's bytes at the baseline, read on the host from the read-only shadow repo."""
@@ -568,28 +356,10 @@ class DockerSandbox:
             return True
         inside = cow.write_patch(self._ws.root, patch)
         try:
-            done = self.exec(f"git apply --whitespace=nowarn -- {inside}", timeout_s=_GIT_TIMEOUT_S)
+            done = self.exec(f"git apply --whitespace=nowarn -- {inside}", timeout_s=GIT_TIMEOUT_S)
         except (SandboxError, ToolError):
             return False
         return done.exit_code == 0
-
-    def reset_processes(self) -> None:
-        """Kill every process in the container but PID 1 and start a fresh executor.
-
-        Nothing the model left running (a server, a daemon, a process tampering with the old
-        executor) survives; the gate can call this before it runs the tests.
-        """
-        with self._lock:
-            if self._closed:
-                raise SandboxError("the sandbox is closed", op="reset")
-            fresh = self._open_channel()
-            try:
-                fresh.request(KillallRequest(), timeout_s=60)
-            except ChannelClosedError as e:
-                fresh.close()
-                raise SandboxError(f"could not reset the processes: {e}", op="reset") from e
-            self._channel.close()
-            self._channel = fresh
 
     def close(self) -> None:
         """Remove the container and the workspace. Idempotent; safe on an exception path.

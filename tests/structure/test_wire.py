@@ -22,6 +22,8 @@ WIRE = "sandbox_agent.sandbox.incontainer.wire"
 HOST_ENDS = (
     "sandbox/executor.py",
     "sandbox/docker.py",
+    "sandbox/calls.py",
+    "sandbox/launch.py",
     "sandbox/container.py",
     "sandbox/diffbounds.py",
 )
