@@ -36,7 +36,7 @@ from sandbox_agent.agent.trace import (
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.prepare import FixOptions, Resumption
-from sandbox_agent.run.revision import recorded_base_url, same_repo
+from sandbox_agent.run.revision import continuing, recorded_base_url
 from sandbox_agent.types import Finish, HistoryItem, ModelFeedback, ModelTurn, Observation, ToolCall
 
 __all__ = [
@@ -79,13 +79,10 @@ def resume_options(
     _check_resumable(record, force=force)
     history = conversation_so_far(run_dir, record, find)
     patch = run_dir.read_patch() if run_dir.patch_path.is_file() else b""
-    return FixOptions(
-        repo=repo if repo is not None else same_repo(record, "resume"),
-        task=record.task,
-        policy_file=policy_file,
-        trust_repo_policy=trust_repo_policy,
-        runs_dir=runs_dir,
-        overrides=overrides,
+    return continuing(
+        record,
+        "resume",
+        (repo, policy_file, trust_repo_policy, overrides, runs_dir),
         resumes=Resumption(
             run_id=record.run_id,
             run_dir=run_dir.path,
@@ -254,17 +251,18 @@ def check_environment(resumes: Resumption | None, key: str, warn: Warn | None) -
     Raises:
         StoredRunMismatchError: another environment, and no ``--force``.
     """
-    if resumes is None or resumes.env_key == key:
-        return
-    if resumes.env_key is None:
-        what = f"run {resumes.run_id} did not record its environment"
-    else:
-        what = (
-            f"the environment differs from run {resumes.run_id}'s (key {resumes.env_key[:12]} "
-            f"then, {key[:12]} now: the repository's files, the [environment] settings or the "
-            "base image changed)"
+    if resumes is not None:
+        _must_match(
+            resumes,
+            (resumes.env_key, key),
+            warn,
+            unrecorded="its environment",
+            changed=lambda then: (
+                f"the environment differs from run {resumes.run_id}'s (key "
+                f"{then} then, {key[:12]} now: the repository's files, the [environment] settings "
+                "or the base image changed)"
+            ),
         )
-    _mismatch(resumes, what, warn)
 
 
 def check_tree(resumes: Resumption | None, tree: str, warn: Warn | None) -> None:
@@ -273,17 +271,34 @@ def check_tree(resumes: Resumption | None, tree: str, warn: Warn | None) -> None
     Raises:
         StoredRunMismatchError: other files, and no ``--force``.
     """
-    if resumes is None or resumes.repo_tree == tree:
-        return
-    if resumes.repo_tree is None:
-        what = f"run {resumes.run_id} did not record its repository's files"
-    else:
-        what = (
-            f"the repository changed since run {resumes.run_id} (its files then, tree "
-            f"{resumes.repo_tree[:12]}; now {tree[:12]}: a new commit or uncommitted "
-            "changes), and its conversation speaks of the files as they were"
+    if resumes is not None:
+        _must_match(
+            resumes,
+            (resumes.repo_tree, tree),
+            warn,
+            unrecorded="its repository's files",
+            changed=lambda then: (
+                f"the repository changed since run {resumes.run_id} (its "
+                f"files then, tree {then}; now {tree[:12]}: a new commit or uncommitted changes), "
+                "and its conversation speaks of the files as they were"
+            ),
         )
-    _mismatch(resumes, what, warn)
+
+
+def _must_match(
+    resumes: Resumption,
+    then_now: tuple[str | None, str],
+    warn: Warn | None,
+    *,
+    unrecorded: str,
+    changed: Callable[[str], str],
+) -> None:
+    """Stop unless what the run recorded is what is here now; ``changed`` gets it shortened."""
+    then, now = then_now
+    if then == now:
+        return
+    unknown = f"run {resumes.run_id} did not record {unrecorded}"
+    _mismatch(resumes, unknown if then is None else changed(then[:12]), warn)
 
 
 def _mismatch(resumes: Resumption, what: str, warn: Warn | None) -> None:

@@ -19,10 +19,17 @@ from typing import Any
 
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
-from sandbox_agent.run.prepare import FixOptions, Revision
+from sandbox_agent.run.prepare import FixOptions, Resumption, Revision
 from sandbox_agent.sandbox.workspace import inspect_repo
 
-__all__ = ["ignored_request", "recorded_base_url", "revise_options", "same_repo"]
+__all__ = [
+    "Choices",
+    "continuing",
+    "ignored_request",
+    "recorded_base_url",
+    "revise_options",
+    "same_repo",
+]
 
 
 def revise_options(
@@ -56,13 +63,10 @@ def revise_options(
     record = run_dir.read_record()
     if not run_dir.patch_path.is_file() or not run_dir.read_patch().strip():
         raise UserError(f"run {record.run_id} has no patch to continue from; start a new fix")
-    return FixOptions(
-        repo=repo if repo is not None else same_repo(record, "revise"),
-        task=record.task,
-        policy_file=policy_file,
-        trust_repo_policy=trust_repo_policy,
-        runs_dir=runs_dir,
-        overrides=overrides,
+    return continuing(
+        record,
+        "revise",
+        (repo, policy_file, trust_repo_policy, overrides, runs_dir),
         revises=Revision(
             run_id=record.run_id,
             run_dir=run_dir.path,
@@ -71,6 +75,37 @@ def revise_options(
             feedback=feedback,
             recorded_base_url=recorded_base_url(record),
         ),
+    )
+
+
+Choices = tuple[Path | None, Path | None, bool, dict[str, Any], Path | None]
+"""The user's choices for a run that continues another: ``--repo``, ``--policy``,
+``--trust-repo-policy``, the setting flags given now, the runs directory."""
+
+
+def continuing(
+    record: RunRecord,
+    command: str,
+    choices: Choices,
+    *,
+    resumes: Resumption | None = None,
+    revises: Revision | None = None,
+) -> FixOptions:
+    """The options of a run that continues ``record``: its task; everything else the user's.
+
+    Raises:
+        StoredRunMismatchError: no ``--repo``, and the current directory is not the run's.
+    """
+    repo, policy_file, trust_repo_policy, overrides, runs_dir = choices
+    return FixOptions(
+        repo=repo if repo is not None else same_repo(record, command),
+        task=record.task,
+        policy_file=policy_file,
+        trust_repo_policy=trust_repo_policy,
+        runs_dir=runs_dir,
+        overrides=overrides,
+        resumes=resumes,
+        revises=revises,
     )
 
 

@@ -7,18 +7,14 @@ one fails, as ``npm test`` does with its test files. The project's checks pass; 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
 from sandbox_agent.gate.completion import CompletionGate
-from sandbox_agent.settings.tree import GateSection
-from sandbox_agent.types import Finish, GateVerdict
 from tests.fakes import TempDirSandbox
+from tests.gate.calc import BUGGY, FINISH, FIXED, calc_gate, calc_sandbox, failed
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-FIXED = BUGGY.replace("a - b", "a + b")
 RUNNER = (
     "import glob, subprocess, sys\n"
     "files = sorted(glob.glob('tests/check_*.py'))\n"
@@ -28,35 +24,18 @@ RUNNER = (
 CHECK_MUL = "import sys; sys.path.insert(0, '.'); import calc\nassert calc.mul(2, 3) == 6\n"
 CHECK_ADD = "import sys; sys.path.insert(0, '.'); import calc\nassert calc.add(1, 2) == 3\n"
 CHECK_ADD_ZERO = "import sys; sys.path.insert(0, '.'); import calc\nassert calc.add(1, 0) == 1\n"
-FINISH = Finish(answer="done", call_id="f1")
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> TempDirSandbox:
-    ws = tmp_path / "ws"
-    (ws / "tests").mkdir(parents=True)
-    (ws / "calc.py").write_text(BUGGY)
-    (ws / "run_tests.py").write_text(RUNNER)
-    (ws / "tests" / "check_mul.py").write_text(CHECK_MUL)
-    return TempDirSandbox(ws)
+    return calc_sandbox(tmp_path, {"run_tests.py": RUNNER, "tests/check_mul.py": CHECK_MUL})
 
 
 def make_gate(sandbox: TempDirSandbox, **config: object) -> CompletionGate:
-    settings: dict[str, object] = {"test_command": "python3 run_tests.py", "max_attempts": 5}
-    settings.update(config)
-    gate = CompletionGate(
-        sandbox,
-        GateSection.model_validate(settings),
-        is_protected=lambda path: path.startswith("tests/"),
-        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
-    )
+    gate = calc_gate(sandbox, "python3 run_tests.py", config)
     baseline = gate.run_baseline()
     assert baseline.report is None  # not pytest: no per-test report
     return gate
-
-
-def failed(verdict: GateVerdict) -> dict[str, str]:
-    return {c.name: c.detail for c in verdict.checks if not c.passed}
 
 
 def test_a_fix_with_a_new_test_file_that_fails_without_it_is_proven(

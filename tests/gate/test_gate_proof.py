@@ -14,44 +14,26 @@ import pytest
 from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.verdict import NO_PROOF
 from sandbox_agent.settings.tree import GateSection
-from sandbox_agent.types import Finish, GateVerdict
 from tests.fakes import TempDirSandbox
+from tests.gate.calc import FINISH, FIXED, calc_gate, calc_sandbox, failed
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-FIXED = BUGGY.replace("a - b", "a + b")
 TESTS = (
     "import calc\n\n\n"
     "def test_mul():\n    assert calc.mul(2, 3) == 6\n\n\n"
     "def test_needs_a_printer():\n    assert False, 'no printer here'\n"
 )
 REGRESSION = "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
-FINISH = Finish(answer="done", call_id="f1")
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> TempDirSandbox:
-    ws = tmp_path / "ws"
-    (ws / "tests").mkdir(parents=True)
-    (ws / "calc.py").write_text(BUGGY)
-    (ws / "tests" / "test_calc.py").write_text(TESTS)
-    return TempDirSandbox(ws)
+    return calc_sandbox(tmp_path, {"tests/test_calc.py": TESTS})
 
 
 def make_gate(sandbox: TempDirSandbox, **config: object) -> CompletionGate:
-    settings: dict[str, object] = {"test_command": "python -m pytest -q", "max_attempts": 5}
-    settings.update(config)
-    gate = CompletionGate(
-        sandbox,
-        GateSection.model_validate(settings),
-        is_protected=lambda path: path.startswith("tests/"),
-        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
-    )
+    gate = calc_gate(sandbox, "python -m pytest -q", config)
     gate.run_baseline()
     return gate
-
-
-def failed(verdict: GateVerdict) -> dict[str, str]:
-    return {c.name: c.detail for c in verdict.checks if not c.passed}
 
 
 def test_a_fix_with_its_regression_test_is_accepted_listing_the_pre_existing_failure(
