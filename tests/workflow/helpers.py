@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -93,3 +94,33 @@ def git(repo: Path, *args: str) -> str:
         check=True,
     )
     return done.stdout
+
+
+def sleeping_fix(
+    repo: Path, tmp_path: Path, runs: Path, env: Mapping[str, str]
+) -> subprocess.Popen[str]:
+    """``fix --json`` in a subprocess whose script edits, then runs ``sleep 600``: a run to stop.
+
+    Its output is piped (the record on stdout); the caller signals it and waits.
+    """
+    script = write_script(tmp_path / "s.jsonl", FIX_EDIT, bash("sleep 600"))
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sandbox_agent",
+            "fix",
+            "--repo",
+            str(repo),
+            "--model",
+            f"scripted:{script}",
+            "--runs-dir",
+            str(runs),
+            "--json",
+            "x",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(env),
+    )

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import docker
 import pytest
 
 from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
-from tests.workflow.helpers import FIX_EDIT, bash, demo_repo, write_script
+from tests.workflow.helpers import demo_repo, sleeping_fix
 
 pytestmark = pytest.mark.docker
 
@@ -39,30 +37,9 @@ def test_interrupt_keeps_artifacts_and_removes_container_and_workspace(
     tmp_path: Path, docker_client: docker.DockerClient, signum: int
 ) -> None:
     repo = demo_repo(tmp_path)
-    script = write_script(tmp_path / "s.jsonl", FIX_EDIT, bash("sleep 600"))
     runs, workspaces = tmp_path / "runs", tmp_path / "workspaces"
     workspaces.mkdir()
-    env = {**os.environ, "TMPDIR": str(workspaces)}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sandbox_agent",
-            "fix",
-            "--repo",
-            str(repo),
-            "--model",
-            f"scripted:{script}",
-            "--runs-dir",
-            str(runs),
-            "--json",
-            "x",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = sleeping_fix(repo, tmp_path, runs, {**os.environ, "TMPDIR": str(workspaces)})
 
     def sleeping() -> bool:
         traces = list(runs.glob("*/trace.jsonl"))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,15 @@ from typer.testing import CliRunner, Result
 
 from sandbox_agent.cli.app import app
 from sandbox_agent.run.artifacts import RunDir, RunRecord
-from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git, write_script
+from tests.workflow.helpers import (
+    FINISH,
+    FIX_EDIT,
+    demo_repo,
+    fix,
+    git,
+    sleeping_fix,
+    write_script,
+)
 from tests.workflow.test_interrupt import wait_for
 
 pytestmark = pytest.mark.docker
@@ -76,28 +82,8 @@ def test_a_run_stopped_by_its_step_cap_resumes_with_more_steps_and_passes(
 
 def test_ctrl_c_leaves_a_run_that_resumes(tmp_path: Path, docker_client: object) -> None:
     repo = demo_repo(tmp_path)
-    script = write_script(tmp_path / "s.jsonl", FIX_EDIT, bash("sleep 600"))
     runs = tmp_path / "runs"
-    with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sandbox_agent",
-            "fix",
-            "--repo",
-            str(repo),
-            "--model",
-            f"scripted:{script}",
-            "--runs-dir",
-            str(runs),
-            "--json",
-            "x",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    ) as proc:
+    with sleeping_fix(repo, tmp_path, runs, os.environ) as proc:
 
         def sleeping() -> bool:
             traces = list(runs.glob("*/trace.jsonl"))
