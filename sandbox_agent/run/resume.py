@@ -36,7 +36,7 @@ from sandbox_agent.agent.trace import (
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.prepare import FixOptions, Resumption
-from sandbox_agent.run.revision import continuing, recorded_base_url
+from sandbox_agent.run.revision import Choices, continuing, recorded_base_url
 from sandbox_agent.types import Finish, HistoryItem, ModelFeedback, ModelTurn, Observation, ToolCall
 
 __all__ = [
@@ -82,7 +82,7 @@ def resume_options(
     return continuing(
         record,
         "resume",
-        (repo, policy_file, trust_repo_policy, overrides, runs_dir),
+        Choices(repo, policy_file, trust_repo_policy, overrides, runs_dir),
         resumes=Resumption(
             run_id=record.run_id,
             run_dir=run_dir.path,

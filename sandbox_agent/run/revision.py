@@ -15,7 +15,7 @@ the revision stops and says so, until the user names the value with its flag (``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
@@ -66,7 +66,7 @@ def revise_options(
     return continuing(
         record,
         "revise",
-        (repo, policy_file, trust_repo_policy, overrides, runs_dir),
+        Choices(repo, policy_file, trust_repo_policy, overrides, runs_dir),
         revises=Revision(
             run_id=record.run_id,
             run_dir=run_dir.path,
@@ -78,9 +78,16 @@ def revise_options(
     )
 
 
-Choices = tuple[Path | None, Path | None, bool, dict[str, Any], Path | None]
-"""The user's choices for a run that continues another: ``--repo``, ``--policy``,
-``--trust-repo-policy``, the setting flags given now, the runs directory."""
+class Choices(NamedTuple):
+    """The user's choices for a run that continues another (never the stored run's)."""
+
+    repo: Path | None
+    """``--repo``; ``None``: the current directory, which must be the run's."""
+    policy_file: Path | None
+    trust_repo_policy: bool
+    overrides: dict[str, Any]
+    """The setting flags given now."""
+    runs_dir: Path | None
 
 
 def continuing(
@@ -96,17 +103,9 @@ def continuing(
     Raises:
         StoredRunMismatchError: no ``--repo``, and the current directory is not the run's.
     """
-    repo, policy_file, trust_repo_policy, overrides, runs_dir = choices
-    return FixOptions(
-        repo=repo if repo is not None else same_repo(record, command),
-        task=record.task,
-        policy_file=policy_file,
-        trust_repo_policy=trust_repo_policy,
-        runs_dir=runs_dir,
-        overrides=overrides,
-        resumes=resumes,
-        revises=revises,
-    )
+    repo = choices.repo if choices.repo is not None else same_repo(record, command)
+    mine = {**choices._asdict(), "repo": repo}
+    return FixOptions(**mine, task=record.task, resumes=resumes, revises=revises)
 
 
 def same_repo(record: RunRecord, command: str) -> Path:

@@ -46,7 +46,7 @@ from sandbox_agent.sandbox.incontainer.wire import (
     ReadRequest,
     WriteRequest,
 )
-from sandbox_agent.sandbox.launch import copy_and_start
+from sandbox_agent.sandbox.launch import Copied, copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.snapcache import Snapshot
@@ -165,6 +165,18 @@ class DockerSandbox(ExecutorCalls):
         if made is not None:
             return made
         up = copy_and_start(client, source, config, run_id, workspace_root, progress, initial_patch)
+        return cls._over(client, up, config, run_id, workspace_root)
+
+    @classmethod
+    def _over(
+        cls,
+        client: docker.DockerClient,
+        up: Copied | cow.Started,
+        config: DockerSandboxConfig,
+        run_id: str,
+        workspace_root: Path | None,
+    ) -> DockerSandbox:
+        """The sandbox over a started container, copied or layered."""
         return cls(
             client,
             up.container_id,
@@ -176,6 +188,7 @@ class DockerSandbox(ExecutorCalls):
             workspace_root=workspace_root,
             listener=up.listener,
             read_only=up.read_only,
+            layered=up.layered if isinstance(up, cow.Started) else None,
         )
 
     @classmethod
@@ -219,19 +232,7 @@ class DockerSandbox(ExecutorCalls):
         up = cow.start(
             client, snap, config, run_id=run_id, parent=parent, user_owner=user_and_owner(config)
         )
-        sandbox = cls(
-            client,
-            up.container_id,
-            up.workspace,
-            user=user_and_owner(config)[0],
-            config=config,
-            channel=up.channel,
-            run_id=run_id,
-            workspace_root=workspace_root,
-            listener=up.listener,
-            read_only=up.read_only,
-            layered=up.layered,
-        )
+        sandbox = cls._over(client, up, config, run_id, workspace_root)
         up.layered.ahead = standby
         return sandbox
 
