@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -245,24 +245,28 @@ def resume_notice(resumes: Resumption, baseline_note: str) -> str:
     )
 
 
+_STARTS = {
+    "env_key": (
+        "its environment",
+        "the environment differs from run {run}'s (key {then} then, {now} now: the repository's "
+        "files, the [environment] settings or the base image changed)",
+    ),
+    "repo_tree": (
+        "its repository's files",
+        "the repository changed since run {run} (its files then, tree {then}; now {now}: a new "
+        "commit or uncommitted changes), and its conversation speaks of the files as they were",
+    ),
+}
+"""What the resumed run recorded of its start, and what to say when it is missing or differs."""
+
+
 def check_environment(resumes: Resumption | None, key: str, warn: Warn | None) -> None:
     """Stop unless the environment is the one the resumed run had (or ``--force``).
 
     Raises:
         StoredRunMismatchError: another environment, and no ``--force``.
     """
-    if resumes is not None:
-        _must_match(
-            resumes,
-            (resumes.env_key, key),
-            warn,
-            unrecorded="its environment",
-            changed=lambda then: (
-                f"the environment differs from run {resumes.run_id}'s (key "
-                f"{then} then, {key[:12]} now: the repository's files, the [environment] settings "
-                "or the base image changed)"
-            ),
-        )
+    _must_match(resumes, "env_key", key, warn)
 
 
 def check_tree(resumes: Resumption | None, tree: str, warn: Warn | None) -> None:
@@ -271,34 +275,28 @@ def check_tree(resumes: Resumption | None, tree: str, warn: Warn | None) -> None
     Raises:
         StoredRunMismatchError: other files, and no ``--force``.
     """
-    if resumes is not None:
-        _must_match(
-            resumes,
-            (resumes.repo_tree, tree),
-            warn,
-            unrecorded="its repository's files",
-            changed=lambda then: (
-                f"the repository changed since run {resumes.run_id} (its "
-                f"files then, tree {then}; now {tree[:12]}: a new commit or uncommitted changes), "
-                "and its conversation speaks of the files as they were"
-            ),
-        )
+    _must_match(resumes, "repo_tree", tree, warn)
 
 
 def _must_match(
-    resumes: Resumption,
-    then_now: tuple[str | None, str],
+    resumes: Resumption | None,
+    recorded: Literal["env_key", "repo_tree"],
+    now: str,
     warn: Warn | None,
-    *,
-    unrecorded: str,
-    changed: Callable[[str], str],
 ) -> None:
-    """Stop unless what the run recorded is what is here now; ``changed`` gets it shortened."""
-    then, now = then_now
+    """Stop (or warn, with ``--force``) unless what the run recorded is what is here now."""
+    if resumes is None:
+        return
+    then = resumes.env_key if recorded == "env_key" else resumes.repo_tree
     if then == now:
         return
-    unknown = f"run {resumes.run_id} did not record {unrecorded}"
-    _mismatch(resumes, unknown if then is None else changed(then[:12]), warn)
+    missing, changed = _STARTS[recorded]
+    what = (
+        f"run {resumes.run_id} did not record {missing}"
+        if then is None
+        else changed.format(run=resumes.run_id, then=then[:12], now=now[:12])
+    )
+    _mismatch(resumes, what, warn)
 
 
 def _mismatch(resumes: Resumption, what: str, warn: Warn | None) -> None:
