@@ -25,7 +25,7 @@ from tests.batch.helpers import (
     tree_hashes,
     write_tasks,
 )
-from tests.workflow.helpers import FIX_EDIT, bash, write_script
+from tests.workflow.helpers import FIX_EDIT, bash, cli_argv, write_script
 
 pytestmark = pytest.mark.docker
 
@@ -105,17 +105,7 @@ def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
     env = batch_env(tmp_path)
     batches = tmp_path / "batches"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sandbox_agent",
-            "batch",
-            str(path),
-            "--workers",
-            "2",
-            "--json",
-            *demo_flags(tmp_path),
-        ],
+        [*cli_argv("batch", str(path), "--workers", "2", "--json"), *demo_flags(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

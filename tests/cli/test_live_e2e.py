@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.cli.escapes import ESCAPES
 from tests.models.conftest import API_KEY
 from tests.models.openai_server import FakeOpenAIServer, Reply, completion, error, ok
 from tests.models.test_run_e2e import _repo as calc_repo
+from tests.workflow.helpers import cli_argv
 
 FIRST = "add() subtracts: it returns a - b where the test wants the sum."
 SECOND = "I will make it return a + b instead."
@@ -66,14 +66,7 @@ def _script(server: FakeOpenAIServer) -> None:
 
 def _command(repo: Path, runs: Path, server: FakeOpenAIServer) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "sandbox_agent",
-        "fix",
-        "--repo",
-        str(repo),
-        "--model",
-        "gpt-4o-mini",
+        *cli_argv("fix", "--repo", str(repo), "--model", "gpt-4o-mini"),
         "--base-url",
         server.base_url,
         "--runs-dir",

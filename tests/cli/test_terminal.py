@@ -10,14 +10,13 @@ import os
 import pty
 import select
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli.escapes import EVIL
-from tests.workflow.helpers import FIX_EDIT, bash, demo_repo, write_script
+from tests.workflow.helpers import FIX_EDIT, bash, cli_argv, demo_repo, write_script
 
 HIDDEN = "echo '[conceal]rm -rf ~[/]' done"
 """A command whose middle Rich markup would conceal; the policy below asks about `echo`."""
@@ -72,14 +71,7 @@ def test_the_approval_prompt_on_a_terminal_shows_what_the_model_wrote(
     )
     status, output = run_in_pty(
         [
-            sys.executable,
-            "-m",
-            "sandbox_agent",
-            "fix",
-            "--repo",
-            str(repo),
-            "--model",
-            f"scripted:{script}",
+            *cli_argv("fix", "--repo", str(repo), "--model", f"scripted:{script}"),
             "--policy",
             str(policy),
             "--approve",

@@ -104,23 +104,18 @@ def sleeping_fix(
     Its output is piped (the record on stdout); the caller signals it and waits.
     """
     script = write_script(tmp_path / "s.jsonl", FIX_EDIT, bash("sleep 600"))
+    model = f"scripted:{script}"
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sandbox_agent",
-            "fix",
-            "--repo",
-            str(repo),
-            "--model",
-            f"scripted:{script}",
-            "--runs-dir",
-            str(runs),
-            "--json",
-            "x",
-        ],
+        cli_argv(
+            "fix", "--repo", str(repo), "--model", model, "--runs-dir", str(runs), "--json", "x"
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=dict(env),
     )
+
+
+def cli_argv(*args: str) -> list[str]:
+    """The command line running ``sandbox-agent ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "sandbox_agent", *args]
