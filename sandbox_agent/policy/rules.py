@@ -201,8 +201,8 @@ class _Read:
         i = 0
         for word in scan(spec, args):
             if isinstance(word, str):
-                if until_operand:
-                    return args[i:]
+                if until_operand:  # git takes `--` as the end of its options too
+                    return args[i + 1 :] if args[i] == "--" else args[i:]
                 self.positionals.append(word)
                 i += 1
                 continue

@@ -167,13 +167,16 @@ def test_awk_comparison_is_allowed_end_to_end(engine: RuleEngine) -> None:
         ("git branch --sort refname feature", "deny", "preset default: git branch * $"),
         ("git branch feature", "deny", "preset default: git branch * $"),
         ("rm --recurs /", "deny", "preset default: rm -r /"),
+        ("pip --log pip.log install requests", "deny", "preset default: pip install"),
+        ("pip --cache-dir /tmp/c install requests", "deny", "preset default: pip install"),
     ],
 )
 def test_deny_rules_read_options_with_the_option_tables(
     agent_engine: RuleEngine, command: str, decision: str, rule: str | None
 ) -> None:
     """Listing branches by an option with a value is not making one (the deny rule used to
-    take ``refname`` for a branch name); an abbreviated ``--recursive`` is still ``-r``."""
+    take ``refname`` for a branch name); an abbreviated ``--recursive`` is still ``-r``; pip's
+    ``--log FILE`` before ``install`` no longer hides the subcommand (main allowed it)."""
     got = agent_engine.check_command(command)
     assert got.decision == decision, (command, got)
     if rule is not None:

@@ -108,13 +108,16 @@ def test_python_options_end_at_the_module(rule: str, argv: str, hit: bool) -> No
         ("rm -r /", "rm --recurs /"),
         ("rm -rf", "rm --recur --forc x"),
         ("git push", "git -C elsewhere push"),
+        ("git push", "git -- push"),
+        ("git push", "git --no-pager -- push origin"),
+        ("pip install", "pip --log pip.log install requests"),
     ],
 )
 def test_deny_rules_read_abbreviations_and_git_options_as_the_program_does(
     rule: str, argv: str
 ) -> None:
     """Spellings the old flag guesser missed: rm resolves ``--recurs`` to ``--recursive``
-    (the option table lists it); git's ``-C DIR`` comes before the subcommand."""
+    (the option table lists it); git's ``-C DIR`` and ``--`` come before the subcommand."""
     assert parse_rule(rule).matches_normalised(tuple(argv.split()))
 
 
