@@ -36,6 +36,12 @@ _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 
+NO_PLUGIN_AUTOLOAD = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+"""Added to what a command sees: pytest loads no entry-point plugin of this dev venv, whose
+hypothesis and anyio plugins cost 2 s of CPU per pytest run (four fifths of a small one) and
+are no part of the tiny projects these tests judge. The gate's ``-p`` options still load what
+they name."""
+
 
 class TempDirSandbox:
     """The Sandbox protocol over a plain host directory (unit tests only)."""
@@ -94,6 +100,7 @@ class TempDirSandbox:
         proc = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self.root,
+            env={**os.environ, **NO_PLUGIN_AUTOLOAD},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
