@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,11 +37,18 @@ _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 
-NO_PLUGIN_AUTOLOAD = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-"""Added to what a command sees: pytest loads no entry-point plugin of this dev venv, whose
-hypothesis and anyio plugins cost 2 s of CPU per pytest run (four fifths of a small one) and
-are no part of the tiny projects these tests judge. The gate's ``-p`` options still load what
-they name."""
+
+def command_env() -> dict[str, str]:
+    """What a command sees: the host's environment with two changes, neither of them a part
+    of the projects judged, that cut a small pytest run from 2.5 s of CPU to 0.5 s.
+
+    - ``python`` and ``pytest`` are this interpreter's (its directory first on ``PATH``), not
+      whatever the host resolves them to (a pyenv shim is a shell script run on every call).
+    - pytest loads no entry-point plugin (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``): hypothesis's and
+      anyio's cost 2 s of CPU per run. The gate's own ``-p`` options still load what they name.
+    """
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 class TempDirSandbox:
@@ -100,7 +108,7 @@ class TempDirSandbox:
         proc = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self.root,
-            env={**os.environ, **NO_PLUGIN_AUTOLOAD},
+            env=command_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
