@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,19 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "sandbox-agent@localhost",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+def command_env() -> dict[str, str]:
+    """What a command sees: the host's environment with two changes, neither of them a part
+    of the projects judged, that cut a small pytest run from 2.5 s of CPU to 0.5 s.
+
+    - ``python`` and ``pytest`` are this interpreter's (its directory first on ``PATH``), not
+      whatever the host resolves them to (a pyenv shim is a shell script run on every call).
+    - pytest loads no entry-point plugin (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``): hypothesis's and
+      anyio's cost 2 s of CPU per run. The gate's own ``-p`` options still load what they name.
+    """
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 class TempDirSandbox:
@@ -94,6 +108,7 @@ class TempDirSandbox:
         proc = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self.root,
+            env=command_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,

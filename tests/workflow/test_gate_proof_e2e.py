@@ -132,20 +132,30 @@ def test_a_harmless_change_passes_under_no_regression(
     assert outcome.evidence.pre_existing == ("tests.test_calc::test_prints",)
 
 
-def bash_sleep(seconds: int) -> dict[str, object]:
+MARGIN_S = 60  # from writing the timing test to the end of the baseline: 36 s seen at load 12
+
+
+def wait_until(moment: float) -> dict[str, object]:
+    """A bash step that returns once the clock (the host's and the container's) is past it."""
+    wait = f"import time; time.sleep(max(0.0, {moment} - time.time()))"
     return {
         "type": "tool_call",
         "tool_name": "bash",
-        "arguments": {"command": f"sleep {seconds}", "timeout_s": seconds + 30},
+        "arguments": {"command": f'python -c "{wait}"', "timeout_s": MARGIN_S + 30},
     }
 
 
 def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_nothing(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    """A timing test passes at the baseline, then fails on every later run, patch or not."""
+    """A timing test passes at the baseline, then fails on every later run, patch or not.
+
+    The baseline runs before the model's first step (10 s from here on an idle machine, 36 s
+    on a loaded one); the model's first step waits out the deadline, so every later run comes
+    after it.
+    """
     repo = calc_repo(tmp_path)
-    deadline = time.time() + 120  # the baseline runs well before; the gate after the sleeps
+    deadline = time.time() + MARGIN_S
     (repo / "tests" / "test_timing.py").write_text(
         f"import time\n\n\ndef test_fast_enough():\n    assert time.time() < {deadline}\n"
     )
@@ -157,11 +167,10 @@ def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_noth
         workspace_root,
         edit("a - b", "a + b"),
         write("check_add.py", REGRESSION),
-        bash_sleep(70),
-        bash_sleep(70),
+        wait_until(deadline + 1),
         finish("fixed, with a regression test"),
         test_cmd="python -m pytest -q",
-        max_steps=6,
+        max_steps=5,
     )
     baseline = RunDir(Path(record.run_dir)).read_record().gate_history[0]
     assert baseline.evidence is not None
