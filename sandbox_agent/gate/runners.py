@@ -144,28 +144,33 @@ def _near(path: str, given: str) -> bool:
 
 def resolve(command: str, read: Reader, kind: PathKind) -> Runner | Unresolved:
     """The runner ``command`` names with its test paths, or why there is none."""
-    return _resolve(command, read, kind, f"`{command}`", 0)
+    said = f"`{command}`"
+    found = _resolve(command, read, kind, said, 0)
+    return found or Unresolved(why=f"{said} names no test runner the gate knows")
 
 
 def _resolve(
     command: str, read: Reader, kind: PathKind, said: str, depth: int
-) -> Runner | Unresolved:
+) -> Runner | Unresolved | None:
+    """One runner among the simple commands; ``None``: none of them is a runner.
+
+    A runner the gate cannot read (or two runners) leaves the whole unresolved: the new files
+    are run only when what the command runs is clear.
+    """
     segments = _segments(command)
     if segments is None:
         return Unresolved(why=f"{said} is shell text the gate does not read as one runner")
-    found: list[Runner] = []
-    reasons: list[str] = []
+    found: list[Runner | Unresolved] = []
     for words in segments:
         got = _one(words, read, kind, said, depth)
-        if isinstance(got, Runner):
+        if got is not None:
             found.append(got)
-        elif got is not None:
-            reasons.append(got.why)
-    if len(found) == 1:
-        return found[0]
+    unread = [f for f in found if isinstance(f, Unresolved)]
+    if unread:
+        return unread[0]
     if len(found) > 1:
         return Unresolved(why=f"{said} runs more than one test runner")
-    return Unresolved(why=reasons[0] if reasons else f"{said} names no test runner the gate knows")
+    return found[0] if found else None
 
 
 def _segments(command: str) -> list[list[str]] | None:
