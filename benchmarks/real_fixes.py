@@ -48,11 +48,21 @@ FIXES = {
     "Delgan/loguru": "7b30cd046a593f34696f6c574813b9727ae5c35e",
     "tj/commander.js": "2e96cd388764064fe271f7f452d0dff780355b42",
     "jshttp/mime-types": "7c3c63dc002af1a43904ca5533e881807839acac",
+    "jshttp/content-type": "2db7a7203359ad534d647e7d3c996e3c6be00f53",
     "lukeed/kleur": "59bdd40330f032a3f30638b775704f99d50c7a97",
     "debug-js/debug": "1f01b70f88202c22deaa3df70e343fc409504147",
 }
 """Each project's fix commit (its own history): the run starts at its parent."""
 WRITTEN_TESTS = {
+    "jshttp/content-type": {
+        "test/htab.js": (
+            "var assert = require('assert')\nvar contentType = require('..')\n\n"
+            "describe('contentType.parse(string) with HTAB', function () {\n"
+            "  it('should allow a tab around a parameter', function () {\n"
+            "    var type = contentType.parse('text/html;\\tcharset=utf-8')\n"
+            "    assert.strictEqual(type.parameters.charset, 'utf-8')\n  })\n})\n"
+        )
+    },
     "lukeed/kleur": {
         "test/grey.js": (
             "const test = require('tape');\nconst kleur = require('..');\n\n"
@@ -63,7 +73,8 @@ WRITTEN_TESTS = {
     },
 }
 """Where the commit's test change is not a test (kleur's changes a table of codes that
-``test/index.js`` reads), the regression test a model would write instead."""
+``test/index.js`` reads) or there is none (content-type's), the regression test a model would
+write instead."""
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.")
 _SOURCE = re.compile(r"\.(py|js|mjs|cjs|ts)$")
 TASK = "Fix the bug the project's fix commit fixed; add a regression test."

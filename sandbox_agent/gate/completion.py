@@ -32,12 +32,14 @@ from sandbox_agent.gate import (
     newtests,
     outcomes,
     ownmodules,
+    runners,
     streamed,
     tamper,
     verdict,
 )
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.hidden import HiddenTests
+from sandbox_agent.gate.runners import Runner, Unresolved
 from sandbox_agent.gate.runs import Runs, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -110,6 +112,9 @@ class CompletionGate:
         """What each test did in the last verdict (``None``: no per-test report)."""
         self.new_files: tuple[str, ...] = ()
         """The new test files of the last patch judged."""
+        self.runner: Runner | Unresolved | None = None
+        """The runner a command without a per-test report names, to run new test files with
+        (``runners.py``); ``None`` for pytest."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -129,6 +134,9 @@ class CompletionGate:
                 "runner's files and the scripts it runs or sources are the baseline's)"
             )
         self.pin = pin if isinstance(pin, Pin) else None
+        if pin is None and not is_pytest(self.test_command):  # read before the model acts
+            kind = exitproof.path_kind(self.sandbox)
+            self.runner = runners.resolve(self.test_command, self.sandbox.baseline_file, kind)
         if self.baseline_in_copy:
             with self.judge("") as copy:
                 seen = self._run_tests(copy, "baseline (the original code)", None)
@@ -177,7 +185,8 @@ class CompletionGate:
             self.baseline, run, harness_note=self.pin_note, tampering=tuple(map(str, hits))
         )
         if self.judgement is None:
-            return found.model_copy(update={"rule": self.config.require})
+            update = {"rule": self.config.require, "new_test_files": self.new_files}
+            return found.model_copy(update=update)
         return evidence.with_judgement(found, self.judgement, self.config.require, self.new_files)
 
     def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
@@ -256,12 +265,24 @@ class CompletionGate:
         return runs
 
     def _exit_runs(self, runs: Runs, patch: str, added: tuple[str, ...], label: str) -> Runs:
-        """Without a report, under ``proof``: the new test files alone on the baseline's code."""
-        if self.config.require != "proof":
-            return runs
+        """Without a report: the new test files with the patch, and alone on the baseline's code.
+
+        With a known runner (``runners.py``) they run with it: with the patch (every rule) and
+        on the baseline's code (``proof``); else, under ``proof``, the command runs on the
+        baseline's code with only them added.
+        """
         files = newtests.new_test_files(added, self.is_protected, ())
+        if self.hidden is not None:  # judged by the hidden tests alone
+            files = ()
         _, only, self.new_files = newtests.split(patch, files)
-        if self.new_files:
+        ran = exitproof.runnable(self.runner, self.new_files)
+        if ran and isinstance(self.runner, Runner):
+            command = self.runner.command(ran)
+            runs.with_new = self._run_copy(patch, f"{label}: your new tests", command)
+            if self.config.require == "proof":
+                on_base = f"{label}: your new tests, baseline code"
+                runs.new_on_base = self._run_copy(only, on_base, command)
+        elif self.new_files and self.config.require == "proof":
             runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         return runs
 
@@ -278,16 +299,18 @@ class CompletionGate:
         if any(was[t] == "passed" for t in changed):
             runs.now_again = self._run_copy(patch, f"{label}: the patch again (flaky?)")
 
-    def _run_copy(self, patch: str, label: str) -> TestRun:
+    def _run_copy(self, patch: str, label: str, command: str | None = None) -> TestRun:
         with self._copy(patch) as copy:
-            return self._run_tests(copy, label, self._named_plugins())
+            return self._run_tests(copy, label, self._named_plugins(), command)
 
     def _judge(self, runs: Runs) -> list[GateCheck]:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
         made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
         checks = [tests_check(runs.now, rule), *_outcome_checks(runs)]
-        if runs.with_new is not None and rule == "all":
+        if runs.with_new is not None and self._no_baseline_report:  # run with the runner
+            checks.append(exitproof.new_tests_check(runs.with_new))
+        elif runs.with_new is not None and rule == "all":
             checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
         seen = runs.observed(self.baseline, self.new_files)
         targets = self.config.targets + (self.hidden.fail_to_pass if self.hidden else ())
@@ -304,7 +327,14 @@ class CompletionGate:
             and runs.now.report is None
             and self._no_baseline_report
         ):
-            found = exitproof.check(self.baseline, runs.now, runs.new_on_base, self.new_files)
+            found = exitproof.check(
+                self.baseline,
+                runs.now,
+                runs.new_on_base,
+                self.new_files,
+                runner=self.runner,
+                with_new=runs.with_new,
+            )
             checks.append(found)
         if self.pin is not None:
             checks += [self._harness_check(r) for r in made[:1]]
@@ -405,12 +435,17 @@ class CompletionGate:
         return GateCheck(name="harness", passed=True, detail=f"{base.fingerprint} as at baseline")
 
     def _run_tests(
-        self, sandbox: Sandbox, label: str, named_plugins: tuple[str, ...] | None
+        self,
+        sandbox: Sandbox,
+        label: str,
+        named_plugins: tuple[str, ...] | None,
+        command: str | None = None,
     ) -> TestRun:
+        """Run the test command (or ``command``: the new files with the runner) and log it."""
         run = streamed.settle(
             run_tests(
                 sandbox,
-                self.test_command,
+                command or self.test_command,
                 self.config.timeout_s,
                 label,
                 self.pin,

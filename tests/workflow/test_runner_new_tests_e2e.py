@@ -1,0 +1,111 @@
+"""New test files run with the runner the command names, end to end (real container, zero config).
+
+The project's test command names its one test file (``python -m unittest tests/test_calc.py``,
+as mime-types' ``npm test`` is ``mocha ... test/test.js``): a file the model adds is never run
+by it, and the baseline's test file is protected. The gate runs the model's new test files with
+the same runner, alone, in clean copies: on the baseline's code (must fail) and with the patch
+(must pass). The runner is in the sandbox image, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.run.artifacts import RunDir
+from sandbox_agent.types import GateOutcome
+from tests.workflow.helpers import fix, git
+
+pytestmark = pytest.mark.docker
+
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+COMMAND = "python -m unittest tests/test_calc.py"
+
+
+def case(name: str, body: str) -> str:
+    return (
+        "import unittest\n\nimport calc\n\n\n"
+        f"class {name}(unittest.TestCase):\n    def test_it(self):\n        {body}\n"
+    )
+
+
+def edit(old: str, new: str) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "edit_file",
+        "arguments": {"path": "calc.py", "old_text": old, "new_text": new},
+    }
+
+
+def write(path: str, content: str) -> dict[str, object]:
+    return {
+        "type": "tool_call",
+        "tool_name": "write_file",
+        "arguments": {"path": path, "content": content},
+    }
+
+
+def finish(answer: str) -> dict[str, object]:
+    return {"type": "finish", "answer": answer}
+
+
+def calc_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "user" / "calc"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text(BUGGY)
+    (repo / "tests" / "test_calc.py").write_text(
+        case("TestMul", "self.assertEqual(calc.mul(2, 3), 6)")
+    )
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "calc")
+    return repo
+
+
+def history(run_dir: str) -> list[GateOutcome]:
+    return [g for g in RunDir(Path(run_dir)).read_record().gate_history if g.phase == "finish"]
+
+
+def failed(outcome: GateOutcome) -> dict[str, str]:
+    return {c.name: c.detail for c in outcome.checks if not c.passed}
+
+
+def test_a_new_test_file_is_run_with_the_commands_runner_and_proves_the_fix(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    repo = calc_repo(tmp_path)
+    policy = tmp_path / "mine.toml"
+    policy.write_text("[gate]\nmax_attempts = 5\n")
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        edit("a - b", "a + b"),
+        finish("fixed, no test"),
+        write("tests/test_add_zero.py", case("TestZero", "self.assertEqual(calc.add(1, 0), 1)")),
+        finish("a test that passes anyway"),
+        write("tests/test_wrong.py", case("TestWrong", "self.assertEqual(calc.add(1, 2), 4)")),
+        finish("a test that fails with the fix"),
+        write("tests/test_wrong.py", case("TestAdd", "self.assertEqual(calc.add(1, 2), 3)")),
+        finish("fixed, with a regression test"),
+        policy_file=policy,
+        test_cmd=COMMAND,
+    )
+    assert record.exit_reason == "finished", record.error
+    assert record.gate_passed
+    no_test, same, wrong, good = history(record.run_dir)
+    assert "is run as `python -m unittest '<your file>'`" in failed(no_test)["proof"]
+    assert (
+        "`python -m unittest tests/test_add_zero.py` already passes on the baseline's code"
+        in failed(same)["proof"]
+    )
+    assert "AssertionError: 3 != 4" in failed(wrong)["new_tests"]
+    proof = next(c for c in good.checks if c.name == "proof")
+    assert proof.passed
+    assert (
+        "on the baseline's code `python -m unittest tests/test_add_zero.py tests/test_wrong.py` "
+        "fails; with your change it passes"
+    ) in proof.detail
+    log = Path(record.gate_log_path).read_text()
+    assert "your new tests, baseline code: python -m unittest tests/test_add_zero.py" in log
