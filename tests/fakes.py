@@ -11,7 +11,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,16 +38,16 @@ _GIT_ENV = {
 
 
 def command_env() -> dict[str, str]:
-    """What a command sees: the host's environment with two changes, neither of them a part
-    of the projects judged, that cut a small pytest run from 2.5 s of CPU to 0.5 s.
+    """What a command sees: the host's environment, where pytest loads no entry-point plugin
+    (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``): hypothesis's and anyio's cost 2 s of CPU per run and
+    are no part of the tiny projects these tests judge. The gate's own ``-p`` options still
+    load what they name.
 
-    - ``python`` and ``pytest`` are this interpreter's (its directory first on ``PATH``), not
-      whatever the host resolves them to (a pyenv shim is a shell script run on every call).
-    - pytest loads no entry-point plugin (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``): hypothesis's and
-      anyio's cost 2 s of CPU per run. The gate's own ``-p`` options still load what they name.
+    ``PATH`` stays the host's: this dev venv's interpreter would put the checkout on
+    ``sys.path`` (the editable install), where our own ``tests`` package hides a judged
+    project's ``tests/`` (``python -m unittest tests/test_calc.py`` imports ours).
     """
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return {**os.environ, "PATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 class TempDirSandbox:
