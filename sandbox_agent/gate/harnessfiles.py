@@ -10,6 +10,10 @@ the early, explained refusal, read off the patch's paths before anything runs. I
   ``sitecustomize.py``, ``usercustomize.py``, and files named like the harness's own modules
   (``pytest.py``, ``_pytest/``, a plugin's top-level module);
 - ``.gitignore`` files (they decide what the patch holds);
+- JavaScript runners' configuration, new or changed, wherever it is (``.mocharc.*``,
+  ``jest.config.*``, ``vitest.config.*``, ``vite.config.*``, ``ava.config.*``, ``.taprc``,
+  ``karma.conf.*``, Babel's ``babel.config.*`` and ``.babelrc*``, which jest and others run
+  the tests through) and those runners' sections of ``package.json``;
 - for other runners, the files that define the command: ``package.json``'s ``scripts`` and the
   lock files (npm, yarn, pnpm), ``Makefile`` (make), ``tox.ini`` (tox), ``go.mod``/``go.sum``
   (go), ``Cargo.lock``/``.cargo/config*`` (cargo), and a script the command names.
@@ -50,6 +54,15 @@ RUNNER_FILES: dict[str, frozenset[str]] = {
     "cargo": frozenset({"Cargo.lock"}),
 }
 """Per program of the test command: file names whose every change redefines the command."""
+RUNNER_CONFIG = re.compile(
+    r"\.mocharc\.[a-z]+|(jest|vitest|vitest\.workspace|vite|ava|karma)\.(config|conf)\.[a-z]+"
+    r"|vitest\.workspace\.[a-z]+|\.taprc|babel\.config\.[a-z]+|\.babelrc(\.[a-z]+)?"
+)
+"""JavaScript test runners' configuration files: a new one changes how the tests run as
+surely as a changed one (mocha reads ``.mocharc.js`` from where it runs, and its
+``require`` can make every test pass)."""
+PACKAGE_RUNNER_KEYS = ("scripts", "mocha", "jest", "ava", "tap", "c8", "nyc", "babel")
+"""``package.json``'s keys that define or configure the test run."""
 
 
 class Harness:
@@ -84,6 +97,8 @@ class Harness:
             return "packaging metadata can register pytest plugins and run code at start"
         if name in START_FILES:
             return "runs at interpreter start"
+        if RUNNER_CONFIG.fullmatch(lower):
+            return "configures the test runner"
         top = pure.parts[0].removesuffix(".py")
         if top in self.shadowed or (pure.stem in self.shadowed and name.endswith(".py")):
             return "named like a module of the test harness"
@@ -228,7 +243,9 @@ def _package_scripts(data: bytes | None) -> Any:
         parsed = json.loads(data)
     except ValueError:
         return "<unparseable>"
-    return parsed.get("scripts") if isinstance(parsed, dict) else None
+    if not isinstance(parsed, dict):
+        return None
+    return {key: parsed.get(key) for key in PACKAGE_RUNNER_KEYS}
 
 
 _SECTIONS: dict[str, Callable[[bytes | None], Any]] = {
@@ -267,6 +284,8 @@ def new_test_file_problem(path: str, shadowed: frozenset[str]) -> str | None:
         return "a new conftest.py changes how the tests run"
     if name in NEW_FILE_CONFIG:
         return "new test configuration"
+    if RUNNER_CONFIG.fullmatch(name.lower()):
+        return "configures the test runner"
     if path.startswith(CI_PATHS) or "/.github/" in f"/{path}":
         return "CI configuration"
     if any(p.endswith((".dist-info", ".egg-info")) for p in pure.parts) or name.endswith(".pth"):

@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from sandbox_agent.gate import harness
-from sandbox_agent.gate.harnessfiles import harness_changes
+from sandbox_agent.gate.harnessfiles import harness_changes, new_test_file_problem
 
 RECORD = harness.HarnessRecord(
     python="/opt/venv/bin/python",
@@ -276,3 +276,45 @@ def test_a_script_and_every_file_it_sources_define_the_command() -> None:
         "ci/env.sh (defines the test command)",
         "ci/more.sh (defines the test command)",
     ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".mocharc.js",
+        ".mocharc.yml",
+        "test/.mocharc.json",
+        "jest.config.js",
+        "jest.config.ts",
+        "vitest.config.mts",
+        "vite.config.js",
+        "ava.config.cjs",
+        ".taprc",
+        "karma.conf.js",
+        "babel.config.js",
+        ".babelrc",
+    ],
+)
+def test_a_javascript_runners_configuration_is_harness_new_or_changed(path: str) -> None:
+    # A model that adds `.mocharc.js` with `require: ['./always-pass.js']` would make the
+    # command (and its own new test, run by the same runner) pass without a fix.
+    (found,) = changes({path: b"module.exports = {}"}, "npm test")
+    assert found == f"{path} (configures the test runner)"
+
+
+@pytest.mark.parametrize("key", ["mocha", "jest", "ava", "tap", "c8", "nyc", "babel"])
+def test_a_runners_section_of_package_json_is_harness(key: str) -> None:
+    config = f'{{"name": "x", "version": "1.0.0", "scripts": {{"test": "jest"}}, "{key}": {{}}}}'
+    assert changes({"package.json": config.encode()}, "npm test") == [
+        "package.json (its test-runner section changed)"
+    ]
+
+
+def test_javascript_source_that_only_looks_like_configuration_stays_editable() -> None:
+    assert changes({"src/jest.js": b"x", "lib/mocha-helpers.js": b"x"}, "npm test") == []
+
+
+def test_a_runners_configuration_is_no_new_test_file() -> None:
+    shadowed = harness.harness_modules(RECORD)
+    assert new_test_file_problem("test/.mocharc.js", shadowed) == "configures the test runner"
+    assert new_test_file_problem("test/regression.test.js", shadowed) is None
