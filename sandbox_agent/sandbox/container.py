@@ -25,6 +25,7 @@ from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.diffbounds import DiffBounds
 from sandbox_agent.sandbox.executor import (
     EXEC_ONLY_PYTHON,
+    ISOLATED,
     ExecutorChannel,
     interpreter_for,
 )
@@ -195,7 +196,7 @@ def container_kwargs(
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
-        "command": [executor_python(config), "-c", _REAPER, user],
+        "command": [executor_python(config), *ISOLATED, "-c", _REAPER, user],
         "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
         "labels": {
             engine.RUN_LABEL: run_id,
