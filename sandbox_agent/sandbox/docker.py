@@ -139,6 +139,10 @@ class DockerSandbox:
         self._workspace_root = workspace_root
         self._lock = threading.RLock()
         self._closed = False
+        self._retiring = cow.Retiring()
+        """Its clean copies being removed after their verdicts (waited for on close)."""
+        self._retire_into: cow.Retiring | None = None
+        """A clean copy: its maker's, which removes it on a thread when it is closed."""
         self._channel = channel or self._open_channel()
         _LIVE.add(self)
 
@@ -514,6 +518,9 @@ class DockerSandbox:
     def clean_copy(self, patch: str) -> DockerSandbox:
         """A new sandbox: the baseline (from the shadow repo) with ``patch``, no network.
 
+        Closing it returns at once: it is removed on a thread (the verdict waits for nothing),
+        and this sandbox's ``close`` waits for that.
+
         Raises:
             SandboxError: the patch does not apply, or the sandbox did not start.
         """
@@ -521,6 +528,7 @@ class DockerSandbox:
         if layered is not None:
             made = self._layered_copy(layered)
             if made is not None and made._apply_inside(patch):
+                made._retire_into = self._retiring
                 return made
             if made is not None:
                 made.close()
@@ -529,7 +537,7 @@ class DockerSandbox:
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
         try:
             export_baseline(self._ws, source / "tree")
-            return DockerSandbox.create(
+            copy = DockerSandbox.create(
                 source / "tree",
                 config,
                 run_id=f"{self.run_id}-gate",
@@ -537,6 +545,8 @@ class DockerSandbox:
                 progress=lambda line: None,
                 initial_patch=patch.encode("utf-8", "surrogateescape"),
             )
+            copy._retire_into = self._retiring
+            return copy
         except UserError as e:
             raise SandboxError(
                 f"the patch does not apply to a clean copy of the baseline: {e}", op="gate"
@@ -600,11 +610,20 @@ class DockerSandbox:
         if self._closed:
             return
         self._closed = True
+        retire, self._retire_into = self._retire_into, None
+        if retire is not None:  # a clean copy whose verdict is known: removed off its path
+            retire.close_later(self._remove)
+            return
+        self._remove()
+
+    def _remove(self) -> None:
+        """``close``'s work: the clean copies' removal waited for, then this sandbox's."""
         _LIVE.discard(self)
         in_main = threading.current_thread() is threading.main_thread()
         held = {signal.SIGINT, signal.SIGTERM}
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held) if in_main else None
         try:
+            failed = self._retiring.wait()  # its clean copies first: nothing left behind
             self._channel.close()
             if self._listener is not None:
                 self._listener.close()
@@ -622,6 +641,8 @@ class DockerSandbox:
         finally:
             if old is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if failed:
+            raise failed[0]
 
     def __enter__(self) -> DockerSandbox:
         return self
