@@ -39,6 +39,7 @@ from sandbox_agent.sandbox.protect import guard_dirs, mountable, read_only_paths
 from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
     Owner,
+    TreeStatus,
     Workspace,
     new_workspace_dir,
     remove_workspace,
@@ -58,12 +59,16 @@ def parent_dir(config: DockerSandboxConfig, workspace_root: Path | None) -> Path
 
 
 def cached_snapshot(
-    source: Path, config: DockerSandboxConfig, parent: Path, owner: Owner
+    source: Path,
+    config: DockerSandboxConfig,
+    parent: Path,
+    owner: Owner,
+    status: TreeStatus | None = None,
 ) -> Snapshot | None:
     """The snapshot of ``source`` (made now on a first run), or ``None``: copy as before."""
     if not config.copy_on_write:
         return None
-    key = snapcache.snapshot_key(source, owner)
+    key = snapcache.snapshot_key(source, owner, status)
     if key is None:
         return None
     root = snapcache.cache_root(parent)

@@ -74,6 +74,7 @@ from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
     MODEL_GIT_DIR,
     SHADOW_DIR,
+    TreeStatus,
     Workspace,
     apply_to_copy,
     baseline_blob,
@@ -171,6 +172,7 @@ class DockerSandbox:
         workspace_root: Path | None = None,
         progress: Progress = print_to_stderr,
         initial_patch: bytes | None = None,
+        status: TreeStatus | None = None,
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
@@ -178,6 +180,7 @@ class DockerSandbox:
         commit is written. ``.git`` and the baseline's paths that ``config.protect`` matches are
         read-only mounts in it (``sandbox.protect``). ``initial_patch`` (an earlier run's, for
         ``revise``) is applied to the copy after its baseline, before the container starts.
+        ``status``: ``repo``'s ``git status`` taken moments ago (``inspect_repo``), not read again.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -192,7 +195,9 @@ class DockerSandbox:
         made = (
             None
             if initial_patch
-            else cls._try_layered(client, source, config, run_id, workspace_root, progress)
+            else cls._try_layered(
+                client, source, config, run_id, (workspace_root, status), progress
+            )
         )
         if made is not None:
             return made
@@ -261,12 +266,16 @@ class DockerSandbox:
         source: Path,
         config: DockerSandboxConfig,
         run_id: str,
-        workspace_root: Path | None,
+        where: tuple[Path | None, TreeStatus | None],
         progress: Progress,
     ) -> DockerSandbox | None:
-        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before."""
+        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before.
+
+        ``where``: the workspace root, and the tree's status when it was just taken.
+        """
+        workspace_root, status = where
         parent = cow.parent_dir(config, workspace_root)
-        snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1])
+        snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1], status)
         if snap is None:
             return None
         try:
