@@ -43,6 +43,7 @@ STEPS: list[tuple[Any, str, str]] = [
     (sandbox_docker, "check_repo", "check_repo"),
     (cow, "cached_snapshot", "cached_snapshot"),
     (snapcache, "snapshot_key", "  snapshot_key (git status, ls-files, rev-parse)"),
+    (snapcache, "tree_status", "    git status"),
     (snapcache, "git_toplevel", "    git rev-parse --show-toplevel"),
     (cow, "new_workspace_dir", "new_workspace_dir"),
     (cow, "protected_in", "protected_in"),
@@ -96,6 +97,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--files", type=int, default=1)
     parser.add_argument("--runtime", default=None, help="runc (default) or runsc")
+    parser.add_argument("--repo", type=Path, help="a committed repo to use (not changed)")
     args = parser.parse_args()
     for owner, attr, label in STEPS + CLOSE_STEPS:
         wrap(owner, attr, label)
@@ -103,11 +105,12 @@ def main() -> None:
     config = DockerSandboxConfig(copy_on_write=True, limits=limits)
     parent = container.auto_workspace_root(config) or Path(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(dir=parent) as tmp:
-        repo = make_repo(Path(tmp) / "repo", args.files)
+        repo = args.repo.resolve() if args.repo else make_repo(Path(tmp) / "repo", args.files)
         one(repo, config, Path(tmp))  # the first run makes the snapshot
         runs = [one(repo, config, Path(tmp)) for _ in range(args.n)]
         snapcache.collect(Path(tmp), min_age_s=0)
-    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.files} files; ")
+    files = f"repo {args.repo}" if args.repo else f"{args.files} files"
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {files}")
     print(f"runtime {args.runtime or 'runc'}; median of {args.n} repeats, seconds\n")
     print("| step | s |\n| --- | --- |")
     for _, _, label in STEPS + CLOSE_STEPS:
