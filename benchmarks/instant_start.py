@@ -217,8 +217,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         head = ["files", "cp -a", "git clone --local --no-hardlinks", "copy (before)"]
         head += ["first run", "repeat", "empty repo (the container alone)", "repeat - empty"]
-        print("Sandbox ready, seconds (repeat and empty: median of", args.n, ")")
-        table(head, [])
+        if not args.skip_ready:
+            print("Sandbox ready, seconds (repeat and empty: median of", args.n, ")")
+            table(head, [])
         for files in (int(s) for s in args.sizes.split(",") if s and not args.skip_ready):
             made = args.repos / f"r{files}" if args.repos else None
             repo = made if made and made.is_dir() else make_repo(Path(tmp) / f"r{files}", files)
