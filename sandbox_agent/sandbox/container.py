@@ -105,6 +105,9 @@ class DockerSandboxConfig(Frozen):
     (``run.runner``). A dirty tree, a repo outside git and ``revise`` copy as before."""
     snapshot_cache_bytes: int = Field(default=2 << 30, ge=0)
     """Bound of the snapshot cache; least recently used snapshots not in use go past it."""
+    gate_copy_at_start: bool = False
+    """With ``copy_on_write``: start the gate's first clean copy beside the sandbox's own
+    container, not after it (a run judges its baseline in one at once; ``run.runner``)."""
 
 
 def container_env(config: DockerSandboxConfig) -> dict[str, str]:

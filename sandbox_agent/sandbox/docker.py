@@ -278,11 +278,21 @@ class DockerSandbox:
         snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1], status)
         if snap is None:
             return None
+        first = cls._standby_for(snap, config, run_id, workspace_root)
+        if config.gate_copy_at_start:
+            first.begin()  # the gate's first copy starts beside this sandbox's container
         try:
-            return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
-        except SandboxError as e:  # an engine without overlay volumes: copy as before
+            made = cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
+        except BaseException as e:
+            first.close()
+            if not isinstance(e, SandboxError):
+                raise
+            # an engine without overlay volumes: copy as before
             progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
             return None
+        if config.gate_copy_at_start and made._layered is not None:
+            made._layered.standby = first
+        return made
 
     @classmethod
     def _layered_on(
@@ -330,9 +340,16 @@ class DockerSandbox:
 
     def _standby_of(self, layered: cow.Layered) -> cow.Standby[DockerSandbox]:
         """A clean copy to make: a layered sandbox on the same snapshot, without network."""
-        limits = self.config.limits.model_copy(update={"network": False})
-        config = self.config.model_copy(update={"limits": limits})
-        snapshot, run_id, root = layered.snapshot, f"{self.run_id}-gate", self._workspace_root
+        return self._standby_for(layered.snapshot, self.config, self.run_id, self._workspace_root)
+
+    @staticmethod
+    def _standby_for(
+        snapshot: Snapshot, base: DockerSandboxConfig, run_id: str, root: Path | None
+    ) -> cow.Standby[DockerSandbox]:
+        """A clean copy of ``snapshot`` to make for the sandbox ``run_id`` (not begun)."""
+        limits = base.limits.model_copy(update={"network": False})
+        config = base.model_copy(update={"limits": limits, "gate_copy_at_start": False})
+        run_id = f"{run_id}-gate"
 
         def make() -> DockerSandbox:
             client = engine.connect()

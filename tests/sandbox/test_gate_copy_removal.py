@@ -116,5 +116,5 @@ def test_nothing_is_left_when_the_process_exits_right_after_a_verdict(
         with pytest.raises(docker.errors.NotFound):
             docker_client.containers.get(cid)
     assert not list(root.glob("sandbox-agent-ws-*"))
-    left = docker_client.containers.list(all=True, filters={"label": f"{engine.WORKSPACE_LABEL}"})
-    assert not [c for c in left if str(root) in c.labels.get(engine.WORKSPACE_LABEL, "")]
+    left = docker_client.api.containers(all=True, filters={"label": engine.WORKSPACE_LABEL})
+    assert not [c for c in left if str(root) in c["Labels"][engine.WORKSPACE_LABEL]]
