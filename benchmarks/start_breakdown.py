@@ -92,18 +92,59 @@ def one(repo: Path, config: DockerSandboxConfig, root: Path) -> tuple[dict[str, 
     return {**create, **SPENT}, total
 
 
+def _wait_ahead(sandbox: DockerSandbox) -> None:
+    """Until the clean copy made ahead is up (a model's turn is longer than its start)."""
+    sandbox.exec("true", timeout_s=60)  # the model works: the next copy is made ahead
+    standby = sandbox._layered.standby if sandbox._layered is not None else None
+    while standby is not None and not standby.ready():
+        time.sleep(0.05)
+
+
+def gate_path(config: DockerSandboxConfig, root: Path, n: int) -> None:
+    """The verdict's own steps in a clean copy made ahead: taking it with the patch applied,
+    and closing it now (removal on a thread) against as before (removal waited for), paired."""
+    repo = make_repo(root / "gate-repo", 10)
+    spent: dict[str, list[float]] = defaultdict(list)
+    with DockerSandbox.create(repo, config, run_id="bench-gate-path", workspace_root=root) as sb:
+        sb.exec("echo changed >> pkg0/mod0.py", timeout_s=60)
+        patch = sb.diff()
+        for _ in range(n):
+            for label, keep_async in (("now", True), ("before", False)):
+                _wait_ahead(sb)
+                start = time.perf_counter()
+                copy = sb.clean_copy(patch)
+                spent["take the copy, git apply"].append(time.perf_counter() - start)
+                if not keep_async:
+                    copy._retire_into = None  # as before: close waits for the removal
+                start = time.perf_counter()
+                copy.close()
+                spent[f"close the copy ({label})"].append(time.perf_counter() - start)
+    print(
+        f"\nThe verdict's path in a copy made ahead (median of {n}; load "
+        f"{os.getloadavg()[0]:.1f}), seconds\n\n| step | s |\n| --- | --- |"
+    )
+    for label, values in spent.items():
+        print(f"| {label} | {statistics.median(values):.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--files", type=int, default=1)
     parser.add_argument("--runtime", default=None, help="runc (default) or runsc")
     parser.add_argument("--repo", type=Path, help="a committed repo to use (not changed)")
+    parser.add_argument("--gate", action="store_true", help="only the verdict's path")
     args = parser.parse_args()
     for owner, attr, label in STEPS + CLOSE_STEPS:
         wrap(owner, attr, label)
     limits = SandboxSection(runtime=args.runtime) if args.runtime else SandboxSection()
     config = DockerSandboxConfig(copy_on_write=True, limits=limits)
     parent = container.auto_workspace_root(config) or Path(tempfile.gettempdir())
+    if args.gate:
+        with tempfile.TemporaryDirectory(dir=parent) as tmp:
+            gate_path(config, Path(tmp), args.n)
+            snapcache.collect(Path(tmp), min_age_s=0)
+        return
     with tempfile.TemporaryDirectory(dir=parent) as tmp:
         repo = args.repo.resolve() if args.repo else make_repo(Path(tmp) / "repo", args.files)
         one(repo, config, Path(tmp))  # the first run makes the snapshot
