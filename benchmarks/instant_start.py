@@ -1,7 +1,7 @@
 """Instant start (issue 24): sandbox ready time by repo size, the gate's copy, batch throughput.
 
 Run: ``.venv/bin/python benchmarks/instant_start.py [--sizes 10000,50000,200000] [--n 3]
-[--workers 1,4,16] [--runs 16] [--before CHECKOUT] [--skip-batch]``.
+[--workers 1,4,16] [--runs 16] [--before CHECKOUT] [--ray] [--skip-batch] [--skip-ready]``.
 
 One run prints, side by side:
 
@@ -13,7 +13,8 @@ One run prints, side by side:
 - the gate: the demo's tests in place, and in a clean copy (the copy, the tests, its removal)
   made the old way and from a copy started ahead; the difference is the gate's cost;
 - batch runs per minute of the demo through ``sandbox-agent batch`` at each worker count, with
-  this checkout and with ``--before`` (a checkout of main: ``git worktree add /tmp/main main``).
+  this checkout and with ``--before`` (a checkout of main: ``git worktree add /tmp/main main``),
+  locally and, with ``--ray``, on a local Ray instance (``batch --ray``).
 
 Targets: repeat ready <= 0.3 s at every size (flat); the gate's copy <= +0.15 s.
 """
@@ -146,22 +147,32 @@ def gate_rows(parent: Path, n: int) -> list[list[str]]:
     return rows
 
 
+def batch_columns(args: argparse.Namespace) -> list[tuple[str, Path | None, bool]]:
+    """``(label, checkout, on Ray)`` of each column: now and before, locally and on Ray."""
+    checkouts: list[tuple[str, Path | None]] = [("now", None)]
+    checkouts += [("before", args.before)] if args.before else []
+    places = [False, True] if args.ray else [False]
+    return [
+        (f"{label}{', Ray' if ray else ''}", path, ray)
+        for ray in places
+        for label, path in checkouts
+    ]
+
+
 def batch_rows(args: argparse.Namespace, work: Path) -> list[list[str]]:
     client = docker.from_env()
     demo = make_demo_repo()
     os.chdir(work)  # `python -m` puts the working directory first: never this checkout
-    checkouts = [("now", None)] + ([("before", args.before)] if args.before else [])
     rows = []
     for workers in args.workers:
         row = [str(workers)]
-        for label, checkout in checkouts:
+        for label, checkout, ray in batch_columns(args):
             saved = os.environ.get("PYTHONPATH")
             if checkout is not None:
                 os.environ["PYTHONPATH"] = str(checkout)
             try:
-                mode = batch_bench.run_mode(
-                    f"{label}-{workers}", work, demo, args.runs, workers, False, client
-                )
+                name = f"{label}-{workers}".replace(", ", "-")
+                mode = batch_bench.run_mode(name, work, demo, args.runs, workers, ray, client)
             finally:
                 os.environ.pop("PYTHONPATH", None)
                 if saved is not None:
@@ -169,6 +180,9 @@ def batch_rows(args: argparse.Namespace, work: Path) -> list[list[str]]:
             assert mode.finished == mode.runs, mode
             assert mode.left == 0, mode
             row.append(f"{60 * mode.runs / mode.wall_s:.1f}")
+            print(
+                f"  ({label}, {workers} workers: {mode.wall_s:.1f} s)", file=sys.stderr, flush=True
+            )
         rows.append(row)
     return rows
 
@@ -189,6 +203,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=16)
     parser.add_argument("--before", type=Path, help="a checkout of main, for the batch's before")
     parser.add_argument("--skip-batch", action="store_true")
+    parser.add_argument("--ray", action="store_true", help="the batch on local Ray too")
+    parser.add_argument("--skip-ready", action="store_true")
     parser.add_argument("--skip-gate", action="store_true")
     parser.add_argument("--repos", type=Path, help="reuse repos made before: DIR/r10000, ...")
     args = parser.parse_args()
@@ -201,9 +217,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         head = ["files", "cp -a", "git clone --local --no-hardlinks", "copy (before)"]
         head += ["first run", "repeat", "empty repo (the container alone)", "repeat - empty"]
-        print("Sandbox ready, seconds (repeat and empty: median of", args.n, ")")
-        table(head, [])
-        for files in (int(s) for s in args.sizes.split(",") if s):
+        if not args.skip_ready:
+            print("Sandbox ready, seconds (repeat and empty: median of", args.n, ")")
+            table(head, [])
+        for files in (int(s) for s in args.sizes.split(",") if s and not args.skip_ready):
             made = args.repos / f"r{files}" if args.repos else None
             repo = made if made and made.is_dir() else make_repo(Path(tmp) / f"r{files}", files)
             print("| " + " | ".join(ready_row(repo, files, parent, args.n)) + " |", flush=True)
@@ -212,7 +229,7 @@ def main() -> None:
         print()
         if not args.skip_batch:
             print(f"Batch of {args.runs} demo runs, runs per minute")
-            head = ["workers", "now"] + (["before (main)"] if args.before else [])
+            head = ["workers", *(label for label, _, _ in batch_columns(args))]
             table(head, batch_rows(args, Path(tmp)))
 
 

@@ -17,7 +17,7 @@ import typer
 
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.output import fail
-from sandbox_agent.env import cache
+from sandbox_agent.env import cache, layers
 from sandbox_agent.env.base import base_lookup
 from sandbox_agent.env.build import describe
 from sandbox_agent.env.detect import detect_plan
@@ -216,14 +216,19 @@ def prune_command(
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="Only list what would be removed.")] = False,
 ) -> None:
-    """Remove environment images a newer build of the same repo replaced (or all of them)."""
+    """Remove environment images a newer build of the same repo replaced (or all of them).
+
+    Shared layers (``env/layers.py``) no remaining environment is built on go too.
+    """
     client = _client()
     try:
         rows = cache.list_envs(client)
         doomed = rows if remove_all else cache.stale(rows)
         bases = cache.base_tags(client) if remove_all else []
+        unused = layers.unused_layers(client, [row.tag for row in rows if row not in doomed])
         if not dry_run:
             cache.remove(client, [row.tag for row in doomed] + bases)
+            unused = layers.remove_layers(client, unused)
     except SandboxError as e:
         raise _fail(e) from e
     finally:
@@ -233,4 +238,6 @@ def prune_command(
         _echo(f"{verb} {row.tag}  ({row.repo})")
     for tag in bases:
         _echo(f"{verb} {tag}  (a base built from a Dockerfile)")
+    for tag in unused:
+        _echo(f"{verb} {tag}  (a shared layer no remaining environment is built on)")
     _echo(f"{verb} {len(doomed)} of {len(rows)} environments")

@@ -166,8 +166,13 @@ def _build(
     ws = snapshot(repo, run_id=f"env-{key[:12]}")
     setup_dir = Path(tempfile.mkdtemp(prefix="sandbox-agent-setup-"))
     shared = plan.network_during_setup and plan.download_cache
+    bound = plan.download_cache_bytes
     try:
-        with proxy.for_build(client, host_env, log.line) if shared else _no_cache() as cache_env:
+        with (
+            proxy.for_build(client, host_env, log.line, bound)
+            if shared
+            else _no_cache() as cache_env
+        ):
             env = {**hostca.prepare(host_env, setup_dir, cache_env[1]), **cache_env[0]}
             env["PATH"] = path
             if f"{VENV}/bin" in plan.path:

@@ -166,6 +166,7 @@ def detect_plan(
         path=tuple(path),
         network_during_setup=settings.network_during_setup,
         download_cache=settings.download_cache,
+        download_cache_bytes=settings.download_cache_bytes,
         timeout_s=settings.timeout_s,
         notes=tuple(notes),
         limits=BuildLimits.model_validate(

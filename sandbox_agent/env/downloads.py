@@ -22,6 +22,7 @@ import shutil
 import ssl
 import subprocess
 import tempfile
+import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,12 +54,22 @@ def pypi_digest(path: str) -> str | None:
     return "".join(match.group(1, 2, 3)) if match else None
 
 
-class Store:
-    """Verified files by hash, under ``root/pypi``; written only by :meth:`fetch`."""
+IN_USE_S = 600.0
+"""A stored file used this recently is never trimmed (a build of another process serves it)."""
 
-    def __init__(self, root: Path, upstream: ssl.SSLContext) -> None:
+
+class Store:
+    """Verified files by hash, under ``root/pypi``; written only by :meth:`admit`.
+
+    ``bound``: the most bytes it keeps (``[environment] download_cache_bytes``); past it, the
+    files used least recently go after each new one, except those used in the last
+    :data:`IN_USE_S` (so the store can exceed it while builds use that much).
+    """
+
+    def __init__(self, root: Path, upstream: ssl.SSLContext, bound: int | None = None) -> None:
         self.root = root
         self.upstream = upstream
+        self.bound = bound
         (root / "pypi").mkdir(parents=True, exist_ok=True)
         root.chmod(0o700)
 
@@ -76,6 +87,8 @@ class Store:
             raise DownloadCacheError(f"{path}: not a PyPI file address")
         stored = self.path_of(digest)
         if stored.is_file():
+            with contextlib.suppress(OSError):
+                os.utime(stored)  # used now: trimmed last
             return stored
         with urllib.request.urlopen(f"https://{PYPI_FILES}{path}", context=self.upstream) as r:
             return self.admit(digest, r)
@@ -97,7 +110,34 @@ class Store:
             tmp.replace(self.path_of(digest))
         finally:
             tmp.unlink(missing_ok=True)
+        self.trim()
         return self.path_of(digest)
+
+    def trim(self) -> list[Path]:
+        """Remove the least recently used files until the store is within its bound.
+
+        Returns:
+            The removed files.
+        """
+        if self.bound is None:
+            return []
+        files = []
+        for entry in os.scandir(self.root / "pypi"):
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if not entry.name.startswith("."):
+                    files.append((st.st_mtime, st.st_size, Path(entry.path)))
+        total = sum(size for _, size, _ in files)
+        recent = time.time() - IN_USE_S
+        removed = []
+        for used, size, path in sorted(files):
+            if total <= self.bound or used >= recent:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            removed.append(path)
+            total -= size
+        return removed
 
 
 def _copy_hashing(body: IO[bytes], fd: int) -> str:

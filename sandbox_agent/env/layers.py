@@ -8,12 +8,14 @@ Their result is committed as ``sandbox-agent-layer:<key>``, keyed by the base im
 the steps' exact commands, and every later build whose plan starts with the same steps starts
 from it. A repository's own steps then run in a new container on top: what they write goes into
 that repository's environment image only, never into the layer (images are immutable).
+``env prune`` removes the layers no remaining environment is built on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from http import HTTPStatus
 from typing import Any
 
 import docker
@@ -23,6 +25,7 @@ from docker.types import Mount
 from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, run_step
 from sandbox_agent.env.model import EnvPlan, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
+from sandbox_agent.errors import SandboxError
 
 LAYER_REPO = "sandbox-agent-layer"
 LAYER_LABEL = "sandbox-agent.layer"
@@ -91,3 +94,50 @@ def ensure_layer(
         run_in(client, cid, _CLEANUP, env, BuildLog(lambda _: None, None), 600)
         labels = {**(base.get("Config", {}).get("Labels") or {}), BUILD_LABEL: "", LAYER_LABEL: key}
         return commit(client, cid, base, tag, labels, {})
+
+
+def _rootfs(image: Any) -> list[str]:
+    """The image's file-system layers (diff ids), bottom first."""
+    return list((image.attrs.get("RootFS") or {}).get("Layers") or [])
+
+
+def unused_layers(client: docker.DockerClient, kept: list[str]) -> list[str]:
+    """Tags of the shared layers none of the ``kept`` environment images is built on.
+
+    An image is built on a layer when the layer's file-system layers begin its own (whatever
+    its labels say). ``env prune`` removes the rest once it removed the environments.
+
+    Raises:
+        SandboxError: the engine could not list or inspect the images.
+    """
+    try:
+        shared = client.images.list(name=LAYER_REPO)
+        roots = [_rootfs(client.images.get(tag)) for tag in kept]
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"listing the shared layers failed: {e}", op="env") from e
+    unused = []
+    for image in shared:
+        mine = _rootfs(image)
+        if mine and not any(root[: len(mine)] == mine for root in roots):
+            unused += [t for t in image.tags if t.startswith(f"{LAYER_REPO}:")]
+    return sorted(unused)
+
+
+def remove_layers(client: docker.DockerClient, tags: list[str]) -> list[str]:
+    """Remove the layers' tags; one a build is using right now stays. Returns the removed.
+
+    Raises:
+        SandboxError: the engine refused for another reason.
+    """
+    removed = []
+    for tag in tags:
+        try:
+            client.images.remove(tag, force=False, noprune=False)
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.APIError as e:
+            if e.status_code == HTTPStatus.CONFLICT:  # a build's container runs on it
+                continue
+            raise SandboxError(f"could not remove {tag}: {e}", op="env") from e
+        removed.append(tag)
+    return removed

@@ -76,6 +76,8 @@ class EnvPlan(Frozen):
     download_cache: bool = True
     """Whether setup downloads from PyPI through the shared cache of verified files
     (``env/proxy.py``); not part of the cache key (the files are the registry's either way)."""
+    download_cache_bytes: int = Field(default=4 << 30, ge=0)
+    """The download cache's bound (``downloads.Store``); not part of the cache key."""
     timeout_s: float = Field(default=1800.0, gt=0)
     """Most time one setup step may take (not part of the cache key)."""
     notes: tuple[str, ...] = ()

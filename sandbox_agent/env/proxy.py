@@ -70,16 +70,20 @@ class ProxyServer(ThreadingHTTPServer):
 
 @contextlib.contextmanager
 def for_build(
-    client: docker.DockerClient, host_env: Mapping[str, str], say: Callable[[str], None]
+    client: docker.DockerClient,
+    host_env: Mapping[str, str],
+    say: Callable[[str], None],
+    bound: int | None = None,
 ) -> Iterator[tuple[dict[str, str], bytes]]:
     """The proxy variables and the CA to trust for one build; none when the cache cannot run.
 
     The cache is off (and the build downloads directly, as before) when the host has its own
     HTTPS proxy (the proxy does not chain), no CA bundle to append to, no ``openssl``, or
-    cannot listen on the bridge's address (a remote engine).
+    cannot listen on the bridge's address (a remote engine). ``bound``: the store's
+    (``downloads.Store``).
     """
     try:
-        address, store, tls, ca = _setup(client, host_env)
+        address, store, tls, ca = _setup(client, host_env, bound)
         server = ProxyServer(address, store, tls)  # a remote engine's bridge: cannot bind
     except (DownloadCacheError, OSError, docker.errors.DockerException, KeyError, IndexError) as e:
         say(f"download cache: off ({e}); setup downloads directly")
@@ -93,7 +97,7 @@ def for_build(
 
 
 def _setup(
-    client: docker.DockerClient, host_env: Mapping[str, str]
+    client: docker.DockerClient, host_env: Mapping[str, str], bound: int | None
 ) -> tuple[str, Store, ssl.SSLContext, bytes]:
     if host_env.get("HTTPS_PROXY") or host_env.get("https_proxy"):
         raise DownloadCacheError("the host's HTTPS proxy is used")
@@ -102,7 +106,7 @@ def _setup(
         raise DownloadCacheError("no host CA bundle to add the cache's certificate to")
     root = cache_root(host_env)
     root.mkdir(parents=True, exist_ok=True)
-    store = Store(root, ssl.create_default_context(cafile=str(bundle)))
+    store = Store(root, ssl.create_default_context(cafile=str(bundle)), bound)
     ca, cert, key = local_ca(root)
     config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
     return str(config["Gateway"]), store, server_tls(str(cert), str(key)), ca.read_bytes()

@@ -113,6 +113,7 @@ def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
         protect=prepared.settings.paths.protect,
         from_sandbox_image=base.kind == "image" and base.image == DEFAULT_IMAGE,
         copy_on_write=True,
+        gate_copy_at_start=True,  # the baseline is judged in a clean copy before the first turn
     )
 
 

@@ -52,6 +52,7 @@ def start_sandbox(
             run_id=run_id,
             workspace_root=workspace_root,
             initial_patch=patch,
+            status=prepared.repo.status,  # read once per run (taken again when stale)
         )
 
     try:

@@ -25,6 +25,7 @@ from sandbox_agent.sandbox import engine, gitops
 from sandbox_agent.sandbox.diffbounds import DiffBounds
 from sandbox_agent.sandbox.executor import (
     EXEC_ONLY_PYTHON,
+    ISOLATED,
     ExecutorChannel,
     interpreter_for,
 )
@@ -104,6 +105,9 @@ class DockerSandboxConfig(Frozen):
     (``run.runner``). A dirty tree, a repo outside git and ``revise`` copy as before."""
     snapshot_cache_bytes: int = Field(default=2 << 30, ge=0)
     """Bound of the snapshot cache; least recently used snapshots not in use go past it."""
+    gate_copy_at_start: bool = False
+    """With ``copy_on_write``: start the gate's first clean copy beside the sandbox's own
+    container, not after it (a run judges its baseline in one at once; ``run.runner``)."""
 
 
 def container_env(config: DockerSandboxConfig) -> dict[str, str]:
@@ -195,7 +199,7 @@ def container_kwargs(
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:48]
     return {
         "image": config.image,
-        "command": [executor_python(config), "-c", _REAPER, user],
+        "command": [executor_python(config), *ISOLATED, "-c", _REAPER, user],
         "name": f"sandbox-agent-{safe_id}-{secrets.token_hex(3)}",
         "labels": {
             engine.RUN_LABEL: run_id,

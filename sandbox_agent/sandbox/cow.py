@@ -4,7 +4,8 @@
 snapshot is taken from the cache (made on the first run of the commit), and the workspace is
 a few directories and overlay volumes (``overlay.py``), so the start costs the container and
 not the copy. The gate's clean copy is the same kind of sandbox, started ahead while the model
-works (:class:`Standby`), with the patch applied inside it by git.
+works (:class:`Standby`), with the patch applied inside it by git, and removed on a thread once
+its verdict is known (:class:`Retiring`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from sandbox_agent.sandbox.protect import guard_dirs, mountable, read_only_paths
 from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
     Owner,
+    TreeStatus,
     Workspace,
     new_workspace_dir,
     remove_workspace,
@@ -57,12 +59,16 @@ def parent_dir(config: DockerSandboxConfig, workspace_root: Path | None) -> Path
 
 
 def cached_snapshot(
-    source: Path, config: DockerSandboxConfig, parent: Path, owner: Owner
+    source: Path,
+    config: DockerSandboxConfig,
+    parent: Path,
+    owner: Owner,
+    status: TreeStatus | None = None,
 ) -> Snapshot | None:
     """The snapshot of ``source`` (made now on a first run), or ``None``: copy as before."""
     if not config.copy_on_write:
         return None
-    key = snapcache.snapshot_key(source, owner)
+    key = snapcache.snapshot_key(source, owner, status)
     if key is None:
         return None
     root = snapcache.cache_root(parent)
@@ -235,3 +241,35 @@ class Standby(Generic[T]):
         value = self.take()
         if value is not None:
             self.close_one(value)
+
+
+@dataclass
+class Retiring:
+    """Clean copies being removed on threads once their verdict is known: off the gate's path.
+
+    The threads are not daemons, so the interpreter waits for them at exit; the run's sandbox
+    waits for them when it closes. Either way nothing is left behind.
+    """
+
+    threads: list[threading.Thread] = field(default_factory=list)
+    errors: list[SandboxError] = field(default_factory=list)
+
+    def close_later(self, close: Callable[[], None]) -> None:
+        """Run ``close`` on a thread; a ``SandboxError`` it raises is kept for :meth:`wait`."""
+
+        def run() -> None:
+            try:
+                close()
+            except SandboxError as e:
+                self.errors.append(e)
+
+        thread = threading.Thread(target=run, name="sandbox-agent-retire")
+        self.threads.append(thread)
+        thread.start()
+
+    def wait(self) -> list[SandboxError]:
+        """Until every copy handed over is removed; what failed (``gc`` removes those)."""
+        while self.threads:
+            self.threads.pop().join()
+        failed, self.errors = self.errors, []
+        return failed

@@ -15,7 +15,7 @@ from pydantic import Field
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import gitops
 from sandbox_agent.sandbox.base import Omitted, Patch
-from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT
+from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ISOLATED
 from sandbox_agent.sandbox.incontainer.wire import RunAnswer, RunRequest
 from sandbox_agent.types import Frozen
 
@@ -47,7 +47,7 @@ def patch_argv(bounds: DiffBounds, baseline: str, python: str) -> list[str]:
         "max_new_files": bounds.max_new_files,
         "max_bytes": bounds.max_bytes,
     }
-    return [python, "-c", SCAN_SOURCE, json.dumps(spec)]
+    return [python, *ISOLATED, "-c", SCAN_SOURCE, json.dumps(spec)]
 
 
 def read_patch(stdout: bytes) -> Patch:

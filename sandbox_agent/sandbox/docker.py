@@ -51,6 +51,7 @@ from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
+    TreeStatus,
     Workspace,
     baseline_blob,
     check_repo,
@@ -110,6 +111,10 @@ class DockerSandbox(ExecutorCalls):
         self._workspace_root = workspace_root
         self._lock = threading.RLock()
         self._closed = False
+        self._retiring = cow.Retiring()
+        """Its clean copies being removed after their verdicts (waited for on close)."""
+        self._retire_into: cow.Retiring | None = None
+        """A clean copy: its maker's, which removes it on a thread when it is closed."""
         self._channel = channel or self._open_channel()
         _LIVE.add(self)
 
@@ -138,6 +143,7 @@ class DockerSandbox(ExecutorCalls):
         workspace_root: Path | None = None,
         progress: Progress = print_to_stderr,
         initial_patch: bytes | None = None,
+        status: TreeStatus | None = None,
     ) -> DockerSandbox:
         """Snapshot ``repo``, make sure the image exists and start the container.
 
@@ -146,7 +152,8 @@ class DockerSandbox(ExecutorCalls):
         commit is written (``launch``). ``.git`` and the baseline's paths that
         ``config.protect`` matches are read-only mounts in it (``sandbox.protect``).
         ``initial_patch`` (an earlier run's, for ``revise``) is applied to the copy after its
-        baseline, before the container starts.
+        baseline, before the container starts. ``status``: ``repo``'s ``git status`` taken
+        moments ago (``inspect_repo``), not read again.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -160,7 +167,9 @@ class DockerSandbox(ExecutorCalls):
         made = (
             None
             if initial_patch
-            else cls._try_layered(client, source, config, run_id, workspace_root, progress)
+            else cls._try_layered(
+                client, source, config, run_id, (workspace_root, status), progress
+            )
         )
         if made is not None:
             return made
@@ -198,19 +207,33 @@ class DockerSandbox(ExecutorCalls):
         source: Path,
         config: DockerSandboxConfig,
         run_id: str,
-        workspace_root: Path | None,
+        where: tuple[Path | None, TreeStatus | None],
         progress: Progress,
     ) -> DockerSandbox | None:
-        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before."""
+        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before.
+
+        ``where``: the workspace root, and the tree's status when it was just taken.
+        """
+        workspace_root, status = where
         parent = cow.parent_dir(config, workspace_root)
-        snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1])
+        snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1], status)
         if snap is None:
             return None
+        first = cls._standby_for(snap, config, run_id, workspace_root)
+        if config.gate_copy_at_start:
+            first.begin()  # the gate's first copy starts beside this sandbox's container
         try:
-            return cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
-        except SandboxError as e:  # an engine without overlay volumes: copy as before
+            made = cls._layered_on(client, snap, config, run_id, workspace_root, standby=True)
+        except BaseException as e:
+            first.close()
+            if not isinstance(e, SandboxError):
+                raise
+            # an engine without overlay volumes: copy as before
             progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
             return None
+        if config.gate_copy_at_start and made._layered is not None:
+            made._layered.standby = first
+        return made
 
     @classmethod
     def _layered_on(
@@ -246,9 +269,16 @@ class DockerSandbox(ExecutorCalls):
 
     def _standby_of(self, layered: cow.Layered) -> cow.Standby[DockerSandbox]:
         """A clean copy to make: a layered sandbox on the same snapshot, without network."""
-        limits = self.config.limits.model_copy(update={"network": False})
-        config = self.config.model_copy(update={"limits": limits})
-        snapshot, run_id, root = layered.snapshot, f"{self.run_id}-gate", self._workspace_root
+        return self._standby_for(layered.snapshot, self.config, self.run_id, self._workspace_root)
+
+    @staticmethod
+    def _standby_for(
+        snapshot: Snapshot, base: DockerSandboxConfig, run_id: str, root: Path | None
+    ) -> cow.Standby[DockerSandbox]:
+        """A clean copy of ``snapshot`` to make for the sandbox ``run_id`` (not begun)."""
+        limits = base.limits.model_copy(update={"network": False})
+        config = base.model_copy(update={"limits": limits, "gate_copy_at_start": False})
+        run_id = f"{run_id}-gate"
 
         def make() -> DockerSandbox:
             client = engine.connect()
@@ -305,6 +335,9 @@ class DockerSandbox(ExecutorCalls):
     def clean_copy(self, patch: str) -> DockerSandbox:
         """A new sandbox: the baseline (from the shadow repo) with ``patch``, no network.
 
+        Closing it returns at once: it is removed on a thread (the verdict waits for nothing),
+        and this sandbox's ``close`` waits for that.
+
         Raises:
             SandboxError: the patch does not apply, or the sandbox did not start.
         """
@@ -312,6 +345,7 @@ class DockerSandbox(ExecutorCalls):
         if layered is not None:
             made = self._layered_copy(layered)
             if made is not None and made._apply_inside(patch):
+                made._retire_into = self._retiring
                 return made
             if made is not None:
                 made.close()
@@ -320,7 +354,7 @@ class DockerSandbox(ExecutorCalls):
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
         try:
             export_baseline(self._ws, source / "tree")
-            return DockerSandbox.create(
+            copy = DockerSandbox.create(
                 source / "tree",
                 config,
                 run_id=f"{self.run_id}-gate",
@@ -328,6 +362,8 @@ class DockerSandbox(ExecutorCalls):
                 progress=lambda line: None,
                 initial_patch=patch.encode("utf-8", "surrogateescape"),
             )
+            copy._retire_into = self._retiring
+            return copy
         except UserError as e:
             raise SandboxError(
                 f"the patch does not apply to a clean copy of the baseline: {e}", op="gate"
@@ -373,11 +409,20 @@ class DockerSandbox(ExecutorCalls):
         if self._closed:
             return
         self._closed = True
+        retire, self._retire_into = self._retire_into, None
+        if retire is not None:  # a clean copy whose verdict is known: removed off its path
+            retire.close_later(self._remove)
+            return
+        self._remove()
+
+    def _remove(self) -> None:
+        """``close``'s work: the clean copies' removal waited for, then this sandbox's."""
         _LIVE.discard(self)
         in_main = threading.current_thread() is threading.main_thread()
         held = {signal.SIGINT, signal.SIGTERM}
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held) if in_main else None
         try:
+            failed = self._retiring.wait()  # its clean copies first: nothing left behind
             self._channel.close()
             if self._listener is not None:
                 self._listener.close()
@@ -395,6 +440,8 @@ class DockerSandbox(ExecutorCalls):
         finally:
             if old is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if failed:
+            raise failed[0]
 
     def __enter__(self) -> DockerSandbox:
         return self

@@ -71,6 +71,17 @@ it starts (a window of the interpreter's start-up remains there).
 """
 
 
+ISOLATED = ("-I", "-S")
+"""Flags of every Python the sandbox starts for itself (PID 1, the executor, the diff scan).
+
+``python3 -c`` puts the working directory (``/workspace``, the model's files) first on
+``sys.path``: a ``json.py`` or ``socket.py`` the model wrote would run inside the executor
+started at the gate's reset (with root's saved id) or inside the scan that says what the patch
+changes. ``-I`` leaves it off (and ignores ``PYTHON*`` variables and the user's site); ``-S``
+skips ``site``, so no ``.pth`` file of an environment runs either, and starts sooner.
+"""
+
+
 def interpreter_for(image: str) -> str:
     """The interpreter for the sandbox's own processes in ``image`` (executor, PID 1, scan)."""
     return EXEC_ONLY_PYTHON if image == DEFAULT_IMAGE else "python3"
@@ -213,7 +224,7 @@ class ExecutorChannel:
             ChannelClosedError: it ended, or did not connect, before it could be spoken to.
         """
         use_socket = listener is not None and listener.usable and argv is None
-        command = argv or [python, "-u", "-c", EXECUTOR_SOURCE, user]
+        command = argv or [python, *ISOLATED, "-u", "-c", EXECUTOR_SOURCE, user]
         try:
             exec_id = api.exec_create(
                 container_id,

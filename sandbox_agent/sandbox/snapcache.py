@@ -32,9 +32,11 @@ from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
     WORKSPACE_PREFIX,
     Owner,
+    TreeStatus,
     git_toplevel,
     remove_workspace,
     snapshot_into,
+    tree_status,
 )
 
 CACHE_DIR = "sandbox-agent-snapshots"
@@ -81,19 +83,19 @@ def cache_root(workspace_root: Path) -> Path:
     return workspace_root / CACHE_DIR
 
 
-def snapshot_key(repo: Path, owner: Owner) -> str | None:
+def snapshot_key(repo: Path, owner: Owner, status: TreeStatus | None = None) -> str | None:
     """The cache key of ``repo`` as it is now, or ``None`` when it cannot be shared.
 
     Only a clean git work tree root is shared: uncommitted changes, untracked files and
-    submodules make a snapshot of their own each time (the copy as before).
+    submodules make a snapshot of their own each time (the copy as before). ``status``: the
+    tree's, taken moments ago (``TreeStatus.fresh_for``), so it is not read twice.
     """
-    if git_toplevel(repo) != repo:
-        return None
+    if status is None or not status.fresh_for(repo):
+        if git_toplevel(repo) != repo:
+            return None
+        status = None
     try:
-        status = host_git(
-            repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
-        )
-        if status:
+        if (status or tree_status(repo)).raw:
             return None
         stage = host_git(repo, "ls-files", "--stage", "-z")
         head = host_git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}")

@@ -20,7 +20,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_agent.errors import RepoNotFoundError, SandboxError, UserError
@@ -395,6 +395,8 @@ class RepoInfo:
     uncommitted: int
     """Files with changes not committed (modified, staged or untracked-not-ignored): the
     snapshot includes them."""
+    status: TreeStatus | None = None
+    """The ``git status`` this was found from, passed on to the sandbox (taken once per run)."""
 
     @property
     def moved_to_root(self) -> bool:
@@ -414,6 +416,36 @@ def repo_root(repo: Path) -> Path:
     return git_toplevel(given) or given
 
 
+STATUS_ARGS = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+"""How the user's tree is read: every change, untracked files one by one, a rename as a
+deletion and an addition (what a copy of the tree would show)."""
+STATUS_FRESH_S = 10.0
+"""How long a status stays the tree's: a run started later (an environment built meanwhile)
+reads the tree again rather than miss a change made in between."""
+
+
+@dataclass(frozen=True)
+class TreeStatus:
+    """``git status`` (``STATUS_ARGS``) of a work tree's root, and when it was taken."""
+
+    root: Path
+    raw: bytes
+    taken: float = field(default_factory=time.monotonic)
+
+    def fresh_for(self, root: Path) -> bool:
+        """Whether it is ``root``'s, taken less than ``STATUS_FRESH_S`` ago."""
+        return self.root == root and time.monotonic() - self.taken < STATUS_FRESH_S
+
+
+def tree_status(root: Path) -> TreeStatus:
+    """``git status`` of the work tree at ``root`` (its top level).
+
+    Raises:
+        SandboxError: git failed.
+    """
+    return TreeStatus(root=root, raw=host_git(root, *STATUS_ARGS))
+
+
 def inspect_repo(repo: Path) -> RepoInfo:
     """Find the repository ``repo`` belongs to: its git root, and how many files are uncommitted.
 
@@ -424,8 +456,10 @@ def inspect_repo(repo: Path) -> RepoInfo:
     root = git_toplevel(given)
     if root is None:
         return RepoInfo(root=given, given=given, is_git=False, uncommitted=0)
-    status = host_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-    return RepoInfo(root=root, given=given, is_git=True, uncommitted=_count_status(status))
+    status = tree_status(root)
+    return RepoInfo(
+        root=root, given=given, is_git=True, uncommitted=_count_status(status.raw), status=status
+    )
 
 
 def _count_status(status: bytes) -> int:

@@ -297,6 +297,10 @@ class EnvironmentSection(_Section):
     download_cache: Annotated[bool, Rule(Merge.FALSE)] = True
     """Setup downloads PyPI's files through a cache on the host shared by every build, which
     stores a file only when its content has the hash its address names."""
+    download_cache_bytes: Annotated[int, Rule(Merge.TRUSTED)] = Field(default=4 << 30, ge=0)
+    """Most bytes the download cache keeps; past it, the files used least recently go (not
+    those used in the last 10 minutes, which a build may be reading). The host's disk: only
+    the user's own files set it."""
     parallel_builds: Annotated[int, Rule(Merge.LOWER)] = Field(default=2, ge=1, le=16)
     """Most environments of different projects a batch builds at once."""
     auto: Annotated[bool, Rule(Merge.FALSE)] = True

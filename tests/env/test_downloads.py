@@ -12,16 +12,19 @@ import io
 import os
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 import pytest
 
-from sandbox_agent.env import proxy
+from sandbox_agent.env import downloads, proxy
+from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.downloads import Store, cache_root, local_ca, pypi_digest
 from sandbox_agent.env.hostca import host_bundle
 from sandbox_agent.errors import DownloadCacheError
+from sandbox_agent.settings.tree import EnvironmentSection
 
 SIX_PATH = (
     "/packages/b7/ce/149a00dd41f10bc29e5921b496af8b574d8413afcd5e30dfa0ed46c2cc5e/"
@@ -149,3 +152,51 @@ def test_the_cache_is_off_and_says_why_where_it_cannot_hold(
         assert variables["HTTPS_PROXY"].startswith(f"http://{proxy.USER}:")
         assert b"BEGIN CERTIFICATE" in ca
     assert said[0].startswith(f"download cache: {tmp_path}")
+
+
+def _admit(store: Store, data: bytes) -> Path:
+    digest = hashlib.blake2b(data, digest_size=32).hexdigest()
+    return store.admit(digest, io.BytesIO(data))
+
+
+def test_the_store_keeps_to_its_bound_least_recently_used_first(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.bound = 2500
+    old, used, other = (_admit(store, bytes([i]) * 1000) for i in (1, 2, 3))
+    long_ago = 1_000_000_000.0
+    for path, when in ((old, long_ago), (used, long_ago + 10), (other, long_ago + 5)):
+        os.utime(path, (when, when))
+    assert store.get(f"/packages/{_split(used)}/x.whl") == used  # a hit: used now
+    newest = _admit(store, b"\x04" * 1000)  # past the bound: the least recently used go
+    assert sorted(p.name for p in store.root.joinpath("pypi").iterdir()) == sorted(
+        p.name for p in (used, newest)
+    )
+    assert not old.exists()
+    assert not other.exists()
+
+
+def test_files_used_in_the_last_minutes_stay_even_past_the_bound(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.bound = 0  # everything is past it
+    first = _admit(store, b"a" * 100)
+    second = _admit(store, b"b" * 100)
+    assert first.is_file()
+    assert second.is_file()  # a build of this or another process may be reading them
+    stale = time.time() - downloads.IN_USE_S - 1
+    os.utime(first, (stale, stale))
+    assert store.trim() == [first]
+    assert second.is_file()
+
+
+def test_the_bound_is_the_settings_and_reaches_the_plan(tmp_path: Path) -> None:
+    repo = tmp_path / "p"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    settings = EnvironmentSection(download_cache_bytes=123)
+    assert detect_plan(repo, settings).download_cache_bytes == 123
+    assert EnvironmentSection().download_cache_bytes == 4 << 30
+
+
+def _split(path: Path) -> str:
+    name = path.name
+    return f"{name[:2]}/{name[2:4]}/{name[4:]}"

