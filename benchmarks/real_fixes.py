@@ -71,10 +71,23 @@ WRITTEN_TESTS = {
             "  t.is(kleur.grey('x'), kleur.gray('x'));\n  t.end();\n});\n"
         )
     },
+    "marshmallow-code/marshmallow": {
+        "tests/test_field_class_message.py": (
+            "import pytest\n\nfrom marshmallow import Schema, fields\n\n\n"
+            "def test_fields_must_be_declared_as_instances(user):\n"
+            "    class BadUserSchema(Schema):\n        name = fields.String\n\n"
+            "    with pytest.raises(\n"
+            "        TypeError, match='Field for \"name\" must be declared as a Field instance'\n"
+            "    ):\n        BadUserSchema().dump(user)\n"
+        )
+    },
 }
 """Where the commit's test change is not a test (kleur's changes a table of codes that
 ``test/index.js`` reads) or there is none (content-type's), the regression test a model would
-write instead."""
+write instead. Where the commit's whole test module cannot run twice (marshmallow's schemas
+register by class name in one global registry, so a copy of ``tests/test_schema.py`` makes two
+of its own tests fail with "Multiple classes with name ..."), the test the commit changed,
+alone in a new file."""
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.")
 _SOURCE = re.compile(r"\.(py|js|mjs|cjs|ts)$")
 TASK = "Fix the bug the project's fix commit fixed; add a regression test."

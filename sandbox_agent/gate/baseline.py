@@ -234,7 +234,9 @@ def failed_modules(run: TestRun) -> list[str]:
     why.update(
         {m.group(1): m.group(2).strip() for m in _COLLECT_ERROR.finditer(output) if m.group(2)}
     )
-    modules = [m for t in (run.report.ids if run.report else ()) if (m := collection_error(t))]
+    report = run.report
+    ids = [t for t in report.ids if t not in report.skipped] if report else []
+    modules = [m for t in ids if (m := collection_error(t))]  # a module skipped whole is none
     named = []
     for module in sorted(modules):
         path = module.replace(".", "/") + ".py"

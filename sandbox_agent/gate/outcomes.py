@@ -7,7 +7,9 @@ their position among that function's parameter sets, when both runs have as many
 
 A module that fails to be collected shows in pytest's JUnit report as one pseudo-test: an empty
 class name and the module as its name (``::tests.test_mod``). Its module is known, so a later
-run where that module collects is progress, not a lost test (:func:`collected_now`).
+run where that module collects is progress, not a lost test (:func:`collected_now`). A module
+skipped whole (``pytest.importorskip`` at its top) shows the same way, skipped: that is no
+failure (``verdict.py``).
 """
 
 from __future__ import annotations

@@ -87,8 +87,11 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
     accounted: set[str] = set(pairs.values())
     for test_id, was in seen.base.items():
         module = collection_error(test_id)
-        if module is not None:
+        if module is not None and was == "failed":
             accounted |= _module_outcome(out, module, seen.now)
+            continue
+        if module is not None and collected_now(module, seen.now):
+            accounted |= _skipped_module_runs(out, module, seen.now)
             continue
         now_id = pairs.get(test_id)
         if now_id is None:
@@ -124,6 +127,18 @@ def _module_outcome(out: Judgement, module: str, now: Outcomes) -> set[str]:
     else:
         out.broken.append(f"::{module} (gone)")
     return set()
+
+
+def _skipped_module_runs(out: Judgement, module: str, now: Outcomes) -> set[str]:
+    """A module skipped whole at the baseline that runs now: skipped -> failed is broken.
+
+    skipped -> passed is no proof (no failing test passes now), as for a single test.
+    """
+    tests = [t for t in now if in_module(t, module)]
+    out.broken += [
+        f"{t} (failed; its module was skipped at the baseline)" for t in tests if now[t] == "failed"
+    ]
+    return set(tests)
 
 
 def _flaky(test_id: str, was: Outcome, seen: Observed) -> bool:

@@ -172,3 +172,15 @@ def test_a_usage_error_says_the_runners_words_the_file_and_the_plugin() -> None:
     assert "/workspace/pyproject.toml: its addopts" in diagnosis.message
     assert diagnosis.missing == "pytest-cov"
     assert diagnosis.fix.startswith("`pytest-cov` is missing: declare the package")
+
+
+def test_a_module_skipped_whole_is_not_named_as_failing_to_collect() -> None:
+    # ``pytest.importorskip("twisted")`` at a module's top: the report's pseudo-test is skipped
+    report = TestReport(
+        ids=frozenset({"::tests.test_twisted", "t::a"}),
+        skipped=frozenset({"::tests.test_twisted"}),
+        failures=(Failure(id="t::a", message="x"),),
+    )
+    diagnosis = classify_baseline(run("python -m pytest -q", 1, "1 failed", report=report))
+    assert diagnosis.verdict is BaselineVerdict.FAILING
+    assert "collect" not in diagnosis.message

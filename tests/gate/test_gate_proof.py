@@ -184,3 +184,46 @@ def test_a_revise_is_judged_against_the_original_code(sandbox: TempDirSandbox) -
     assert verdict.passed, verdict.feedback
     assert verdict.evidence is not None
     assert verdict.evidence.proven_by_new_tests == ("tests.test_add::test_add",)
+
+
+SKIPPED_WHOLE = (
+    "import pytest\n\npytest.importorskip('a_module_nobody_has')\n\n\ndef test_x():\n    pass\n"
+)
+SKIPPED_UNTIL_DIV = (
+    "import pytest\n\nimport calc\n\n"
+    "if not hasattr(calc, 'div'):\n"
+    "    pytest.skip('no div yet', allow_module_level=True)\n\n\n"
+    "def test_div():\n    assert calc.div(6, 3) == 2\n"
+)
+
+
+def with_module(sandbox: TempDirSandbox, path: str, text: str) -> TempDirSandbox:
+    """The same project with one more test module in its baseline."""
+    (sandbox.root / path).write_text(text)
+    return TempDirSandbox(sandbox.root)
+
+
+def test_a_module_skipped_whole_is_not_listed_as_a_pre_existing_failure(
+    sandbox: TempDirSandbox,
+) -> None:
+    # structlog's tests/test_twisted.py: importorskip at the top of a module
+    sandbox = with_module(sandbox, "tests/test_twisted.py", SKIPPED_WHOLE)
+    gate = make_gate(sandbox)
+    sandbox.write_file("calc.py", FIXED)
+    sandbox.write_file("tests/test_add.py", REGRESSION)
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.pre_existing == ("tests.test_calc::test_needs_a_printer",)
+    assert "test_twisted" not in verdict.feedback
+
+
+def test_a_skipped_module_the_patch_lets_run_is_no_proof(sandbox: TempDirSandbox) -> None:
+    # the attack: a module skipped at the baseline whose skip reads the source; the patch adds
+    # what it looks for, so the module runs and passes. skipped -> passed proves no fix.
+    sandbox = with_module(sandbox, "tests/test_div.py", SKIPPED_UNTIL_DIV)
+    gate = make_gate(sandbox)
+    sandbox.write_file("calc.py", BUGGY + "\n\ndef div(a, b):\n    return a // b\n")
+    verdict = gate.check(FINISH)
+    assert not verdict.passed
+    assert failed(verdict) == {"proof": NO_PROOF}

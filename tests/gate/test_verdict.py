@@ -190,6 +190,36 @@ def test_a_module_still_failing_to_collect_is_pre_existing() -> None:
     assert failed(found) == {}
 
 
+def test_a_module_skipped_at_module_level_is_no_pre_existing_failure() -> None:
+    # structlog's tests/test_twisted.py: ``pytest.importorskip("twisted")`` skips the whole
+    # module, which the JUnit report writes as the pseudo-test ``::tests.test_twisted``
+    base: dict[str, Outcome] = {"::tests.test_twisted": S, "tests.test_m::a": P}
+    found = judge(Observed(base=base, now=dict(base)))
+    assert found.pre_existing == []
+    assert found.broken == []
+
+
+def test_a_module_skipped_at_the_baseline_that_runs_now_proves_nothing() -> None:
+    # a patch that makes a skipped module collect (its skip condition reads the source) turns
+    # no failing test into a passing one: skipped -> passed is not fail-to-pass
+    base: dict[str, Outcome] = {"::tests.test_optional": S, "tests.test_m::a": P}
+    now: dict[str, Outcome] = {"tests.test_optional::t1": P, "tests.test_m::a": P}
+    found = judge(Observed(base=base, now=now))
+    assert found.fail_to_pass == []
+    assert found.broken == []
+    assert failed(found) == {"proof": NO_PROOF}
+
+
+def test_a_skipped_module_that_fails_now_is_broken() -> None:
+    base: dict[str, Outcome] = {"::tests.test_optional": S, "tests.test_m::a": P}
+    failing: dict[str, Outcome] = {"::tests.test_optional": F, "tests.test_m::a": P}
+    assert judge(Observed(base=base, now=failing)).broken == ["::tests.test_optional (failed)"]
+    ran: dict[str, Outcome] = {"tests.test_optional::t1": F, "tests.test_m::a": P}
+    assert judge(Observed(base=base, now=ran)).broken == [
+        "tests.test_optional::t1 (failed; its module was skipped at the baseline)"
+    ]
+
+
 def test_targets_must_go_from_failing_to_passing() -> None:
     seen = Observed(base=outcomes(a=F, b=F, c=P), now=outcomes(a=P, b=F, c=P))
     assert failed(judge(seen, ["tests/test_m.py::a"]), targets=True) == {}
