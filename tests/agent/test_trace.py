@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_agent.agent.trace import RunFinished, RunStarted, Trace, read_trace
-from sandbox_agent.types import ExitReason, Usage
+from sandbox_agent.types import ExitReason, RunOutcome, Usage
 
 
 def write_trace(path: Path) -> None:
@@ -11,7 +11,10 @@ def write_trace(path: Path) -> None:
         trace.emit(RunStarted(step=0, task=trace.text("task"), model="m", content_mode="safe"))
         trace.emit(
             RunFinished(
-                step=1, exit_reason=ExitReason.FINISHED, steps=1, usage=Usage(), gate_passed=True
+                step=1,
+                outcome=RunOutcome(
+                    exit_reason=ExitReason.FINISHED, steps=1, usage=Usage(), gate_passed=True
+                ),
             )
         )
 
