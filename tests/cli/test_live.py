@@ -51,7 +51,8 @@ def a_talking_run(text: str = SAID) -> Iterator[TraceEvent]:
         if isinstance(event, ModelTurnEvent) and event.tool_calls:
             yield event.model_copy(update={"text": said(text)})
         elif isinstance(event, ObservationEvent):
-            yield event.model_copy(update={"content": said(OUTPUT), "exit_code": 1})
+            facts = event.observation.model_copy(update={"exit_code": 1})
+            yield event.model_copy(update={"content": said(OUTPUT), "observation": facts})
         else:
             yield event
 
