@@ -7,6 +7,10 @@ API key in any spelling, credentials, private keys, values of secret-looking nam
 for a trace to share; :func:`safe_copy` makes such a copy of any trace. No environment variable
 is ever recorded. In-process listeners (the live progress display) receive the events whole,
 redacted the same way; only the file is reduced in safe mode.
+
+An event that records a domain object (a policy decision, an observation's facts, a gate
+outcome, a run outcome) embeds it whole under one field; a trace written before, with the
+object's fields flat beside the event's, reads the same (``types.Embeds``; ``docs/trace.md``).
 """
 
 from __future__ import annotations
