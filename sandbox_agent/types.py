@@ -7,7 +7,7 @@ model, so a value handed from the loop to an adapter cannot be changed behind it
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,6 +16,43 @@ class Frozen(BaseModel):
     """Base for every boundary type: immutable and strict about unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Embeds(Frozen):
+    """A record that holds domain objects whole, each under one field (trace events, batch runs).
+
+    ``embedded`` names those fields and the type each holds. A record keeps no copy of an
+    embedded object's fields beside it (tests/structure/test_embedding.py checks). Records
+    written before the objects were embedded (sandbox-agent up to 64339cf) have the object's
+    fields flat beside the record's own: :meth:`_nest` moves them under their field, the one
+    place the earlier form is read.
+    """
+
+    embedded: ClassVar[dict[str, type[Frozen]]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not cls.embedded:
+            return data
+        data = dict(data)
+        for name, kind in cls.embedded.items():
+            _nest_one(data, name, kind)
+        return data
+
+
+def _nest_one(data: dict[str, Any], name: str, kind: type[Frozen]) -> None:
+    """Put ``kind``'s object under ``name``: narrowed to ``kind``, or gathered from flat fields."""
+    value = data.get(name)
+    if isinstance(value, kind):
+        if type(value) is not kind:  # a GateVerdict for its GateOutcome: only the outcome's part
+            data[name] = kind.model_validate(value.model_dump(include=set(kind.model_fields)))
+        return
+    if isinstance(value, dict):
+        return
+    flat = {field: data.pop(field) for field in kind.model_fields if field in data}
+    if flat:
+        data[name] = flat
 
 
 class ExitReason(StrEnum):

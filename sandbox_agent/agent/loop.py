@@ -211,9 +211,7 @@ class AgentLoop:
             PolicyDecisionEvent(
                 step=self.steps,
                 tool_call_id=call.id,
-                decision=decision.decision,
-                rule=decision.rule,
-                reason=decision.reason,
+                decision=decision,
                 approved=approved,
                 ran=None if ran is None else self.trace.text(ran.command),
             )
@@ -233,12 +231,7 @@ class AgentLoop:
         self.trace.emit(
             ObservationEvent(
                 step=self.steps,
-                tool_call_id=observation.tool_call_id,
-                tool_name=observation.tool_name,
-                is_error=observation.is_error,
-                kind=observation.kind,
-                exit_code=observation.exit_code,
-                duration_s=observation.duration_s,
+                observation=observation,
                 content=self.trace.text(observation.content),
             )
         )
@@ -255,7 +248,11 @@ class AgentLoop:
     def _judge(self, finish: Finish) -> bool:
         verdict = self.gate.check(finish)
         self.verdicts.append(verdict)
-        self.trace.emit(GateResultEvent.of(self.steps, verdict, self.trace.text(verdict.feedback)))
+        self.trace.emit(
+            GateResultEvent(
+                step=self.steps, outcome=verdict, feedback=self.trace.text(verdict.feedback)
+            )
+        )
         if verdict.passed:
             return True
         if finish.call_id is None:

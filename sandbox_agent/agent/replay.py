@@ -111,13 +111,14 @@ def _outcomes(trace: TraceFile) -> tuple[dict[str, str], list[str]]:
     verdicts: list[str] = []
     for event in trace.events:
         if isinstance(event, PolicyDecisionEvent):
-            calls[event.tool_call_id] = f"policy {event.decision}"
-        elif isinstance(event, ObservationEvent) and event.tool_name != "finish":
-            code = "" if event.exit_code is None else f", exit {event.exit_code}"
-            before = calls.get(event.tool_call_id, "")
-            calls[event.tool_call_id] = f"{before}{'; ' if before else ''}{event.kind}{code}"
-        elif isinstance(event, GateResultEvent) and event.phase == "finish":
-            verdicts.append("passed" if event.passed else "rejected")
+            calls[event.tool_call_id] = f"policy {event.decision.decision}"
+        elif isinstance(event, ObservationEvent) and event.observation.tool_name != "finish":
+            facts = event.observation
+            code = "" if facts.exit_code is None else f", exit {facts.exit_code}"
+            before = calls.get(facts.tool_call_id, "")
+            calls[facts.tool_call_id] = f"{before}{'; ' if before else ''}{facts.kind}{code}"
+        elif isinstance(event, GateResultEvent) and event.outcome.phase == "finish":
+            verdicts.append("passed" if event.outcome.passed else "rejected")
     return calls, verdicts
 
 

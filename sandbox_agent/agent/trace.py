@@ -7,6 +7,10 @@ API key in any spelling, credentials, private keys, values of secret-looking nam
 for a trace to share; :func:`safe_copy` makes such a copy of any trace. No environment variable
 is ever recorded. In-process listeners (the live progress display) receive the events whole,
 redacted the same way; only the file is reduced in safe mode.
+
+An event that records a domain object (a policy decision, an observation's facts, a gate
+outcome, a run outcome) embeds it whole under one field; a trace written before, with the
+object's fields flat beside the event's, reads the same (``types.Embeds``; ``docs/trace.md``).
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.redact import Redactor
 from sandbox_agent.types import (
+    Embeds,
     Frozen,
     GateOutcome,
     ObservationFacts,
@@ -51,7 +56,7 @@ class ToolCallRecord(Frozen):
     arguments: dict[str, Any] | None = None
 
 
-class _Event(Frozen):
+class _Event(Embeds):
     run_id: str = ""
     """Set by :meth:`Trace.emit`."""
     step: int
@@ -88,11 +93,13 @@ class ToolCallEvent(_Event):
     call: ToolCallRecord
 
 
-class PolicyDecisionEvent(_Event, Decision):
+class PolicyDecisionEvent(_Event):
     """The policy's decision on one tool call."""
 
+    embedded: ClassVar[dict[str, type[Frozen]]] = {"decision": Decision}
     event_type: Literal["policy_decision"] = "policy_decision"
     tool_call_id: str
+    decision: Decision
     approved: bool | None = None
     """For ``ask``: whether the user approved (``None`` when there was no one to ask)."""
     ran: TextRecord | None = None
@@ -100,10 +107,12 @@ class PolicyDecisionEvent(_Event, Decision):
     (each word re-quoted as the engine read it) and differs from that text."""
 
 
-class ObservationEvent(_Event, ObservationFacts):
-    """What came back from one tool call."""
+class ObservationEvent(_Event):
+    """What came back from one tool call: the facts, and the text as the trace keeps text."""
 
+    embedded: ClassVar[dict[str, type[Frozen]]] = {"observation": ObservationFacts}
     event_type: Literal["observation"] = "observation"
+    observation: ObservationFacts
     content: TextRecord
 
 
@@ -115,25 +124,13 @@ class ModelFeedbackEvent(_Event):
     content: TextRecord
 
 
-class GateResultEvent(_Event, GateOutcome):
+class GateResultEvent(_Event):
     """The completion gate's verdict on a finish request (or the baseline test run)."""
 
+    embedded: ClassVar[dict[str, type[Frozen]]] = {"outcome": GateOutcome}
     event_type: Literal["gate_result"] = "gate_result"
+    outcome: GateOutcome
     feedback: TextRecord | None = None
-
-    @classmethod
-    def of(cls, step: int, outcome: GateOutcome, feedback: TextRecord | None) -> GateResultEvent:
-        """The event recording ``outcome``."""
-        return cls(
-            step=step,
-            phase=outcome.phase,
-            passed=outcome.passed,
-            attempt=outcome.attempt,
-            attempts_left=outcome.attempts_left,
-            checks=outcome.checks,
-            evidence=outcome.evidence,
-            feedback=feedback,
-        )
 
 
 class BudgetUpdateEvent(_Event):
@@ -152,23 +149,12 @@ class ModelRetryEvent(_Event):
     error: str
 
 
-class RunFinished(_Event, RunOutcome):
-    """The run ended."""
+class RunFinished(_Event):
+    """The run ended (its ``step`` is the outcome's last step)."""
 
+    embedded: ClassVar[dict[str, type[Frozen]]] = {"outcome": RunOutcome}
     event_type: Literal["run_finished"] = "run_finished"
-
-    @classmethod
-    def of(cls, outcome: RunOutcome) -> RunFinished:
-        """The event recording ``outcome`` (at its last step)."""
-        return cls(
-            step=outcome.steps,
-            exit_reason=outcome.exit_reason,
-            steps=outcome.steps,
-            usage=outcome.usage,
-            gate_passed=outcome.gate_passed,
-            error=outcome.error,
-            error_kind=outcome.error_kind,
-        )
+    outcome: RunOutcome
 
 
 TraceEvent = Annotated[

@@ -13,15 +13,15 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
 from sandbox_agent.batch.tasks import TaskFormat, TaskSpec
 from sandbox_agent.errors import UserError
 from sandbox_agent.names import child_path, name_problem
-from sandbox_agent.run.artifacts import RunRecord, now_iso
-from sandbox_agent.types import Frozen, Usage
+from sandbox_agent.run.artifacts import RunSummary, now_iso
+from sandbox_agent.types import Embeds, Frozen, Usage
 
 __all__ = [
     "BATCH_FILE",
@@ -44,19 +44,15 @@ NOT_STARTED = "not_started"
 RunState = Literal["queued", "running", "ended", "failed"]
 
 
-class BatchRun(Frozen):
+class BatchRun(Embeds):
     """One task's run, as the batch knows it."""
 
+    embedded: ClassVar[dict[str, type[Frozen]]] = {"run": RunSummary}
     id: str
     state: RunState = "queued"
-    run_id: str | None = None
-    run_dir: str | None = None
-    exit_reason: str | None = None
-    gate_passed: bool = False
-    steps: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    duration_s: float | None = None
-    error: str | None = None
+    run: RunSummary = Field(default_factory=RunSummary)
+    """The run: its id once started, its usage as it goes, its outcome once ended (or why it
+    could not start: ``error``)."""
     node: str | None = None
     """The host that ran it (Ray)."""
     earlier_run_ids: tuple[str, ...] = ()
@@ -67,23 +63,20 @@ class BatchRun(Frozen):
     @property
     def done(self) -> bool:
         """Ended for good: ``--resume`` does not run it again."""
-        return self.state == "ended" and self.exit_reason != "interrupted"
+        return self.state == "ended" and self.run.exit_reason != "interrupted"
 
-    @classmethod
-    def of(cls, task_id: str, record: RunRecord, node: str | None = None) -> BatchRun:
-        return cls(
-            id=task_id,
-            state="ended" if record.status == "ended" else "running",
-            run_id=record.run_id,
-            run_dir=record.run_dir,
-            exit_reason=record.exit_reason,
-            gate_passed=record.gate_passed,
-            steps=record.steps,
-            usage=record.usage,
-            duration_s=record.duration_s,
-            error=record.error,
-            node=node,
-        )
+
+_JSON_RUN = (
+    "run_id",
+    "exit_reason",
+    "gate_passed",
+    "usage",
+    "run_dir",
+    "steps",
+    "duration_s",
+    "error",
+)
+"""The fields of each run in ``batch --json``, in their order there (a contract)."""
 
 
 class BatchSettings(Frozen):
@@ -126,44 +119,38 @@ class BatchRecord(Frozen):
     def totals(self) -> BatchTotals:
         usage = Usage()
         for run in self.runs:
-            usage = usage + run.usage + run.earlier_usage
+            usage = usage + run.run.usage + run.earlier_usage
         counts = Counter(
-            run.exit_reason or NOT_STARTED for run in self.runs if run.state in ("ended", "failed")
+            run.run.exit_reason or NOT_STARTED
+            for run in self.runs
+            if run.state in ("ended", "failed")
         )
         return BatchTotals(
             usage=usage,
             exit_reasons=dict(sorted(counts.items())),
             runs=len(self.runs),
             ended=sum(counts.values()),
-            gate_passed=sum(1 for r in self.runs if r.gate_passed),
+            gate_passed=sum(1 for r in self.runs if r.run.gate_passed),
         )
 
     def all_passed(self) -> bool:
         """Every run finished with the gate passed (exit 0)."""
-        return all(r.exit_reason == "finished" and r.gate_passed for r in self.runs)
+        return all(r.run.exit_reason == "finished" and r.run.gate_passed for r in self.runs)
 
     def summary(self) -> dict[str, Any]:
-        """The object ``batch --json`` and ``batch show --json`` print."""
+        """The object ``batch --json`` and ``batch show --json`` print (runs flat: a contract)."""
         return {
             "batch_id": self.batch_id,
             "batch_dir": self.batch_dir,
             "status": self.status,
-            "runs": [
-                {
-                    "id": r.id,
-                    "run_id": r.run_id,
-                    "exit_reason": r.exit_reason,
-                    "gate_passed": r.gate_passed,
-                    "usage": r.usage.model_dump(mode="json"),
-                    "run_dir": r.run_dir,
-                    "steps": r.steps,
-                    "duration_s": r.duration_s,
-                    "error": r.error,
-                }
-                for r in self.runs
-            ],
+            "runs": [_json_run(r) for r in self.runs],
             "totals": self.totals().model_dump(mode="json"),
         }
+
+
+def _json_run(run: BatchRun) -> dict[str, Any]:
+    summary = run.run.model_dump(mode="json")
+    return {"id": run.id} | {name: summary[name] for name in _JSON_RUN}
 
 
 def new_batch_id() -> str:

@@ -20,13 +20,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from sandbox_agent.batch.budget import BatchBudget, BudgetState
 from sandbox_agent.batch.child import Child, ChildResult
-from sandbox_agent.batch.records import BatchLog, BatchRecord, BatchRun
+from sandbox_agent.batch.records import BatchLog, BatchRecord, BatchRun, RunState
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.names import child_path
+from sandbox_agent.run.artifacts import RunSummary
 from sandbox_agent.types import Usage
 
 __all__ = [
@@ -101,10 +102,13 @@ def default_workers() -> tuple[int, str]:
 def result_run(task_id: str, result: ChildResult, node: str | None = None) -> BatchRun:
     """The batch's view of how a task's worker ended."""
     if result.record is not None:
-        return BatchRun.of(task_id, result.record, node)
+        record = result.record
+        state: RunState = "ended" if record.status == "ended" else "running"
+        return BatchRun(id=task_id, state=state, run=record.summary(), node=node)
     if result.interrupted:
-        return BatchRun(id=task_id, state="ended", exit_reason="interrupted", error=result.error)
-    return BatchRun(id=task_id, state="failed", error=result.error, node=node)
+        interrupted = RunSummary(exit_reason="interrupted", error=result.error)
+        return BatchRun(id=task_id, state="ended", run=interrupted)
+    return BatchRun(id=task_id, state="failed", run=RunSummary(error=result.error), node=node)
 
 
 class LocalBackend:
@@ -214,12 +218,12 @@ def run_batch(
 
 def _restarted(record: BatchRecord, task_id: str) -> BatchRun:
     old = next(r for r in record.runs if r.id == task_id)
-    earlier = old.earlier_run_ids + ((old.run_id,) if old.run_id else ())
+    earlier = old.earlier_run_ids + ((old.run.run_id,) if old.run.run_id else ())
     return BatchRun(
         id=task_id,
         state="running",
         earlier_run_ids=earlier,
-        earlier_usage=old.earlier_usage + old.usage,
+        earlier_usage=old.earlier_usage + old.run.usage,
     )
 
 
@@ -238,24 +242,33 @@ def _apply_events(
             return
 
 
+def _with_run(run: BatchRun, **changes: Any) -> BatchRun:
+    """``run`` with some of its run's fields changed (validated: a misspelt name fails)."""
+    summary = RunSummary.model_validate({**dict(run.run), **changes})
+    return run.model_copy(update={"run": summary})
+
+
 def _apply(log: BatchLog, event: Event, running: set[str], observer: Observer) -> None:
     current = next(r for r in log.record.runs if r.id == event.task_id)
     if event.kind == "started":
         runs_dir = log.dir.runs_dir
         run_dir = str(child_path(runs_dir, event.run_id, "run id")) if event.run_id else None
-        log.update(current.model_copy(update={"run_id": event.run_id, "run_dir": run_dir}))
+        log.update(_with_run(current, run_id=event.run_id, run_dir=run_dir))
     elif event.kind == "usage" and event.usage is not None:
-        log.update(current.model_copy(update={"usage": event.usage, "steps": event.steps}))
+        log.update(_with_run(current, usage=event.usage, steps=event.steps))
     elif event.kind == "ended" and event.run is not None:
         running.discard(event.task_id)
         keep = {"earlier_run_ids": current.earlier_run_ids, "earlier_usage": current.earlier_usage}
-        if event.run.run_id is None and current.run_id is not None:
-            keep |= {
-                "run_id": current.run_id,
-                "run_dir": current.run_dir,
-                "usage": current.usage,
-                "steps": current.steps,
-            }
-        log.update(event.run.model_copy(update=keep))
+        ended = event.run
+        if ended.run.run_id is None and current.run.run_id is not None:
+            so_far = current.run
+            ended = _with_run(
+                ended,
+                run_id=so_far.run_id,
+                run_dir=so_far.run_dir,
+                usage=so_far.usage,
+                steps=so_far.steps,
+            )
+        log.update(ended.model_copy(update=keep))
     elif event.message is not None:
         observer.note(event.task_id, event.message)

@@ -34,9 +34,9 @@ PREDICTIONS_FILE = "predictions.jsonl"
 
 def _prediction(task_id: str, run: BatchRun) -> dict[str, str] | None:
     """One line of ``predictions.jsonl``, or ``None`` for a run that never started."""
-    if run.run_dir is None:
+    if run.run.run_dir is None:
         return None
-    run_dir = RunDir(Path(run.run_dir))
+    run_dir = RunDir(Path(run.run.run_dir))
     try:
         record = run_dir.read_record()
         patch = run_dir.patch_path.read_bytes() if run_dir.patch_path.is_file() else b""
@@ -79,8 +79,10 @@ def resolved_table(record: BatchRecord) -> dict[str, Any]:
         rows.append(
             {
                 "instance_id": decode_name(run.id),
-                "resolved": (run.gate_passed and run.exit_reason == "finished") if judged else None,
-                "exit_reason": run.exit_reason,
+                "resolved": (run.run.gate_passed and run.run.exit_reason == "finished")
+                if judged
+                else None,
+                "exit_reason": run.run.exit_reason,
             }
         )
     return {

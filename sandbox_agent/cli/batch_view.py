@@ -17,17 +17,17 @@ _STATE_STYLE = {"queued": "dim", "running": "cyan", "ended": "", "failed": "red"
 
 
 def _cost(run: BatchRun) -> str:
-    cost = run.usage.cost_usd
+    cost = run.run.usage.cost_usd
     return "unknown" if cost is None else f"${cost:.4f}"
 
 
 def _outcome(run: BatchRun) -> Text:
     if run.state == "failed":
         return Text("not started", style="red")
-    if run.exit_reason is None:
+    if run.run.exit_reason is None:
         return Text(run.state, style=_STATE_STYLE[run.state])
-    style = "green" if run.exit_reason == "finished" and run.gate_passed else "yellow"
-    return Text(visible(run.exit_reason), style=style)
+    style = "green" if run.run.exit_reason == "finished" and run.run.gate_passed else "yellow"
+    return Text(visible(run.run.exit_reason), style=style)
 
 
 def batch_table(record: BatchRecord) -> Table:
@@ -38,16 +38,18 @@ def batch_table(record: BatchRecord) -> Table:
         right = name in ("steps", "tokens", "cost")
         table.add_column(name, justify="right" if right else "left", no_wrap=True)
     for run in record.runs:
-        gate = "" if run.exit_reason is None else ("passed" if run.gate_passed else "failed")
+        gate = (
+            "" if run.run.exit_reason is None else ("passed" if run.run.gate_passed else "failed")
+        )
         table.add_row(
             Text(visible(run.id)),
-            Text(visible(run.run_id or "")),
+            Text(visible(run.run.run_id or "")),
             _outcome(run),
-            Text(gate, style="green" if run.gate_passed else ""),
-            str(run.steps),
-            f"{run.usage.total_tokens:,}",
+            Text(gate, style="green" if run.run.gate_passed else ""),
+            str(run.run.steps),
+            f"{run.run.usage.total_tokens:,}",
             _cost(run),
-            "" if run.duration_s is None else f"{run.duration_s:.1f}s",
+            "" if run.run.duration_s is None else f"{run.run.duration_s:.1f}s",
         )
     return table
 
@@ -112,16 +114,16 @@ class PlainObserver:
 
     def update(self, record: BatchRecord, budget: BudgetState) -> None:
         for run in record.runs:
-            key = (run.state, run.run_id)
+            key = (run.state, run.run.run_id)
             if self._seen.get(run.id, ("queued", None)) == key:
                 continue
             self._seen[run.id] = key
-            if run.state == "running" and run.run_id:
-                self._line(f"{run.id}: started run {run.run_id}")
+            if run.state == "running" and run.run.run_id:
+                self._line(f"{run.id}: started run {run.run.run_id}")
             elif run.state in ("ended", "failed"):
                 what = _outcome(run).plain
-                gate = " (gate passed)" if run.gate_passed else ""
-                error = f": {run.error}" if run.error and run.state == "failed" else ""
+                gate = " (gate passed)" if run.run.gate_passed else ""
+                error = f": {run.run.error}" if run.run.error and run.state == "failed" else ""
                 self._line(f"{run.id}: {what}{gate}, {_cost(run)}{error}")
                 self._line(headline(record, budget))
 

@@ -38,6 +38,7 @@ from sandbox_agent.agent.trace import (
 from sandbox_agent.cli.output import safe
 from sandbox_agent.cli.timeline import baseline_text, verdict_text
 from sandbox_agent.text import visible
+from sandbox_agent.types import ObservationFacts
 
 SHOWN_LINES = 4
 """Lines of the model's streaming text shown under the spinner (all are printed at the end)."""
@@ -173,12 +174,15 @@ class Progress:
             case ToolCallEvent():
                 limit = 80 if self.console.is_terminal else None  # a log keeps it whole
                 self._pending[event.call.id] = _call_summary(event, limit)
-            case PolicyDecisionEvent() if event.decision != "allow":
+            case PolicyDecisionEvent() if event.decision.decision != "allow":
                 answer = {None: "", True: " (you approved)", False: " (you refused)"}[
                     event.approved
                 ]
-                self._line("policy", f"[yellow]{event.decision}{answer}[/]: {safe(event.reason)}")
-            case ObservationEvent() if event.kind != "gate_rejected":
+                decision = event.decision
+                self._line(
+                    "policy", f"[yellow]{decision.decision}{answer}[/]: {safe(decision.reason)}"
+                )
+            case ObservationEvent() if event.observation.kind != "gate_rejected":
                 self._observation(event)
             case ModelFeedbackEvent() if event.kind not in ("notice", "gate_rejected"):
                 self._line("feedback", safe(event.kind))
@@ -215,11 +219,11 @@ class Progress:
             case ToolCallEvent():
                 self._waiting_for = self._pending.get(event.call.id, event.call.tool_name)
             case ObservationEvent():
-                self._outstanding.discard(event.tool_call_id)
+                self._outstanding.discard(event.observation.tool_call_id)
                 if not self._outstanding:
                     self._waiting_for = "gate" if self._finishing else "model"
             case GateResultEvent():
-                finished = event.passed and event.phase == "finish"
+                finished = event.outcome.passed and event.outcome.phase == "finish"
                 self._finishing = False
                 self._waiting_for = "saving the patch" if finished else "model"
             case ModelFeedbackEvent():
@@ -232,29 +236,23 @@ class Progress:
                 pass
 
     def _gate(self, event: GateResultEvent) -> None:
-        if event.phase == "baseline":
-            color = "yellow" if event.passed else "dim"
-            self._line("gate", f"[{color}]{safe(baseline_text(event))}[/]")
+        outcome = event.outcome
+        if outcome.phase == "baseline":
+            color = "yellow" if outcome.passed else "dim"
+            self._line("gate", f"[{color}]{safe(baseline_text(outcome))}[/]")
             return
-        color = "green" if event.passed else "red"
-        verdict = f"[{color}]gate {safe(verdict_text(event))}[/]"
+        color = "green" if outcome.passed else "red"
+        verdict = f"[{color}]gate {safe(verdict_text(outcome))}[/]"
         self._line(f"step {event.step}", f"finish -> {verdict}{self._totals_text()}")
 
     def _observation(self, event: ObservationEvent) -> None:
-        what = self._pending.pop(event.tool_call_id, event.tool_name)
-        if event.kind == "policy_denied":
-            status = "[yellow]denied[/]"
-        elif event.is_error:
-            status = f"[red]{safe(event.kind)}[/]"
-        elif event.exit_code is not None:
-            color = "green" if event.exit_code == 0 else "red"
-            status = f"[{color}]exit {event.exit_code}[/]"
-        else:
-            status = "[green]ok[/]"
-        took = "" if event.duration_s is None else f" {event.duration_s * 1000:.0f} ms"
+        facts = event.observation
+        what = self._pending.pop(facts.tool_call_id, facts.tool_name)
+        took = "" if facts.duration_s is None else f" {facts.duration_s * 1000:.0f} ms"
+        status = _status(facts)
         self._line(f"step {event.step}", f"{safe(what)} -> {status}{took}{self._totals_text()}")
         if self.live:
-            last = event.tool_name == "bash" and not event.is_error
+            last = facts.tool_name == "bash" and not facts.is_error
             short = result_line(event.content.text or "", last=last)
             if short:
                 self._line("", f"[dim]└ {safe(short)}[/]")
@@ -291,3 +289,15 @@ def _call_summary(event: ToolCallEvent, limit: int | None) -> str:
         if detail:
             return f"{call.tool_name} {str(detail)[:limit]}"
     return call.tool_name
+
+
+def _status(facts: ObservationFacts) -> str:
+    """A tool call's result in one coloured word or two."""
+    if facts.kind == "policy_denied":
+        return "[yellow]denied[/]"
+    if facts.is_error:
+        return f"[red]{safe(facts.kind)}[/]"
+    if facts.exit_code is not None:
+        color = "green" if facts.exit_code == 0 else "red"
+        return f"[{color}]exit {facts.exit_code}[/]"
+    return "[green]ok[/]"

@@ -19,12 +19,13 @@ from sandbox_agent.agent.trace import (
     PolicyDecisionEvent,
     RunFinished,
     RunStarted,
+    TextRecord,
     ToolCallEvent,
     ToolCallRecord,
     TraceEvent,
 )
 from sandbox_agent.text import visible
-from sandbox_agent.types import Usage
+from sandbox_agent.types import GateOutcome, ObservationFacts, Usage
 
 _FAILING = re.compile(r"\b(\d+) failing\b")
 
@@ -42,14 +43,14 @@ def _call_text(call: ToolCallRecord) -> str:
     return f"{call.tool_name}({', '.join(call.argument_keys)})"
 
 
-def baseline_text(event: GateResultEvent) -> str:
+def baseline_text(outcome: GateOutcome) -> str:
     """What the baseline test run means: failing tests before the fix are expected."""
-    if event.passed:
+    if outcome.passed:
         return "baseline: the tests already pass"
-    broken = [c.detail for c in event.checks if c.name == "environment" and not c.passed]
+    broken = [c.detail for c in outcome.checks if c.name == "environment" and not c.passed]
     if broken:
         return f"baseline: the tests cannot run: {broken[0]}"
-    details = " ".join(c.detail for c in event.checks if not c.passed)
+    details = " ".join(c.detail for c in outcome.checks if not c.passed)
     found = _FAILING.search(details)
     if found is None:
         return "baseline: the tests fail before the fix, as expected"
@@ -58,23 +59,31 @@ def baseline_text(event: GateResultEvent) -> str:
     return f"baseline: {tests} before the fix, as expected"
 
 
-def verdict_text(event: GateResultEvent) -> str:
+def verdict_text(outcome: GateOutcome) -> str:
     """A finish gate verdict: ``passed`` or ``rejected (failed: tests), 2 attempts left``."""
-    if event.passed:
+    if outcome.passed:
         return "passed"
-    failed = [c.name for c in event.checks if not c.passed]
+    failed = [c.name for c in outcome.checks if not c.passed]
     why = f" (failed: {', '.join(failed)})" if failed else ""
     left = ""
-    if event.attempts_left is not None:
-        plural = "" if event.attempts_left == 1 else "s"
-        left = f", {event.attempts_left} attempt{plural} left"
+    if outcome.attempts_left is not None:
+        plural = "" if outcome.attempts_left == 1 else "s"
+        left = f", {outcome.attempts_left} attempt{plural} left"
     return f"rejected{why}{left}"
 
 
-def _gate_text(event: GateResultEvent) -> str:
-    if event.phase == "baseline":
-        return f"gate {baseline_text(event)}"
-    return f"gate {event.phase}: {verdict_text(event)}"
+def _gate_text(outcome: GateOutcome) -> str:
+    if outcome.phase == "baseline":
+        return f"gate {baseline_text(outcome)}"
+    return f"gate {outcome.phase}: {verdict_text(outcome)}"
+
+
+def _observation_text(facts: ObservationFacts, content: TextRecord) -> str:
+    status = facts.kind if facts.is_error else f"exit {facts.exit_code}"
+    if facts.exit_code is None and not facts.is_error:
+        status = "ok"
+    took = "" if facts.duration_s is None else f", {facts.duration_s * 1000:.0f} ms"
+    return f"observation {facts.tool_name}: {status}{took}, {content.chars} chars"
 
 
 def describe(event: TraceEvent) -> str:
@@ -98,21 +107,20 @@ def _describe(event: TraceEvent) -> str:
             return f"tool call {event.call.id}: {_call_text(event.call)}"
         case PolicyDecisionEvent():
             approved = "" if event.approved is None else f" (user approved: {event.approved})"
-            return f"policy {event.decision}{approved}: {event.reason} [{event.rule or 'no rule'}]"
+            decision = event.decision
+            rule = decision.rule or "no rule"
+            return f"policy {decision.decision}{approved}: {decision.reason} [{rule}]"
         case ObservationEvent():
-            status = event.kind if event.is_error else f"exit {event.exit_code}"
-            if event.exit_code is None and not event.is_error:
-                status = "ok"
-            took = "" if event.duration_s is None else f", {event.duration_s * 1000:.0f} ms"
-            return f"observation {event.tool_name}: {status}{took}, {event.content.chars} chars"
+            return _observation_text(event.observation, event.content)
         case ModelFeedbackEvent():
             return f"feedback to model ({event.kind}), {event.content.chars} chars"
         case GateResultEvent():
-            return _gate_text(event)
+            return _gate_text(event.outcome)
         case BudgetUpdateEvent():
             return f"budget: {_usage_text(event.totals)} so far"
         case ModelRetryEvent():
             return f"model retry {event.attempt} in {event.wait_s:.1f}s: {event.error}"
         case RunFinished():
-            error = f": {event.error}" if event.error else ""
-            return f"run finished: {event.exit_reason} after {event.steps} steps{error}"
+            outcome = event.outcome
+            error = f": {outcome.error}" if outcome.error else ""
+            return f"run finished: {outcome.exit_reason} after {outcome.steps} steps{error}"

@@ -164,14 +164,15 @@ def decisions_view(events: Sequence[TraceEvent]) -> RenderableType:
     calls = {e.call.id: e.call for e in events if isinstance(e, ToolCallEvent)}
     lines = [Text("denied or asked", style="bold")]
     for event in events:
-        if not isinstance(event, PolicyDecisionEvent) or event.decision == "allow":
+        if not isinstance(event, PolicyDecisionEvent) or event.decision.decision == "allow":
             continue
+        decision = event.decision
         call = calls.get(event.tool_call_id)
         what = "(unknown call)" if call is None else _call(call)
         answer = "" if event.approved is None else (" (approved)" if event.approved else "")
-        lines.append(Text(f"  step {event.step:>3}  {event.decision}{answer}  {visible(what)}"))
-        rule = event.rule or "no rule matched"
-        lines.append(Text(f"            {visible(rule)}: {visible(event.reason)}", style="dim"))
+        lines.append(Text(f"  step {event.step:>3}  {decision.decision}{answer}  {visible(what)}"))
+        rule = decision.rule or "no rule matched"
+        lines.append(Text(f"            {visible(rule)}: {visible(decision.reason)}", style="dim"))
     if len(lines) == 1:
         lines.append(Text("  (none)", style="dim"))
     return Text("\n").join(lines)

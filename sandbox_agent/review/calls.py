@@ -35,7 +35,7 @@ class CallHistory:
         """Whether the call was executed (allowed, or approved, and not refused afterwards)."""
         if self.decision is None or self.observation is None:
             return False
-        return self.observation.kind != "policy_denied"
+        return self.observation.observation.kind != "policy_denied"
 
 
 def call_histories(events: Iterable[TraceEvent]) -> list[CallHistory]:
@@ -49,7 +49,7 @@ def call_histories(events: Iterable[TraceEvent]) -> list[CallHistory]:
         elif isinstance(event, PolicyDecisionEvent):
             decisions.setdefault(event.tool_call_id, event)
         elif isinstance(event, ObservationEvent):
-            observations.setdefault(event.tool_call_id, event)
+            observations.setdefault(event.observation.tool_call_id, event)
     return [CallHistory(c, decisions.get(c.call.id), observations.get(c.call.id)) for c in calls]
 
 
@@ -63,8 +63,8 @@ def recorded(run_id: str, repo: str, history: CallHistory) -> RecordedCall:
         call_id=history.call.call.id,
         tool_name=history.call.call.tool_name,
         arguments=history.call.call.arguments,
-        decision=None if decision is None else decision.decision,
-        rule=None if decision is None else decision.rule,
+        decision=None if decision is None else decision.decision.decision,
+        rule=None if decision is None else decision.decision.rule,
         approved=None if decision is None else decision.approved,
         ran=history.ran,
     )

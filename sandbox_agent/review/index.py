@@ -25,23 +25,23 @@ def write_batch_index(batch_dir: BatchDir, output: Path | None = None) -> Path:
 
 
 def _row(run: BatchRun, index_dir: Path) -> str:
-    link = esc(run.run_id or "-")
-    if run.run_dir and (Path(run.run_dir) / "result.json").is_file():
-        report = write_report(RunDir(Path(run.run_dir)))
+    link = esc(run.run.run_id or "-")
+    if run.run.run_dir and (Path(run.run.run_dir) / "result.json").is_file():
+        report = write_report(RunDir(Path(run.run.run_dir)))
         link = f'<a href="{esc(os.path.relpath(report, index_dir))}">{link}</a>'
     word = (
         "passed"
-        if run.exit_reason == "finished" and run.gate_passed
+        if run.run.exit_reason == "finished" and run.run.gate_passed
         else ("running" if run.state != "ended" else "error")
     )
-    cost = "-" if run.usage.cost_usd is None else f"${run.usage.cost_usd:.4f}"
-    took = "-" if run.duration_s is None else f"{run.duration_s:.1f} s"
+    cost = "-" if run.run.usage.cost_usd is None else f"${run.run.usage.cost_usd:.4f}"
+    took = "-" if run.run.duration_s is None else f"{run.run.duration_s:.1f} s"
     cells = [
         esc(run.id),
         link,
-        f"{badge(word)} {esc(run.exit_reason or run.state)}",
-        str(run.steps),
-        str(run.usage.total_tokens),
+        f"{badge(word)} {esc(run.run.exit_reason or run.state)}",
+        str(run.run.steps),
+        str(run.run.usage.total_tokens),
         cost,
         took,
     ]

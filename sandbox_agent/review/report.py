@@ -125,7 +125,7 @@ def _verdict_word(outcome: GateOutcome) -> str:
 def gate_section(record: RunRecord, events: tuple[TraceEvent, ...]) -> str:
     """Each gate verdict (the baseline, then every finish attempt) with its checks."""
     verdicts: list[tuple[GateOutcome, TextRecord | None]] = [
-        (e, e.feedback) for e in events if isinstance(e, GateResultEvent)
+        (e.outcome, e.feedback) for e in events if isinstance(e, GateResultEvent)
     ]
     if not verdicts:
         verdicts = [(g, None) for g in record.gate_history]
@@ -228,12 +228,13 @@ def _result(obs: ObservationEvent | None) -> tuple[str, str, str]:
     """Exit/kind, duration and output cells of a call."""
     if obs is None:
         return "-", "-", ""
+    facts = obs.observation
     status = (
-        esc(obs.kind)
-        if obs.is_error
-        else ("ok" if obs.exit_code is None else f"exit {obs.exit_code}")
+        esc(facts.kind)
+        if facts.is_error
+        else ("ok" if facts.exit_code is None else f"exit {facts.exit_code}")
     )
-    took = "-" if obs.duration_s is None else f"{obs.duration_s * 1000:.0f} ms"
+    took = "-" if facts.duration_s is None else f"{facts.duration_s * 1000:.0f} ms"
     return status, took, _text_details("output", obs.content)
 
 
@@ -243,14 +244,15 @@ def _call_row(when: str, history: CallHistory) -> str:
         "-"
         if d is None
         else (
-            badge(d.decision) + f'<div class="rule">{esc(d.rule or "no rule matched")}</div>'
-            f'<div class="rule">{esc(d.reason)}</div>'
+            badge(d.decision.decision)
+            + f'<div class="rule">{esc(d.decision.rule or "no rule matched")}</div>'
+            f'<div class="rule">{esc(d.decision.reason)}</div>'
         )
     )
     if d is not None and d.approved is not None:
         decision += f'<div class="rule">user approved: {esc(d.approved)}</div>'
     status, took, output = _result(history.observation)
-    kind = "" if d is None else f" decision-{esc(d.decision)}"
+    kind = "" if d is None else f" decision-{esc(d.decision.decision)}"
     return (
         f'<tr class="row row-call{kind}"><td class="num">{history.call.step}</td>'
         f'<td class="num">{when}</td>'
@@ -290,22 +292,28 @@ def _event_row(event: TraceEvent, when: str) -> str | None:
                 + _text_details("message", event.content),
             )
         case GateResultEvent():
-            failed = ", ".join(c.name for c in event.checks if not c.passed)
-            what = f"gate {esc(event.phase)}" + (f": failed {esc(failed)}" if failed else "")
-            return _plain_row("gate", when, event.step, what, badge(_verdict_word(event)))
+            gate = event.outcome
+            failed = ", ".join(c.name for c in gate.checks if not c.passed)
+            what = f"gate {esc(gate.phase)}" + (f": failed {esc(failed)}" if failed else "")
+            return _plain_row("gate", when, event.step, what, badge(_verdict_word(gate)))
         case ModelRetryEvent():
             return _plain_row(
                 "retry", when, event.step, f"model retry {event.attempt}: {esc(event.error)}"
             )
         case RunFinished():
-            what = f"run finished: {esc(event.exit_reason)} after {event.steps} steps" + (
-                f": {esc(event.error)}" if event.error else ""
+            end = event.outcome
+            what = f"run finished: {esc(end.exit_reason)} after {end.steps} steps" + (
+                f": {esc(end.error)}" if end.error else ""
             )
             return _plain_row("end", when, event.step, what)
         case ObservationEvent():  # one answering no tool call event (a rejected finish call)
             status, _, output = _result(event)
             return _plain_row(
-                "observation", when, event.step, f"{esc(event.tool_name)}{output}", status
+                "observation",
+                when,
+                event.step,
+                f"{esc(event.observation.tool_name)}{output}",
+                status,
             )
     return None
 
@@ -333,7 +341,9 @@ def timeline(events: tuple[TraceEvent, ...]) -> str:
         when = _clock(start, event.timestamp)
         if isinstance(event, ToolCallEvent):
             rows.append(_call_row(when, histories[event.call.id]))
-        elif not (isinstance(event, ObservationEvent) and event.tool_call_id in answered):
+        elif not (
+            isinstance(event, ObservationEvent) and event.observation.tool_call_id in answered
+        ):
             row = _event_row(event, when)
             if row is not None:
                 rows.append(row)

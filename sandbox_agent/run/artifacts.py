@@ -47,6 +47,23 @@ class RunRequest(Frozen):
     """Whether this run resumes its parent (``sandbox-agent resume``) rather than revises it."""
 
 
+class RunSummary(Frozen):
+    """A run as a list of runs shows it: which, where, how it ended and what it spent.
+
+    What a batch keeps of each of its runs (``batch.json``), taken whole from the run's
+    ``result.json`` when it ends (:meth:`RunRecord.summary`), its usage updated as it goes.
+    """
+
+    run_id: str | None = None
+    run_dir: str | None = None
+    exit_reason: str | None = None
+    gate_passed: bool = False
+    steps: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float | None = None
+    error: str | None = None
+
+
 class RunRecord(Frozen):
     """The contents of ``result.json``."""
 
@@ -107,6 +124,10 @@ class RunRecord(Frozen):
     """Runs that revise this one (``sandbox-agent revise``), oldest first."""
     resumed_by: tuple[str, ...] = ()
     """Runs that resume this one (``sandbox-agent resume``), oldest first."""
+
+    def summary(self) -> RunSummary:
+        """The run as a list shows it (its fields of the same names)."""
+        return RunSummary.model_validate(self.model_dump(include=set(RunSummary.model_fields)))
 
 
 def now_iso() -> str:

@@ -197,7 +197,9 @@ class Run:
         note = baseline_note(run, self.settings.gate.require)
         if self.p.options.parent is not None:
             note = REVISE_NOTE + note
-        self.trace.emit(GateResultEvent.of(0, self.baseline, self.trace.text(note)))
+        self.trace.emit(
+            GateResultEvent(step=0, outcome=self.baseline, feedback=self.trace.text(note))
+        )
         self._judge_baseline(diagnosis)
         resumes = self.p.options.resumes
         if resumes is not None:  # the earlier baseline note is in the conversation already
@@ -328,7 +330,7 @@ class Run:
     def _finish(self, result: RunResult) -> RunRecord:
         """Save the patch, write ``run_finished`` and the final record: once, here."""
         result = self._final_patch(result)
-        self.trace.emit(RunFinished.of(result))
+        self.trace.emit(RunFinished(step=result.steps, outcome=result))
         history = [self.baseline] if self.baseline is not None else []
         # With hidden tests the model was told less than the gate found: the record keeps it all.
         hidden = self.p.options.hidden_tests is not None

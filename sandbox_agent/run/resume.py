@@ -151,9 +151,9 @@ def history_of(run_dir: RunDir, record: RunRecord) -> list[HistoryItem]:
     trace = read_trace(run_dir.trace_path)
     _check_own(trace, record, run_dir.trace_path)
     finish_ids = {
-        e.step: e.tool_call_id
+        e.step: e.observation.tool_call_id
         for e in trace.events
-        if isinstance(e, ObservationEvent) and e.tool_name == "finish"
+        if isinstance(e, ObservationEvent) and e.observation.tool_name == "finish"
     }
     try:
         return [
@@ -182,7 +182,7 @@ def _item(event: TraceEvent, finish_ids: dict[int, str], source: Path) -> Histor
         text = None if event.text is None else _text(event.text, source)
         return ModelTurn(tool_calls=tuple(calls), finish=finish, text=text)
     if isinstance(event, ObservationEvent):
-        facts = event.model_dump(include=set(Observation.model_fields) - {"content"})
+        facts = event.observation.model_dump()
         return Observation(**facts, content=_text(event.content, source))
     if isinstance(event, ModelFeedbackEvent):
         return ModelFeedback.model_validate(
@@ -223,7 +223,7 @@ def _check_own(trace: TraceFile, record: RunRecord, source: Path) -> None:
             f"{source}: the trace does not start with this run's task: the run directory was "
             "changed; cannot resume it"
         )
-    if any(isinstance(e, RunFinished) and e.gate_passed for e in trace.events):
+    if any(isinstance(e, RunFinished) and e.outcome.gate_passed for e in trace.events):
         raise UserError(
             f"{source}: the trace says the gate passed, result.json says it did not: the run "
             "directory was changed; cannot resume it"

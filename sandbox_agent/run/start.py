@@ -87,7 +87,7 @@ def record_failed_start(
         secrets=[prepared.api_key],
         listeners=[listener] if listener else [],
     ) as trace:
-        trace.emit(RunFinished.of(outcome))
+        trace.emit(RunFinished(step=outcome.steps, outcome=outcome))
     record = RunRecord(
         run_id=run_id,
         status="ended",

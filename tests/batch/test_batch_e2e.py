@@ -50,7 +50,7 @@ def test_six_tasks_over_two_repos_with_three_workers(
     assert leftovers(docker_client, [r["run_id"] for r in runs.values()], env_tmp(env)) == []
     # batch.json and `batch show` say the same.
     record = json.loads((Path(summary["batch_dir"]) / "batch.json").read_text())
-    assert [r["run_id"] for r in record["runs"]] == [r["run_id"] for r in summary["runs"]]
+    assert [r["run"]["run_id"] for r in record["runs"]] == [r["run_id"] for r in summary["runs"]]
     assert [t["id"] for t in record["tasks"]] == list(expected)
     shown = batch_cli("show", summary["batch_id"], "--json", *demo_flags(tmp_path)[2:], env=env)
     assert json.loads(shown.stdout) == summary
@@ -196,4 +196,6 @@ def test_workers_interrupt_their_runs_when_the_scheduler_is_killed(
     # batch.json, written as the run started, is whole; --resume would run the task again.
     batch = json.loads(next(batches.glob("*/batch.json")).read_text())
     assert batch["status"] == "running"
-    assert [(r["state"], r["run_id"]) for r in batch["runs"]] == [("running", record["run_id"])]
+    assert [(r["state"], r["run"]["run_id"]) for r in batch["runs"]] == [
+        ("running", record["run_id"])
+    ]

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from sandbox_agent.batch.records import BatchDir, BatchRecord, BatchRun, BatchSettings
 from sandbox_agent.cli.app import app
 from sandbox_agent.cli.batch import ray_flag
+from sandbox_agent.run.artifacts import RunSummary
 from sandbox_agent.types import Usage
 from tests.batch.helpers import calc_repo, demo_flags, write_tasks
 
@@ -114,20 +115,21 @@ def test_show_prints_the_table_and_totals_and_json(tmp_path: Path) -> None:
             BatchRun(
                 id="[red]a[/red]",
                 state="ended",
-                run_id="r1",
-                exit_reason="finished",
-                gate_passed=True,
-                steps=3,
-                usage=Usage(prompt_tokens=10, completion_tokens=5, cost_usd=0.25),
+                run=RunSummary(
+                    run_id="r1",
+                    exit_reason="finished",
+                    gate_passed=True,
+                    steps=3,
+                    usage=Usage(prompt_tokens=10, completion_tokens=5, cost_usd=0.25),
+                ),
             ),
             BatchRun(
                 id="b",
                 state="ended",
-                run_id="r2",
-                exit_reason="interrupted",
+                run=RunSummary(run_id="r2", exit_reason="interrupted"),
                 earlier_usage=Usage(prompt_tokens=1, cost_usd=0.5),
             ),
-            BatchRun(id="c", state="failed", error="task c: bad"),
+            BatchRun(id="c", state="failed", run=RunSummary(error="task c: bad")),
             BatchRun(id="d"),
         ),
     )

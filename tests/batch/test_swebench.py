@@ -10,7 +10,7 @@ from sandbox_agent.batch.swebench import resolved_table, write_predictions
 from sandbox_agent.batch.tasks import TaskFormat, TaskSpec
 from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.names import encode_name
-from sandbox_agent.run.artifacts import RunDir, RunRecord
+from sandbox_agent.run.artifacts import RunDir, RunRecord, RunSummary
 
 HIDDEN = HiddenTests(test_patch="diff --git a/t.py b/t.py\n", fail_to_pass=("t.py::test_a",))
 ODD_ID = "owner__name-1/weird id"
@@ -35,7 +35,7 @@ def _run(runs_dir: Path, task_id: str, patch: str, passed: bool, reason: str) ->
         started_at="2026-12-02T00:00:00Z",
     )
     run_dir.write_record(record)
-    return BatchRun.of(task_id, record)
+    return BatchRun(id=task_id, state="ended", run=record.summary())
 
 
 def _record(tmp_path: Path) -> BatchRecord:
@@ -53,7 +53,7 @@ def _record(tmp_path: Path) -> BatchRecord:
         _run(runs_dir, ids[0], fix, True, "finished"),
         _run(runs_dir, ids[1], "", False, "model_error"),
         _run(runs_dir, ids[2], fix, True, "finished"),
-        BatchRun(id=ids[3], state="failed", error="never started"),
+        BatchRun(id=ids[3], state="failed", run=RunSummary(error="never started")),
     )
     return BatchRecord(
         batch_id="b-1",

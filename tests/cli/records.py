@@ -17,8 +17,17 @@ from sandbox_agent.agent.trace import (
     Trace,
 )
 from sandbox_agent.cli.app import app
+from sandbox_agent.policy.base import Decision
 from sandbox_agent.run.artifacts import RunDir, RunRecord
-from sandbox_agent.types import ExitReason, GateCheck, ToolCall, Usage
+from sandbox_agent.types import (
+    ExitReason,
+    GateCheck,
+    GateOutcome,
+    ObservationFacts,
+    RunOutcome,
+    ToolCall,
+    Usage,
+)
 
 runner = CliRunner()
 
@@ -66,27 +75,31 @@ def write_trace(path: Path, run_id: str, *, command: str = "ls", reason: str = "
             RunStarted(step=0, task=trace.text("task"), model="scripted:x", content_mode="full")
         )
         check = GateCheck(name="tests", passed=False, detail="`pytest` exited 1, 2 failing")
-        trace.emit(GateResultEvent(step=0, passed=False, phase="baseline", checks=(check,)))
+        baseline = GateOutcome(passed=False, phase="baseline", checks=(check,))
+        trace.emit(GateResultEvent(step=0, outcome=baseline))
         call = ToolCall(id="c1", tool_name="bash", arguments={"command": command})
         trace.emit(ToolCallEvent(step=1, call=trace.call(call)))
         trace.emit(
             PolicyDecisionEvent(
-                step=1, tool_call_id="c1", decision="allow", rule="r", reason=reason
+                step=1,
+                tool_call_id="c1",
+                decision=Decision(decision="allow", rule="r", reason=reason),
             )
         )
         trace.emit(
             ObservationEvent(
                 step=1,
-                tool_call_id="c1",
-                tool_name="bash",
-                is_error=False,
-                kind="ok",
-                exit_code=0,
+                observation=ObservationFacts(
+                    tool_call_id="c1", tool_name="bash", is_error=False, kind="ok", exit_code=0
+                ),
                 content=trace.text("out"),
             )
         )
         trace.emit(
             RunFinished(
-                step=2, exit_reason=ExitReason.FINISHED, steps=2, usage=Usage(), gate_passed=True
+                step=2,
+                outcome=RunOutcome(
+                    exit_reason=ExitReason.FINISHED, steps=2, usage=Usage(), gate_passed=True
+                ),
             )
         )

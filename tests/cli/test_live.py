@@ -21,6 +21,7 @@ from sandbox_agent.agent.trace import (
     TraceEvent,
 )
 from sandbox_agent.cli.progress import Progress, Waiting, duration, result_line
+from sandbox_agent.types import GateOutcome
 from tests.cli.escapes import EVIL, assert_inert
 from tests.cli.test_progress import TS, a_run
 
@@ -50,7 +51,8 @@ def a_talking_run(text: str = SAID) -> Iterator[TraceEvent]:
         if isinstance(event, ModelTurnEvent) and event.tool_calls:
             yield event.model_copy(update={"text": said(text)})
         elif isinstance(event, ObservationEvent):
-            yield event.model_copy(update={"content": said(OUTPUT), "exit_code": 1})
+            facts = event.observation.model_copy(update={"exit_code": 1})
+            yield event.model_copy(update={"content": said(OUTPUT), "observation": facts})
         else:
             yield event
 
@@ -176,6 +178,8 @@ def test_result_line_and_duration() -> None:
 
 def test_a_gate_verdict_after_a_long_gate_wait() -> None:
     finish = ModelTurnEvent(run_id="r", timestamp=TS, step=2, finish=said("done"))
-    gate = GateResultEvent(run_id="r", timestamp=TS, step=2, passed=True, attempt=1)
+    gate = GateResultEvent(
+        run_id="r", timestamp=TS, step=2, outcome=GateOutcome(passed=True, attempt=1)
+    )
     out = shown(iter([finish, gate]), step_s=65)
     assert "  waited gate 1m 05s" in out

@@ -21,7 +21,14 @@ from sandbox_agent.agent.trace import (
     TraceEvent,
 )
 from sandbox_agent.cli.progress import Progress, Waiting
-from sandbox_agent.types import ExitReason, GateCheck, Usage
+from sandbox_agent.types import (
+    ExitReason,
+    GateCheck,
+    GateOutcome,
+    ObservationFacts,
+    RunOutcome,
+    Usage,
+)
 from tests.cli.escapes import EVIL, assert_inert
 
 TEXT = TextRecord(chars=1, sha256="0" * 64, text="x")
@@ -45,9 +52,9 @@ def a_run(command: str = "pytest -q") -> Iterator[TraceEvent]:
         run_id="r",
         timestamp=TS,
         step=0,
-        passed=False,
-        phase="baseline",
-        checks=(check_of("`pytest` exited 1, 2 failing"),),
+        outcome=GateOutcome(
+            passed=False, phase="baseline", checks=(check_of("`pytest` exited 1, 2 failing"),)
+        ),
     )
     call = bash_call(1, command)
     yield ModelTurnEvent(run_id="r", timestamp=TS, step=1, tool_calls=(call,))
@@ -57,23 +64,25 @@ def a_run(command: str = "pytest -q") -> Iterator[TraceEvent]:
         run_id="r",
         timestamp=TS,
         step=1,
-        tool_call_id="c1",
-        tool_name="bash",
-        is_error=False,
-        kind="ok",
-        exit_code=0,
+        observation=ObservationFacts(
+            tool_call_id="c1", tool_name="bash", is_error=False, kind="ok", exit_code=0
+        ),
         content=TEXT,
     )
     yield ModelTurnEvent(run_id="r", timestamp=TS, step=2, finish=TEXT)
-    yield GateResultEvent(run_id="r", timestamp=TS, step=2, passed=True, attempt=1, attempts_left=2)
+    yield GateResultEvent(
+        run_id="r",
+        timestamp=TS,
+        step=2,
+        outcome=GateOutcome(passed=True, attempt=1, attempts_left=2),
+    )
     yield RunFinished(
         run_id="r",
         timestamp=TS,
         step=2,
-        exit_reason=ExitReason.FINISHED,
-        steps=2,
-        usage=Usage(),
-        gate_passed=True,
+        outcome=RunOutcome(
+            exit_reason=ExitReason.FINISHED, steps=2, usage=Usage(), gate_passed=True
+        ),
     )
 
 
@@ -105,9 +114,9 @@ def test_baseline_wording_without_a_count_and_when_it_passes() -> None:
             run_id="r",
             timestamp=TS,
             step=0,
-            passed=passed,
-            phase="baseline",
-            checks=(check_of(detail, passed),),
+            outcome=GateOutcome(
+                passed=passed, phase="baseline", checks=(check_of(detail, passed),)
+            ),
         )
         return printed(iter([event]))
 

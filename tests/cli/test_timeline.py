@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_agent.agent.trace import GateResultEvent, read_trace
+from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.timeline import baseline_text, describe
 from sandbox_agent.types import GateCheck, GateOutcome
 from tests.agent.test_trace import write_trace as write_short_trace
@@ -47,5 +47,5 @@ def test_a_baseline_that_cannot_run_is_not_called_expected() -> None:
             GateCheck(name="environment", passed=False, detail="no test ran"),
         ),
     )
-    text = baseline_text(GateResultEvent.of(0, outcome, None))
+    text = baseline_text(outcome)
     assert text == "baseline: the tests cannot run: no test ran"

@@ -16,6 +16,7 @@ from sandbox_agent.batch.tasks import parse_tasks
 from sandbox_agent.cli.app import app
 from sandbox_agent.env import cache
 from sandbox_agent.errors import UserError
+from sandbox_agent.run.artifacts import RunSummary
 from sandbox_agent.types import Usage
 from tests.cli.escapes import EVIL, assert_inert
 
@@ -37,13 +38,15 @@ def test_batch_show_makes_every_field_of_batch_json_inert(tmp_path: Path) -> Non
             BatchRun(
                 id=EVIL,
                 state="ended",
-                run_id=EVIL,
-                exit_reason=EVIL,
-                error=EVIL,
+                run=RunSummary(
+                    run_id=EVIL,
+                    exit_reason=EVIL,
+                    error=EVIL,
+                    usage=Usage(prompt_tokens=1, cost_usd=0.1),
+                ),
                 node=EVIL,
-                usage=Usage(prompt_tokens=1, cost_usd=0.1),
             ),
-            BatchRun(id="b", state="failed", error=EVIL),
+            BatchRun(id="b", state="failed", run=RunSummary(error=EVIL)),
         ),
     )
     batch_dir.write(record)

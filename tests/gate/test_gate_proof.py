@@ -15,7 +15,7 @@ from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.verdict import NO_PROOF
 from sandbox_agent.settings.tree import GateSection
 from tests.fakes import TempDirSandbox
-from tests.gate.calc import FINISH, FIXED, calc_gate, calc_sandbox, failed
+from tests.gate.calc import BUGGY, FINISH, FIXED, calc_gate, calc_sandbox, failed
 
 TESTS = (
     "import calc\n\n\n"

@@ -30,6 +30,7 @@ from sandbox_agent.types import (
     ModelFeedback,
     ModelTurn,
     Observation,
+    ObservationFacts,
     RunOutcome,
     ToolCall,
 )
@@ -58,7 +59,9 @@ def make_run(
         trace.emit(ModelTurnEvent(step=1, tool_calls=(trace.call(EDIT),), text=trace.text("hm")))
         trace.emit(
             ObservationEvent(
-                step=1, tool_call_id="c1", tool_name="edit_file", content=trace.text("edited")
+                step=1,
+                observation=ObservationFacts(tool_call_id="c1", tool_name="edit_file"),
+                content=trace.text("edited"),
             )
         )
         trace.emit(
@@ -67,17 +70,16 @@ def make_run(
         trace.emit(
             ObservationEvent(
                 step=2,
-                tool_call_id="c2",
-                tool_name="finish",
-                is_error=True,
-                kind="gate_rejected",
+                observation=ObservationFacts(
+                    tool_call_id="c2", tool_name="finish", is_error=True, kind="gate_rejected"
+                ),
                 content=trace.text("test_last still fails"),
             )
         )
         if ended:
             reason = ExitReason.FINISHED if passed else ExitReason.INTERRUPTED
             outcome = RunOutcome(exit_reason=reason, steps=2, gate_passed=passed)
-            trace.emit(RunFinished.of(outcome))
+            trace.emit(RunFinished(step=outcome.steps, outcome=outcome))
     run_dir.write_patch("diff --git a/p.py b/p.py\n")
     run_dir.write_record(
         RunRecord(

@@ -66,12 +66,12 @@ def test_apply_patch_fixes_the_demo_and_the_gate_accepts(
     events = read_trace(Path(record.trace_path)).events
     started = next(e for e in events if isinstance(e, RunStarted))
     assert "apply_patch" in started.tools
-    seen = {e.tool_call_id: e for e in events if isinstance(e, ObservationEvent)}
-    assert seen["p1"].kind == "policy_denied"
+    seen = {e.observation.tool_call_id: e for e in events if isinstance(e, ObservationEvent)}
+    assert seen["p1"].observation.kind == "policy_denied"
     assert "the patch touches `tests/test_parser.py`" in (seen["p1"].content.text or "")
-    assert seen["p2"].kind == "syntax_error"
+    assert seen["p2"].observation.kind == "syntax_error"
     assert "`kvparse/parser.py` would not parse (line 7, column 34: expected ':')" in (
         seen["p2"].content.text or ""
     )
-    assert not seen["p3"].is_error
+    assert not seen["p3"].observation.is_error
     assert "A tests/test_last_line.py" in (seen["p3"].content.text or "")

@@ -291,7 +291,7 @@ def test_a_bug_before_the_loop_propagates_after_recording_internal_error(
     assert record.error == "ZeroDivisionError: a bug in setup"
     last = read_trace(run_dir / "trace.jsonl").events[-1]
     assert last.event_type == "run_finished"
-    assert last.exit_reason == "internal_error"
+    assert last.outcome.exit_reason == "internal_error"
 
 
 def test_repo_listed_as_trusted_in_the_user_config_may_set_the_test_command(
@@ -334,7 +334,7 @@ def test_symlink_out_of_the_repo_is_refused_to_tools_and_commands(
     observations = [
         e for e in read_trace(Path(record.trace_path)).events if e.event_type == "observation"
     ]
-    assert [o.kind for o in observations[:2]] == ["policy_denied", "policy_denied"]
+    assert [o.observation.kind for o in observations[:2]] == ["policy_denied", "policy_denied"]
     assert all("root:" not in (o.content.text or "") for o in observations)
 
 
@@ -376,4 +376,4 @@ def test_what_the_gates_test_run_writes_never_reaches_the_patch(
     assert "big.bin" not in patch
     last = read_trace(Path(record.trace_path)).events[-1]
     assert last.event_type == "run_finished"
-    assert last.exit_reason == "finished"
+    assert last.outcome.exit_reason == "finished"

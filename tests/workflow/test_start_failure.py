@@ -43,7 +43,7 @@ def test_a_sandbox_that_cannot_start_ends_the_run_as_sandbox_error_with_artifact
     assert json.loads((run_dir / "result.json").read_text())["exit_reason"] == "sandbox_error"
     last = read_trace(run_dir / "trace.jsonl").events[-1]
     assert last.event_type == "run_finished"
-    assert last.exit_reason == "sandbox_error"
+    assert last.outcome.exit_reason == "sandbox_error"
     left = docker_client.containers.list(
         all=True, filters={"label": f"{engine.RUN_LABEL}={record.run_id}"}
     )
