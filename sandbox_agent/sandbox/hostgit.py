@@ -3,8 +3,10 @@
 Every call switches off what would run a program or rewrite bytes behind our back: hooks,
 fsmonitor, signing, line-ending conversion. Two profiles:
 
-- isolated (the default): no system or global config, ``HOME`` elsewhere, ``LC_ALL=C`` and a
-  fixed identity. For the snapshot, scratch copies, a batch's clones, reading the user's repo.
+- isolated (the default): no system or global config, ``HOME`` elsewhere, ``LC_ALL=C``, a
+  fixed identity, and no optional lock (``GIT_OPTIONAL_LOCKS=0``: ``git status`` would
+  otherwise refresh and rewrite the user's index). For the snapshot, scratch copies, a batch's
+  clones, reading the user's repo.
 - ``user_config=True``: the user's environment and config (identity, ``safe.directory``) under
   the same switches. Only for writing to the user's own repository (``apply --branch``).
 
@@ -51,13 +53,14 @@ line-ending settings stay, since the result is theirs."""
 
 
 def host_git_env() -> dict[str, str]:
-    """A minimal environment for host git: no system or global config, fixed identity."""
+    """Host git's environment: no system or global config, fixed identity, no optional lock."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": "/nonexistent",
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "LC_ALL": "C",
+        "GIT_OPTIONAL_LOCKS": "0",
     }
     env.update(GIT_IDENTITY)
     return env

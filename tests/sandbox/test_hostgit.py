@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.review.apply import apply_patch, plan_apply
 from sandbox_agent.review.patchfile import parse_changes
 from sandbox_agent.sandbox.hostgit import git, host_git
+from sandbox_agent.sandbox.workspace import inspect_repo
 from tests.review.test_apply import diff_of, make_repo
 from tests.review.test_apply import git as plain_git
 
@@ -82,3 +84,29 @@ def test_no_git_on_the_machine_is_a_user_error(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UserError, match="git is not installed on this machine"):
         git(tmp_path, "status")
+
+
+def _stale_index(tmp_path: Path) -> tuple[Path, bytes, int]:
+    """A repo whose index holds stale stat data: ``git status`` would refresh and rewrite it."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.txt").write_bytes((repo / "a.txt").read_bytes())  # same bytes, new mtime
+    index = repo / ".git" / "index"
+    os.utime(index, ns=(1_000_000_000, 1_000_000_000))  # older than the file: racy-clean cleared
+    return repo, index.read_bytes(), index.stat().st_mtime_ns
+
+
+def test_the_index_refresh_is_real_for_plain_git(tmp_path: Path) -> None:
+    repo, before, mtime = _stale_index(tmp_path)
+    plain_git(repo, "status", "--porcelain")
+    index = repo / ".git" / "index"
+    assert (index.read_bytes(), index.stat().st_mtime_ns) != (before, mtime)
+
+
+def test_reading_the_users_repo_never_rewrites_its_index(tmp_path: Path) -> None:
+    # `git status` refreshes the index opportunistically (an optional lock): our reads of the
+    # user's checkout must leave every byte of it as it was, the index included.
+    repo, before, mtime = _stale_index(tmp_path)
+    info = inspect_repo(repo)
+    assert info.status is not None
+    index = repo / ".git" / "index"
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == (before, mtime)
