@@ -172,3 +172,95 @@ def test_a_usage_error_says_the_runners_words_the_file_and_the_plugin() -> None:
     assert "/workspace/pyproject.toml: its addopts" in diagnosis.message
     assert diagnosis.missing == "pytest-cov"
     assert diagnosis.fix.startswith("`pytest-cov` is missing: declare the package")
+
+
+# What pytest (8.x) printed on this machine when its harness died before any test (issue 20,
+# item 7): pytest itself failing to import, a conftest raising, a plugin raising on import.
+PYTEST_DIES = """\
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/opt/venv/lib/python3.11/site-packages/pytest/__main__.py", line 3, in <module>
+    import pytest
+  File "/opt/venv/lib/python3.11/site-packages/_pytest/_py/path.py", line 9, in <module>
+    from pluggy import HookimplOpts
+ImportError: cannot import name 'HookimplOpts' from 'pluggy' \
+(/usr/lib/python3/dist-packages/pluggy/__init__.py)
+"""
+CONFTEST_DIES = """\
+ImportError while loading conftest '/workspace/tests/conftest.py'.
+tests/conftest.py:1: in <module>
+    raise RuntimeError("needs a database at DB_URL")
+E   RuntimeError: needs a database at DB_URL
+"""
+PLUGIN_DIES = """\
+Error while loading plugin "pytest11".
+/opt/venv/lib/python3.11/site-packages/brokenplug.py:1: in <module>
+    raise ValueError("brokenplug needs a config file")
+E   ValueError: brokenplug needs a config file
+"""
+
+
+def test_pytest_dying_on_its_own_import_is_broken_in_its_own_words() -> None:
+    """Exit 1 with no report: no test ran, so it is not a failing baseline."""
+    diagnosis = classify_baseline(run("python -m pytest -q", 1, PYTEST_DIES))
+    assert diagnosis.broken
+    assert diagnosis.reason == "import_error"
+    assert diagnosis.missing == "pluggy"
+    assert "no test ran" in diagnosis.message
+    assert "ImportError: cannot import name 'HookimplOpts' from 'pluggy'" in diagnosis.message
+    assert "/opt/venv/lib/python3.11/site-packages/_pytest/_py/path.py" in diagnosis.message
+
+
+def test_the_project_being_the_module_pytest_cannot_import_is_still_broken() -> None:
+    """pluggy's own repo: the import fails on the project's module, and no test ran."""
+    diagnosis = classify_baseline(run("python -m pytest", 1, PYTEST_DIES), frozenset({"pluggy"}))
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "pytest stopped before any test: ImportError: cannot import name" in diagnosis.message
+
+
+def test_a_conftest_that_raises_is_broken_naming_the_conftest_and_its_words() -> None:
+    diagnosis = classify_baseline(run("python -m pytest -q", 4, CONFTEST_DIES))
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "RuntimeError: needs a database at DB_URL" in diagnosis.message
+    assert "tests/conftest.py:1" in diagnosis.message
+    assert "/workspace/" not in diagnosis.message
+    assert "tests/conftest.py" in diagnosis.fix
+
+
+def test_a_conftest_missing_a_package_names_the_package_and_the_conftest() -> None:
+    out = CONFTEST_DIES.replace(
+        'raise RuntimeError("needs a database at DB_URL")', "import hypothesis"
+    ).replace(
+        "RuntimeError: needs a database at DB_URL",
+        "ModuleNotFoundError: No module named 'hypothesis'",
+    )
+    diagnosis = classify_baseline(run("python -m pytest -q", 4, out))
+    assert diagnosis.reason == "missing_module"
+    assert diagnosis.missing == "hypothesis"
+    assert "tests/conftest.py:1" in diagnosis.message
+
+
+def test_a_plugin_that_raises_on_import_is_broken_naming_the_plugin_file() -> None:
+    diagnosis = classify_baseline(run("python -m pytest -q", 3, PLUGIN_DIES))
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "ValueError: brokenplug needs a config file" in diagnosis.message
+    assert "/opt/venv/lib/python3.11/site-packages/brokenplug.py:1" in diagnosis.message
+
+
+def test_exit_1_with_an_empty_streamed_report_is_broken() -> None:
+    """The pinned harness: nothing streamed, so the settled report has no test."""
+    empty = TestReport(ids=frozenset(), skipped=frozenset())
+    diagnosis = classify_baseline(run("python -m pytest", 1, PYTEST_DIES, report=empty))
+    assert diagnosis.broken
+
+
+def test_exit_1_with_no_report_but_pytests_summary_is_a_failing_baseline() -> None:
+    """No JUnit report (the project turned junitxml off), but pytest's summary says tests ran."""
+    out = "F.\nFAILED tests/test_a.py::test_x - assert 0\n1 failed, 1 passed in 0.12s\n"
+    assert classify_baseline(run("python -m pytest -q", 1, out)).verdict is (
+        BaselineVerdict.FAILING
+    )
