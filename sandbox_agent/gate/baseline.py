@@ -4,8 +4,10 @@ A pure function of the baseline ``TestRun``. Three verdicts:
 
 * ``broken_environment``: the test command cannot run (a program missing, exit 127; an import
   of a third-party module failing during pytest's collection; pytest refusing its options, in
-  its own words; no test ran at all; no test collected, exit 5). The run should stop before
-  any model call, with the diagnosis and the setting that fixes it.
+  its own words; no test ran at all, pytest itself, a conftest or a plugin dying on import
+  included, said in the runner's words with the file it stopped in; no test collected, exit
+  5). The run should stop before any model call, with the diagnosis and the setting that
+  fixes it.
 * ``tests_fail``: the normal case; the model is told which (and which modules failed to
   collect, with why).
 * ``tests_pass``: the gate can only check that they still pass (gate strength ``weak``).
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from sandbox_agent.gate.outcomes import collection_error
+from sandbox_agent.gate.startup import file_of, stopped, tests_ran
 from sandbox_agent.gate.testrun import TestRun, is_pytest
 from sandbox_agent.types import Frozen
 
@@ -177,13 +180,6 @@ def _pytest(
             f"`pytest`: {PY_FIX}",
             "pytest",
         )
-    if code == 1 and not failed_modules(run):  # tests ran and failed: the normal case
-        return None
-    if code in (1, 2, 3, 4):
-        found = _python_import(run, output, local)
-        if found is not None or code in (1, 2):
-            return found or _nothing_ran(run, output)
-        return _runner_error(run, code, output)
     if code == 5:
         return _broken(
             "no_tests",
@@ -191,13 +187,32 @@ def _pytest(
             "set [gate] test_command to the command that runs the tests (for example "
             "`python -m pytest tests/`) or check pytest's testpaths",
         )
-    return None
+    if code not in (1, 2, 3, 4):
+        return None
+    ran = tests_ran(run)
+    if code == 1 and ran and not failed_modules(run):  # tests ran and failed: the normal case
+        return None
+    found = _python_import(run, output, local)
+    if found is not None:
+        return found if ran else _no_test_ran_said(found, output)
+    if code in (3, 4) and (ran or _RUNNER_ERROR.search(output) or _USAGE.search(output)):
+        return _runner_error(run, code, output)
+    return _nothing_ran(run, output)
+
+
+def _no_test_ran_said(found: BaselineDiagnosis, output: str) -> BaselineDiagnosis:
+    """An import error that stopped pytest before any test: its own words, and where."""
+    said = stopped(output)
+    words = f": {said[0]}" + (f", in {said[1]}" if said[1] else "") if said else ""
+    message = f"{found.message}; no test ran (pytest stopped{words})"
+    return found.model_copy(update={"message": message})
 
 
 def _runner_error(run: TestRun, code: int, output: str) -> BaselineDiagnosis:
     """When pytest refused to start: its own words, the file that declares it, the fix."""
     said = _RUNNER_ERROR.search(output) or _USAGE.search(output)
-    words = said.group(1).strip()[:300] if said else f"pytest exited {code}"
+    own = stopped(output)
+    words = said.group(1).strip()[:300] if said else own[0] if own else f"pytest exited {code}"
     inifile = _INIFILE.search(output)
     where = f" (the options come from {inifile.group(1)}: its addopts)" if inifile else ""
     plugin = _plugin_of(words)
@@ -256,23 +271,26 @@ def _collection_reasons(output: str) -> dict[str, str]:
 
 def _nothing_ran(run: TestRun, output: str) -> BaselineDiagnosis | None:
     """No test ran at all: the modules failed to collect, or pytest stopped before any test."""
-    report = run.report
-    if report is not None and any(collection_error(t) is None for t in report.ids):
+    if tests_ran(run):
         return None
     modules = failed_modules(run)
+    fix = (
+        "make the tests importable in this environment (a missing dependency: "
+        f"{PY_FIX}), or pass --allow-broken-baseline if making them run is the task"
+    )
     if modules:
         what = "every test module failed to collect: " + "; ".join(modules[:10])
+    elif (said := stopped(output)) is not None:
+        where = f", in {said[1]}" if said[1] else ""
+        what = f"pytest stopped before any test: {said[0]}{where}"
+        if said[1]:
+            fix = f"see {file_of(said[1])}, where pytest stopped: {fix}"
     else:
-        said = _USAGE.search(output)
+        usage = _USAGE.search(output)
         what = "pytest stopped before any test" + (
-            f": {said.group(1).strip()[:200]}" if said else ""
+            f": {usage.group(1).strip()[:200]}" if usage else ""
         )
-    return _broken(
-        "no_test_ran",
-        f"`{run.command}`: no test ran ({what})",
-        "make the tests importable in this environment (a missing dependency: "
-        f"{PY_FIX}), or pass --allow-broken-baseline if making them run is the task",
-    )
+    return _broken("no_test_ran", f"`{run.command}`: no test ran ({what})", fix)
 
 
 def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> BaselineDiagnosis:
