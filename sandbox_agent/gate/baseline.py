@@ -19,6 +19,7 @@ Also what the model is told about the baseline and the rule before it starts
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
@@ -373,3 +374,30 @@ def baseline_note(run: TestRun, rule: str = "proof") -> str:
         lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
     lines.append(_RULE_NOTE[rule])
     return "\n".join(lines)
+
+
+_INSTALLS = re.compile(r"\bpip3? install\b|\buv pip install\b|\bnpm (?:ci|install)\b")
+_DECLARING = re.compile(r"[\w./-]*[\w-]\.(?:toml|txt|ini|cfg|py|json|lock)\b")
+
+
+def declared_in(
+    diagnosis: BaselineDiagnosis, steps: Iterable[tuple[str, str]]
+) -> BaselineDiagnosis:
+    """A missing package's diagnosis naming the files this environment read its packages from.
+
+    ``steps``: the environment plan's ``(command, why)`` pairs; the files named by the
+    package installs' ``why`` are where the missing package is probably declared, or belongs.
+    """
+    if diagnosis.reason not in ("missing_module", "import_error", "no_test_ran"):
+        return diagnosis
+    files = [
+        name
+        for command, why in steps
+        if _INSTALLS.search(command)
+        for name in _DECLARING.findall(why)
+    ]
+    if not files:
+        return diagnosis
+    named = ", ".join(f"`{name}`" for name in dict.fromkeys(files))
+    fix = f"{diagnosis.fix} (this environment's packages were read from {named})"
+    return diagnosis.model_copy(update={"fix": fix})

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.gate.baseline import BaselineVerdict, classify_baseline, local_modules
+from sandbox_agent.gate.baseline import (
+    BaselineVerdict,
+    classify_baseline,
+    declared_in,
+    local_modules,
+)
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
 
@@ -264,3 +269,33 @@ def test_exit_1_with_no_report_but_pytests_summary_is_a_failing_baseline() -> No
     assert classify_baseline(run("python -m pytest -q", 1, out)).verdict is (
         BaselineVerdict.FAILING
     )
+
+
+def test_a_missing_package_names_the_files_the_environment_read_its_dependencies_from() -> None:
+    """Item 8: the file that probably declares what is missing, from the plan's install steps."""
+    diagnosis = classify_baseline(
+        run(
+            "python -m pytest -q",
+            4,
+            CONFTEST_DIES.replace(
+                "RuntimeError: needs a database at DB_URL",
+                "ModuleNotFoundError: No module named 'hypothesis'",
+            ),
+        )
+    )
+    installs = [
+        ("apt-get install -y less", "the runner's tools (.github/workflows/test.yml)"),
+        (
+            "uv pip install -e . pytest numpy",
+            "the project's own test setup: pytest, numpy (tox.ini [testenv] deps); if it "
+            "fails: requirements-dev.txt",
+        ),
+        ("echo hi", "[environment] setup"),
+    ]
+    named = declared_in(diagnosis, installs)
+    assert named.fix.startswith(diagnosis.fix)
+    assert "read from `tox.ini`, `requirements-dev.txt`" in named.fix
+    assert ".github/workflows/test.yml" not in named.fix  # apt's, not the Python packages'
+    failing = classify_baseline(run("python -m pytest -q", 1, "1 failed in 0.1s"))
+    assert declared_in(failing, installs) == failing
+    assert declared_in(diagnosis, installs[:1]) == diagnosis

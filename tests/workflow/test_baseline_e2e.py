@@ -55,6 +55,8 @@ def test_a_test_module_that_cannot_be_imported_names_the_module(
         fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
     assert "frobnicated_yaml" in str(info.value)
     assert "[environment] setup" in str(info.value) or "dependencies" in str(info.value)
+    # the file that probably declares what is missing: where the environment read its packages
+    assert "this environment's packages were read from `pyproject.toml`" in str(info.value)
     assert model_turns(only_run(tmp_path)) == 0
 
 
