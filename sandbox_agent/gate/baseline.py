@@ -24,8 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from sandbox_agent.gate.outcomes import collection_error
-from sandbox_agent.gate.startup import file_of, stopped, tests_ran
+from sandbox_agent.gate.startup import failed_modules, file_of, stopped, tests_ran
 from sandbox_agent.gate.testrun import TestRun, is_pytest
 from sandbox_agent.types import Frozen
 
@@ -39,6 +38,7 @@ Reason = Literal[
     "pytest_error",
     "no_tests",
     "no_test_ran",
+    "timed_out",
     "tests_fail",
     "tests_pass",
 ]
@@ -54,8 +54,6 @@ _NODE_MODULE = re.compile(r"Cannot find module '([^']+)'")
 _USAGE = re.compile(r"^(?:ERROR|error): (.+)$", re.MULTILINE)
 _RUNNER_ERROR = re.compile(r"^[\w.\-/]+: error: (.+)$", re.MULTILINE)
 _INIFILE = re.compile(r"^\s*(?:inifile|configfile): (\S+)$", re.MULTILINE)
-_COLLECTING = re.compile(r"^_+ ERROR collecting ", re.MULTILINE)
-_COLLECT_ERROR = re.compile(r"^ERROR (\S+?\.py)(?: - (.+))?$", re.MULTILINE)
 PLUGIN_OPTIONS = {
     "--cov": "pytest-cov",
     "--no-cov": "pytest-cov",
@@ -243,33 +241,6 @@ def _plugin_of(words: str) -> str | None:
     return None
 
 
-def failed_modules(run: TestRun) -> list[str]:
-    """Test modules that failed to collect, each with why (from pytest's summary)."""
-    output = run.result.stdout + run.result.stderr if run.result is not None else ""
-    why = _collection_reasons(output)
-    why.update(
-        {m.group(1): m.group(2).strip() for m in _COLLECT_ERROR.finditer(output) if m.group(2)}
-    )
-    modules = [m for t in (run.report.ids if run.report else ()) if (m := collection_error(t))]
-    named = []
-    for module in sorted(modules):
-        path = module.replace(".", "/") + ".py"
-        reason = why.get(path, "")
-        named.append(f"{path} ({reason[:200]})" if reason else path)
-    return named
-
-
-def _collection_reasons(output: str) -> dict[str, str]:
-    """Per module, the last ``E`` line of its ``ERROR collecting`` section in pytest's output."""
-    reasons: dict[str, str] = {}
-    for section in _COLLECTING.split(output)[1:]:
-        path, _, body = section.partition("\n")
-        errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
-        if errors:
-            reasons[path.strip(" _")] = errors[-1]
-    return reasons
-
-
 def _nothing_ran(run: TestRun, output: str) -> BaselineDiagnosis | None:
     """No test ran at all: the modules failed to collect, or pytest stopped before any test."""
     if tests_ran(run):
@@ -294,6 +265,18 @@ def _nothing_ran(run: TestRun, output: str) -> BaselineDiagnosis | None:
     return _broken("no_test_ran", f"`{run.command}`: no test ran ({what})", fix)
 
 
+def _timed_out(run: TestRun) -> BaselineDiagnosis:
+    """The suite did not end in time: every run of the gate would stop the same way."""
+    seconds = round(run.result.duration_s) if run.result is not None else 0
+    return _broken(
+        "timed_out",
+        f"`{run.command}` did not finish within {seconds} s, so no finish could be judged",
+        "raise [gate] timeout_s (your settings file; a repo file may only lower it), or set "
+        "[gate] test_command to a narrower command; if a hang is what the task fixes, pass "
+        "--allow-broken-baseline",
+    )
+
+
 def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> BaselineDiagnosis:
     """Classify the baseline run of the test command.
 
@@ -316,7 +299,7 @@ def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> Base
     output = run.result.stdout + run.result.stderr
     found: BaselineDiagnosis | None = None
     if run.result.timed_out:
-        found = None
+        found = _timed_out(run)
     elif code == 127:
         found = _missing_program(run, output)
     elif code == 126:

@@ -1,4 +1,4 @@
-"""When pytest stopped before any test: did a test run, and pytest's own words on why not.
+"""Did any test run, which modules failed to collect, and pytest's own words when none ran.
 
 Pure functions of a baseline ``TestRun`` and its output. pytest can die before its first test
 in ways that exit 1, like a failing test: pytest itself failing to import (a harness
@@ -23,6 +23,8 @@ _TRACEBACK = "Traceback (most recent call last):"
 _PY_FRAME = re.compile(r'^\s+File "([^"<][^"]*)", line (\d+)', re.MULTILINE)
 _RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b.*)$")
 _CONFTEST = re.compile(r"^ImportError while loading conftest '([^']+)'", re.MULTILINE)
+_COLLECTING = re.compile(r"^_+ ERROR collecting ", re.MULTILINE)
+_COLLECT_ERROR = re.compile(r"^ERROR (\S+?\.py)(?: - (.+))?$", re.MULTILINE)
 
 
 def tests_ran(run: TestRun) -> bool:
@@ -74,3 +76,30 @@ def file_of(where: str) -> str:
     """``tests/conftest.py:3`` -> ``tests/conftest.py``."""
     path, _, line = where.rpartition(":")
     return path if path and line.isdigit() else where
+
+
+def failed_modules(run: TestRun) -> list[str]:
+    """Test modules that failed to collect, each with why (from pytest's summary)."""
+    output = run.result.stdout + run.result.stderr if run.result is not None else ""
+    why = _collection_reasons(output)
+    why.update(
+        {m.group(1): m.group(2).strip() for m in _COLLECT_ERROR.finditer(output) if m.group(2)}
+    )
+    modules = [m for t in (run.report.ids if run.report else ()) if (m := collection_error(t))]
+    named = []
+    for module in sorted(modules):
+        path = module.replace(".", "/") + ".py"
+        reason = why.get(path, "")
+        named.append(f"{path} ({reason[:200]})" if reason else path)
+    return named
+
+
+def _collection_reasons(output: str) -> dict[str, str]:
+    """Per module, the last ``E`` line of its ``ERROR collecting`` section in pytest's output."""
+    reasons: dict[str, str] = {}
+    for section in _COLLECTING.split(output)[1:]:
+        path, _, body = section.partition("\n")
+        errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
+        if errors:
+            reasons[path.strip(" _")] = errors[-1]
+    return reasons

@@ -299,3 +299,15 @@ def test_a_missing_package_names_the_files_the_environment_read_its_dependencies
     failing = classify_baseline(run("python -m pytest -q", 1, "1 failed in 0.1s"))
     assert declared_in(failing, installs) == failing
     assert declared_in(diagnosis, installs[:1]) == diagnosis
+
+
+def test_a_baseline_that_timed_out_is_broken_since_no_finish_could_be_judged() -> None:
+    """The suite did not end within [gate] timeout_s: every later run of the gate would time
+    out the same way, so a model would be paid for a run that can never pass."""
+    result = ExecResult(exit_code=None, stdout="....", stderr="", timed_out=True, duration_s=600.4)
+    diagnosis = classify_baseline(TestRun(label="baseline", command="pytest -q", result=result))
+    assert diagnosis.broken
+    assert diagnosis.reason == "timed_out"
+    assert "did not finish within 600 s" in diagnosis.message
+    assert "[gate] timeout_s" in diagnosis.fix
+    assert "--allow-broken-baseline" in diagnosis.fix

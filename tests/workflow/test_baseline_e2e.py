@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,27 @@ def test_a_harness_that_dies_on_import_stops_before_any_model_call(
     assert "no test ran" in message
     assert "pluggy/_tracing.py" in message
     assert model_turns(only_run(tmp_path)) == 0
+
+
+def test_a_baseline_that_times_out_stops_before_any_model_call(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """Seen on attrs and loguru under a load of 20: the suite outlived [gate] timeout_s, was
+    called a failing baseline, and the model was started on a run no finish could pass."""
+    repo = demo_repo(tmp_path)
+    (repo / "tests" / "test_slow.py").write_text(
+        "import time\n\n\ndef test_slow() -> None:\n    time.sleep(60)\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a slow test")
+    policy = tmp_path / "mine.toml"
+    policy.write_text("[gate]\ntimeout_s = 15\n")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH, policy_file=policy)
+    assert re.search(r"did not finish within 1[5-9] s", str(info.value))  # 15 s and the kill
+    assert "raise [gate] timeout_s" in str(info.value)
+    run_dir = only_run(tmp_path)
+    assert model_turns(run_dir) == 0
+    record = run_dir.read_record()
+    assert record.baseline is not None
+    assert record.baseline.reason == "timed_out"
