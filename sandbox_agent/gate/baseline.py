@@ -4,8 +4,10 @@ A pure function of the baseline ``TestRun``. Three verdicts:
 
 * ``broken_environment``: the test command cannot run (a program missing, exit 127; an import
   of a third-party module failing during pytest's collection; pytest refusing its options, in
-  its own words; no test ran at all; no test collected, exit 5). The run should stop before
-  any model call, with the diagnosis and the setting that fixes it.
+  its own words; no test ran at all, pytest itself, a conftest or a plugin dying on import
+  included, said in the runner's words with the file it stopped in; no test collected, exit
+  5). The run should stop before any model call, with the diagnosis and the setting that
+  fixes it.
 * ``tests_fail``: the normal case; the model is told which (and which modules failed to
   collect, with why).
 * ``tests_pass``: the gate can only check that they still pass (gate strength ``weak``).
@@ -17,11 +19,12 @@ Also what the model is told about the baseline and the rule before it starts
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from sandbox_agent.gate.outcomes import collection_error
+from sandbox_agent.gate.startup import failed_modules, file_of, stopped, tests_ran
 from sandbox_agent.gate.testrun import TestRun, is_pytest
 from sandbox_agent.types import Frozen
 
@@ -35,6 +38,7 @@ Reason = Literal[
     "pytest_error",
     "no_tests",
     "no_test_ran",
+    "timed_out",
     "tests_fail",
     "tests_pass",
 ]
@@ -50,8 +54,6 @@ _NODE_MODULE = re.compile(r"Cannot find module '([^']+)'")
 _USAGE = re.compile(r"^(?:ERROR|error): (.+)$", re.MULTILINE)
 _RUNNER_ERROR = re.compile(r"^[\w.\-/]+: error: (.+)$", re.MULTILINE)
 _INIFILE = re.compile(r"^\s*(?:inifile|configfile): (\S+)$", re.MULTILINE)
-_COLLECTING = re.compile(r"^_+ ERROR collecting ", re.MULTILINE)
-_COLLECT_ERROR = re.compile(r"^ERROR (\S+?\.py)(?: - (.+))?$", re.MULTILINE)
 PLUGIN_OPTIONS = {
     "--cov": "pytest-cov",
     "--no-cov": "pytest-cov",
@@ -177,13 +179,6 @@ def _pytest(
             f"`pytest`: {PY_FIX}",
             "pytest",
         )
-    if code == 1 and not failed_modules(run):  # tests ran and failed: the normal case
-        return None
-    if code in (1, 2, 3, 4):
-        found = _python_import(run, output, local)
-        if found is not None or code in (1, 2):
-            return found or _nothing_ran(run, output)
-        return _runner_error(run, code, output)
     if code == 5:
         return _broken(
             "no_tests",
@@ -191,13 +186,32 @@ def _pytest(
             "set [gate] test_command to the command that runs the tests (for example "
             "`python -m pytest tests/`) or check pytest's testpaths",
         )
-    return None
+    if code not in (1, 2, 3, 4):
+        return None
+    ran = tests_ran(run)
+    if code == 1 and ran and not failed_modules(run):  # tests ran and failed: the normal case
+        return None
+    found = _python_import(run, output, local)
+    if found is not None:
+        return found if ran else _no_test_ran_said(found, output)
+    if code in (3, 4) and (ran or _RUNNER_ERROR.search(output) or _USAGE.search(output)):
+        return _runner_error(run, code, output)
+    return _nothing_ran(run, output)
+
+
+def _no_test_ran_said(found: BaselineDiagnosis, output: str) -> BaselineDiagnosis:
+    """An import error that stopped pytest before any test: its own words, and where."""
+    said = stopped(output)
+    words = f": {said[0]}" + (f", in {said[1]}" if said[1] else "") if said else ""
+    message = f"{found.message}; no test ran (pytest stopped{words})"
+    return found.model_copy(update={"message": message})
 
 
 def _runner_error(run: TestRun, code: int, output: str) -> BaselineDiagnosis:
     """When pytest refused to start: its own words, the file that declares it, the fix."""
     said = _RUNNER_ERROR.search(output) or _USAGE.search(output)
-    words = said.group(1).strip()[:300] if said else f"pytest exited {code}"
+    own = stopped(output)
+    words = said.group(1).strip()[:300] if said else own[0] if own else f"pytest exited {code}"
     inifile = _INIFILE.search(output)
     where = f" (the options come from {inifile.group(1)}: its addopts)" if inifile else ""
     plugin = _plugin_of(words)
@@ -227,53 +241,39 @@ def _plugin_of(words: str) -> str | None:
     return None
 
 
-def failed_modules(run: TestRun) -> list[str]:
-    """Test modules that failed to collect, each with why (from pytest's summary)."""
-    output = run.result.stdout + run.result.stderr if run.result is not None else ""
-    why = _collection_reasons(output)
-    why.update(
-        {m.group(1): m.group(2).strip() for m in _COLLECT_ERROR.finditer(output) if m.group(2)}
-    )
-    report = run.report
-    ids = [t for t in report.ids if t not in report.skipped] if report else []
-    modules = [m for t in ids if (m := collection_error(t))]  # a module skipped whole is none
-    named = []
-    for module in sorted(modules):
-        path = module.replace(".", "/") + ".py"
-        reason = why.get(path, "")
-        named.append(f"{path} ({reason[:200]})" if reason else path)
-    return named
-
-
-def _collection_reasons(output: str) -> dict[str, str]:
-    """Per module, the last ``E`` line of its ``ERROR collecting`` section in pytest's output."""
-    reasons: dict[str, str] = {}
-    for section in _COLLECTING.split(output)[1:]:
-        path, _, body = section.partition("\n")
-        errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
-        if errors:
-            reasons[path.strip(" _")] = errors[-1]
-    return reasons
-
-
 def _nothing_ran(run: TestRun, output: str) -> BaselineDiagnosis | None:
     """No test ran at all: the modules failed to collect, or pytest stopped before any test."""
-    report = run.report
-    if report is not None and any(collection_error(t) is None for t in report.ids):
+    if tests_ran(run):
         return None
     modules = failed_modules(run)
+    fix = (
+        "make the tests importable in this environment (a missing dependency: "
+        f"{PY_FIX}), or pass --allow-broken-baseline if making them run is the task"
+    )
     if modules:
         what = "every test module failed to collect: " + "; ".join(modules[:10])
+    elif (said := stopped(output)) is not None:
+        where = f", in {said[1]}" if said[1] else ""
+        what = f"pytest stopped before any test: {said[0]}{where}"
+        if said[1]:
+            fix = f"see {file_of(said[1])}, where pytest stopped: {fix}"
     else:
-        said = _USAGE.search(output)
+        usage = _USAGE.search(output)
         what = "pytest stopped before any test" + (
-            f": {said.group(1).strip()[:200]}" if said else ""
+            f": {usage.group(1).strip()[:200]}" if usage else ""
         )
+    return _broken("no_test_ran", f"`{run.command}`: no test ran ({what})", fix)
+
+
+def _timed_out(run: TestRun) -> BaselineDiagnosis:
+    """The suite did not end in time: every run of the gate would stop the same way."""
+    seconds = round(run.result.duration_s) if run.result is not None else 0
     return _broken(
-        "no_test_ran",
-        f"`{run.command}`: no test ran ({what})",
-        "make the tests importable in this environment (a missing dependency: "
-        f"{PY_FIX}), or pass --allow-broken-baseline if making them run is the task",
+        "timed_out",
+        f"`{run.command}` did not finish within {seconds} s, so no finish could be judged",
+        "raise [gate] timeout_s (your settings file; a repo file may only lower it), or set "
+        "[gate] test_command to a narrower command; if a hang is what the task fixes, pass "
+        "--allow-broken-baseline",
     )
 
 
@@ -299,7 +299,7 @@ def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> Base
     output = run.result.stdout + run.result.stderr
     found: BaselineDiagnosis | None = None
     if run.result.timed_out:
-        found = None
+        found = _timed_out(run)
     elif code == 127:
         found = _missing_program(run, output)
     elif code == 126:
@@ -357,3 +357,30 @@ def baseline_note(run: TestRun, rule: str = "proof") -> str:
         lines.append((run.result.stdout + run.result.stderr).strip()[-1500:])
     lines.append(_RULE_NOTE[rule])
     return "\n".join(lines)
+
+
+_INSTALLS = re.compile(r"\bpip3? install\b|\buv pip install\b|\bnpm (?:ci|install)\b")
+_DECLARING = re.compile(r"[\w./-]*[\w-]\.(?:toml|txt|ini|cfg|py|json|lock)\b")
+
+
+def declared_in(
+    diagnosis: BaselineDiagnosis, steps: Iterable[tuple[str, str]]
+) -> BaselineDiagnosis:
+    """A missing package's diagnosis naming the files this environment read its packages from.
+
+    ``steps``: the environment plan's ``(command, why)`` pairs; the files named by the
+    package installs' ``why`` are where the missing package is probably declared, or belongs.
+    """
+    if diagnosis.reason not in ("missing_module", "import_error", "no_test_ran"):
+        return diagnosis
+    files = [
+        name
+        for command, why in steps
+        if _INSTALLS.search(command)
+        for name in _DECLARING.findall(why)
+    ]
+    if not files:
+        return diagnosis
+    named = ", ".join(f"`{name}`" for name in dict.fromkeys(files))
+    fix = f"{diagnosis.fix} (this environment's packages were read from {named})"
+    return diagnosis.model_copy(update={"fix": fix})

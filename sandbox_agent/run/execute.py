@@ -28,6 +28,7 @@ from sandbox_agent.gate.baseline import (
     BaselineVerdict,
     baseline_note,
     classify_baseline,
+    declared_in,
     local_modules,
 )
 from sandbox_agent.gate.completion import CompletionGate, Gate
@@ -179,7 +180,10 @@ class Run:
     def _before_loop(self) -> list[ModelFeedback]:
         _restore_generated(self.sandbox)
         run = self.gate.run_baseline()
-        diagnosis = classify_baseline(run, local_modules(self.p.repo.root))
+        diagnosis = declared_in(
+            classify_baseline(run, local_modules(self.p.repo.root)),
+            ((step.command, step.why) for step in self.p.plan.steps),
+        )
         checks = [run.check()]
         if diagnosis.broken:  # said with the baseline, so nothing calls it "as expected"
             checks.append(GateCheck(name="environment", passed=False, detail=diagnosis.message))

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.gate.baseline import BaselineVerdict, classify_baseline, local_modules
+from sandbox_agent.gate.baseline import (
+    BaselineVerdict,
+    classify_baseline,
+    declared_in,
+    local_modules,
+)
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
 
@@ -184,3 +189,137 @@ def test_a_module_skipped_whole_is_not_named_as_failing_to_collect() -> None:
     diagnosis = classify_baseline(run("python -m pytest -q", 1, "1 failed", report=report))
     assert diagnosis.verdict is BaselineVerdict.FAILING
     assert "collect" not in diagnosis.message
+
+
+# What pytest (8.x) printed on this machine when its harness died before any test (issue 20,
+# item 7): pytest itself failing to import, a conftest raising, a plugin raising on import.
+PYTEST_DIES = """\
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/opt/venv/lib/python3.11/site-packages/pytest/__main__.py", line 3, in <module>
+    import pytest
+  File "/opt/venv/lib/python3.11/site-packages/_pytest/_py/path.py", line 9, in <module>
+    from pluggy import HookimplOpts
+ImportError: cannot import name 'HookimplOpts' from 'pluggy' \
+(/usr/lib/python3/dist-packages/pluggy/__init__.py)
+"""
+CONFTEST_DIES = """\
+ImportError while loading conftest '/workspace/tests/conftest.py'.
+tests/conftest.py:1: in <module>
+    raise RuntimeError("needs a database at DB_URL")
+E   RuntimeError: needs a database at DB_URL
+"""
+PLUGIN_DIES = """\
+Error while loading plugin "pytest11".
+/opt/venv/lib/python3.11/site-packages/brokenplug.py:1: in <module>
+    raise ValueError("brokenplug needs a config file")
+E   ValueError: brokenplug needs a config file
+"""
+
+
+def test_pytest_dying_on_its_own_import_is_broken_in_its_own_words() -> None:
+    """Exit 1 with no report: no test ran, so it is not a failing baseline."""
+    diagnosis = classify_baseline(run("python -m pytest -q", 1, PYTEST_DIES))
+    assert diagnosis.broken
+    assert diagnosis.reason == "import_error"
+    assert diagnosis.missing == "pluggy"
+    assert "no test ran" in diagnosis.message
+    assert "ImportError: cannot import name 'HookimplOpts' from 'pluggy'" in diagnosis.message
+    assert "/opt/venv/lib/python3.11/site-packages/_pytest/_py/path.py" in diagnosis.message
+
+
+def test_the_project_being_the_module_pytest_cannot_import_is_still_broken() -> None:
+    """pluggy's own repo: the import fails on the project's module, and no test ran."""
+    diagnosis = classify_baseline(run("python -m pytest", 1, PYTEST_DIES), frozenset({"pluggy"}))
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "pytest stopped before any test: ImportError: cannot import name" in diagnosis.message
+
+
+def test_a_conftest_that_raises_is_broken_naming_the_conftest_and_its_words() -> None:
+    diagnosis = classify_baseline(run("python -m pytest -q", 4, CONFTEST_DIES))
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "RuntimeError: needs a database at DB_URL" in diagnosis.message
+    assert "tests/conftest.py:1" in diagnosis.message
+    assert "/workspace/" not in diagnosis.message
+    assert "tests/conftest.py" in diagnosis.fix
+
+
+def test_a_conftest_missing_a_package_names_the_package_and_the_conftest() -> None:
+    out = CONFTEST_DIES.replace(
+        'raise RuntimeError("needs a database at DB_URL")', "import hypothesis"
+    ).replace(
+        "RuntimeError: needs a database at DB_URL",
+        "ModuleNotFoundError: No module named 'hypothesis'",
+    )
+    diagnosis = classify_baseline(run("python -m pytest -q", 4, out))
+    assert diagnosis.reason == "missing_module"
+    assert diagnosis.missing == "hypothesis"
+    assert "tests/conftest.py:1" in diagnosis.message
+
+
+def test_a_plugin_that_raises_on_import_is_broken_naming_the_plugin_file() -> None:
+    diagnosis = classify_baseline(run("python -m pytest -q", 3, PLUGIN_DIES))
+    assert diagnosis.broken
+    assert diagnosis.reason == "no_test_ran"
+    assert "ValueError: brokenplug needs a config file" in diagnosis.message
+    assert "/opt/venv/lib/python3.11/site-packages/brokenplug.py:1" in diagnosis.message
+
+
+def test_exit_1_with_an_empty_streamed_report_is_broken() -> None:
+    """The pinned harness: nothing streamed, so the settled report has no test."""
+    empty = TestReport(ids=frozenset(), skipped=frozenset())
+    diagnosis = classify_baseline(run("python -m pytest", 1, PYTEST_DIES, report=empty))
+    assert diagnosis.broken
+
+
+def test_exit_1_with_no_report_but_pytests_summary_is_a_failing_baseline() -> None:
+    """No JUnit report (the project turned junitxml off), but pytest's summary says tests ran."""
+    out = "F.\nFAILED tests/test_a.py::test_x - assert 0\n1 failed, 1 passed in 0.12s\n"
+    assert classify_baseline(run("python -m pytest -q", 1, out)).verdict is (
+        BaselineVerdict.FAILING
+    )
+
+
+def test_a_missing_package_names_the_files_the_environment_read_its_dependencies_from() -> None:
+    """Item 8: the file that probably declares what is missing, from the plan's install steps."""
+    diagnosis = classify_baseline(
+        run(
+            "python -m pytest -q",
+            4,
+            CONFTEST_DIES.replace(
+                "RuntimeError: needs a database at DB_URL",
+                "ModuleNotFoundError: No module named 'hypothesis'",
+            ),
+        )
+    )
+    installs = [
+        ("apt-get install -y less", "the runner's tools (.github/workflows/test.yml)"),
+        (
+            "uv pip install -e . pytest numpy",
+            "the project's own test setup: pytest, numpy (tox.ini [testenv] deps); if it "
+            "fails: requirements-dev.txt",
+        ),
+        ("echo hi", "[environment] setup"),
+    ]
+    named = declared_in(diagnosis, installs)
+    assert named.fix.startswith(diagnosis.fix)
+    assert "read from `tox.ini`, `requirements-dev.txt`" in named.fix
+    assert ".github/workflows/test.yml" not in named.fix  # apt's, not the Python packages'
+    failing = classify_baseline(run("python -m pytest -q", 1, "1 failed in 0.1s"))
+    assert declared_in(failing, installs) == failing
+    assert declared_in(diagnosis, installs[:1]) == diagnosis
+
+
+def test_a_baseline_that_timed_out_is_broken_since_no_finish_could_be_judged() -> None:
+    """The suite did not end within [gate] timeout_s: every later run of the gate would time
+    out the same way, so a model would be paid for a run that can never pass."""
+    result = ExecResult(exit_code=None, stdout="....", stderr="", timed_out=True, duration_s=600.4)
+    diagnosis = classify_baseline(TestRun(label="baseline", command="pytest -q", result=result))
+    assert diagnosis.broken
+    assert diagnosis.reason == "timed_out"
+    assert "did not finish within 600 s" in diagnosis.message
+    assert "[gate] timeout_s" in diagnosis.fix
+    assert "--allow-broken-baseline" in diagnosis.fix

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,8 @@ def test_a_test_module_that_cannot_be_imported_names_the_module(
         fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
     assert "frobnicated_yaml" in str(info.value)
     assert "[environment] setup" in str(info.value) or "dependencies" in str(info.value)
+    # the file that probably declares what is missing: where the environment read its packages
+    assert "this environment's packages were read from `pyproject.toml`" in str(info.value)
     assert model_turns(only_run(tmp_path)) == 0
 
 
@@ -161,3 +164,73 @@ def test_a_usage_error_says_pytests_words_the_file_and_the_plugin(
     assert "unrecognized arguments: --cov=kvparse --cov-report=term" in message
     assert "pyproject.toml: its addopts" in message
     assert "`pytest-cov` is missing" in message
+
+
+def test_a_conftest_that_raises_stops_before_any_model_call_in_its_own_words(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """pytest exits 4 before any test: broken, with the error's words and the conftest."""
+    repo = demo_repo(tmp_path)
+    (repo / "tests" / "conftest.py").write_text(
+        "import os\n\nif 'KV_DB' not in os.environ:\n"
+        "    raise RuntimeError('the tests need a database: set KV_DB')\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a conftest that needs a database")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
+    message = str(info.value)
+    assert "no test ran (pytest stopped before any test: RuntimeError: the tests need a" in message
+    assert "in tests/conftest.py:4" in message
+    assert "see tests/conftest.py, where pytest stopped" in message
+    run_dir = only_run(tmp_path)
+    assert model_turns(run_dir) == 0
+    record = run_dir.read_record()
+    assert record.baseline is not None
+    assert record.baseline.reason == "no_test_ran"
+
+
+def test_a_harness_that_dies_on_import_stops_before_any_model_call(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """pytest itself cannot be imported (a harness dependency broken at setup): exit 1 with a
+    bare traceback, no test ran. It was called a failing baseline, and the model paid for."""
+    repo = demo_repo(tmp_path)
+    policy = tmp_path / "mine.toml"
+    marker = tmp_path.name  # a cache key of this test's own
+    breaks = (
+        'f=$(python -c "import pluggy, os; print(os.path.dirname(pluggy.__file__))")/_tracing.py'
+        f" && echo 'raise ImportError(\"pluggy broken at setup {marker}\")' >> $f"
+    )
+    policy.write_text(f"[environment]\nsetup = [{json.dumps(breaks)}]\n")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH, policy_file=policy)
+    message = str(info.value)
+    assert f"ImportError: pluggy broken at setup {marker}" in message
+    assert "no test ran" in message
+    assert "pluggy/_tracing.py" in message
+    assert model_turns(only_run(tmp_path)) == 0
+
+
+def test_a_baseline_that_times_out_stops_before_any_model_call(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """Seen on attrs and loguru under a load of 20: the suite outlived [gate] timeout_s, was
+    called a failing baseline, and the model was started on a run no finish could pass."""
+    repo = demo_repo(tmp_path)
+    (repo / "tests" / "test_slow.py").write_text(
+        "import time\n\n\ndef test_slow() -> None:\n    time.sleep(60)\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a slow test")
+    policy = tmp_path / "mine.toml"
+    policy.write_text("[gate]\ntimeout_s = 15\n")
+    with pytest.raises(BrokenBaselineError) as info:
+        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH, policy_file=policy)
+    assert re.search(r"did not finish within 1[5-9] s", str(info.value))  # 15 s and the kill
+    assert "raise [gate] timeout_s" in str(info.value)
+    run_dir = only_run(tmp_path)
+    assert model_turns(run_dir) == 0
+    record = run_dir.read_record()
+    assert record.baseline is not None
+    assert record.baseline.reason == "timed_out"
