@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.run.artifacts import RunDir
-from sandbox_agent.types import GateOutcome
+from tests.workflow.calcrun import edit, failed, finish, history, write
 from tests.workflow.helpers import fix, git
 
 pytestmark = pytest.mark.docker
@@ -27,26 +27,6 @@ TESTS = (
 )
 REGRESSION = "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
 SAME = "import calc\n\n\ndef test_mul_one():\n    assert calc.mul(1, 1) == 1\n"
-
-
-def edit(old: str, new: str) -> dict[str, object]:
-    return {
-        "type": "tool_call",
-        "tool_name": "edit_file",
-        "arguments": {"path": "calc.py", "old_text": old, "new_text": new},
-    }
-
-
-def write(path: str, content: str) -> dict[str, object]:
-    return {
-        "type": "tool_call",
-        "tool_name": "write_file",
-        "arguments": {"path": path, "content": content},
-    }
-
-
-def finish(answer: str) -> dict[str, object]:
-    return {"type": "finish", "answer": answer}
 
 
 def calc_repo(tmp_path: Path) -> Path:
@@ -62,14 +42,6 @@ def calc_repo(tmp_path: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "calc")
     return repo
-
-
-def history(run_dir: str) -> list[GateOutcome]:
-    return [g for g in RunDir(Path(run_dir)).read_record().gate_history if g.phase == "finish"]
-
-
-def failed(outcome: GateOutcome) -> dict[str, str]:
-    return {c.name: c.detail for c in outcome.checks if not c.passed}
 
 
 def test_a_fix_is_accepted_only_with_proof_and_without_regression(

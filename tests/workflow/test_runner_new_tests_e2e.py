@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.run.artifacts import RunDir
-from sandbox_agent.types import GateOutcome
+from tests.workflow.calcrun import edit, failed, finish, history, write
 from tests.workflow.helpers import fix, git
 
 pytestmark = pytest.mark.docker
@@ -30,26 +29,6 @@ def case(name: str, body: str) -> str:
     )
 
 
-def edit(old: str, new: str) -> dict[str, object]:
-    return {
-        "type": "tool_call",
-        "tool_name": "edit_file",
-        "arguments": {"path": "calc.py", "old_text": old, "new_text": new},
-    }
-
-
-def write(path: str, content: str) -> dict[str, object]:
-    return {
-        "type": "tool_call",
-        "tool_name": "write_file",
-        "arguments": {"path": path, "content": content},
-    }
-
-
-def finish(answer: str) -> dict[str, object]:
-    return {"type": "finish", "answer": answer}
-
-
 def calc_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "user" / "calc"
     (repo / "tests").mkdir(parents=True)
@@ -61,14 +40,6 @@ def calc_repo(tmp_path: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "calc")
     return repo
-
-
-def history(run_dir: str) -> list[GateOutcome]:
-    return [g for g in RunDir(Path(run_dir)).read_record().gate_history if g.phase == "finish"]
-
-
-def failed(outcome: GateOutcome) -> dict[str, str]:
-    return {c.name: c.detail for c in outcome.checks if not c.passed}
 
 
 def test_a_new_test_file_is_run_with_the_commands_runner_and_proves_the_fix(
