@@ -123,3 +123,20 @@ def sample_repo(tmp_path: Path) -> Path:
     (repo / "build").mkdir()
     (repo / "build" / "out.o").write_bytes(b"\0ignored")
     return repo
+
+
+def committed(repo: Path) -> Path:
+    """``repo`` (its files written) made a git repo with one commit of them all."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    return repo
+
+
+@pytest.fixture
+def one_module_repo(tmp_path: Path) -> Path:
+    """A committed repo of one module, ``mod.py``."""
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    (repo / "mod.py").write_text("VALUE = 1\n")
+    return committed(repo)

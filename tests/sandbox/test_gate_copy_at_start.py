@@ -15,20 +15,13 @@ import pytest
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import cow, engine
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
-from tests.sandbox.conftest import git
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    (repo / "mod.py").write_text("VALUE = 1\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "init")
-    return repo
+def project(one_module_repo: Path) -> Path:
+    return one_module_repo
 
 
 CONFIG = DockerSandboxConfig(copy_on_write=True, gate_copy_at_start=True)

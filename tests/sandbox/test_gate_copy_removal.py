@@ -20,20 +20,14 @@ from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import docker as sandbox_docker
 from sandbox_agent.sandbox import engine, overlay
 from sandbox_agent.sandbox.container import remove_container
-from tests.sandbox.conftest import MakeSandbox, git
+from tests.sandbox.conftest import MakeSandbox
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    (repo / "mod.py").write_text("VALUE = 1\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "init")
-    return repo
+def project(one_module_repo: Path) -> Path:
+    return one_module_repo
 
 
 def _gone(client: docker.DockerClient, container_id: str, root: Path, volumes: list[str]) -> None:

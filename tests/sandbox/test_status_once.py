@@ -14,14 +14,8 @@ from tests.sandbox.conftest import git
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "mod.py").write_text("VALUE = 1\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+def repo(one_module_repo: Path) -> Path:
+    return one_module_repo
 
 
 @pytest.fixture
