@@ -21,6 +21,7 @@ from sandbox_agent.cli.app import app
 from sandbox_agent.cli.demo import demo_script
 from sandbox_agent.errors import EngineUnavailableError, SandboxError
 from sandbox_agent.sandbox import docker as docker_sandbox
+from sandbox_agent.sandbox import launch
 from sandbox_agent.sandbox.docker import DockerSandbox
 from sandbox_agent.sandbox.doctor import runsc_check
 from sandbox_agent.sandbox.listener import ChannelListener
@@ -248,7 +249,7 @@ def test_gvisor_refuses_the_socket_and_the_executor_falls_back(
     # Why there is no socket under runsc: offered one anyway, its connect is refused (EPERM,
     # runsc without --host-uds), and the executor says so and stays on the exec stream.
     monkeypatch.setattr(
-        docker_sandbox,
+        launch,
         "open_listener",
         lambda config, root, owner: ChannelListener.open(root, owner),
     )
