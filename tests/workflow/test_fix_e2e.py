@@ -146,8 +146,12 @@ def test_gate_timeout_is_a_rejection(
 ) -> None:
     repo = demo_repo(tmp_path)
     policy = tmp_path / "mine.toml"  # the user's own file: trusted to set the test command
+    # Quick at the baseline (a suite that outlives the timeout there is a broken baseline, no
+    # run at all); with the fix, the tests hang past the timeout.
+    hangs_when_fixed = "if grep -q splitlines kvparse/parser.py; then sleep 30; fi"
     policy.write_text(
-        'extends = "python"\n[gate]\ntest_command = "sleep 30"\ntimeout_s = 1\nmax_attempts = 1\n'
+        f'extends = "python"\n[gate]\ntest_command = "{hangs_when_fixed}"\n'
+        "timeout_s = 1\nmax_attempts = 1\n"
     )
     record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH, policy_file=policy)
     assert record.exit_reason == "budget_exceeded"
