@@ -3,35 +3,35 @@
 The gate fails closed. The test command comes from the user's policy or flags, never from the
 model. On a finish it first stops everything the model left running and takes the patch from
 the model's workspace; that patch is what is checked, judged and saved. The checks read the
-patch: it is non-empty (unless ``require_diff = false``), it changes no protected file of the
-baseline and adds none that changes how the tests run, and it does not change the harness
-(``harnessfiles.py``; unless ``allow_harness_changes``). Then the patch is applied to a fresh
-copy of the baseline in a new container from the same image, without network (``judge``), and
-the tests run there; the baseline's tests without the model's new test files, the new tests
-apart and on the baseline's code, and a changed outcome again on a fresh baseline copy
-(``runs.py``). The verdict (``verdict.py``) follows ``[gate] require``: by default no test that
-passed breaks and a test proves the change. Every run's pinned harness (``harness.py``) must
-equal the baseline's. An error or timeout of the gate itself is a rejection.
+patch (``patchchecks.py``): it is non-empty (unless ``require_diff = false``), it changes no
+protected file of the baseline and adds none that changes how the tests run, and it does not
+change the harness (``harnessfiles.py``; unless ``allow_harness_changes``). Then the patch is
+applied to a fresh copy of the baseline in a new container from the same image, without
+network (``judge``), and the tests run there; the baseline's tests without the model's new
+test files, the new tests apart and on the baseline's code, and a changed outcome again on a
+fresh baseline copy (``runs.py``). The verdict (``verdict.py``) follows ``[gate] require``: by
+default no test that passed breaks and a test proves the change. Every run's pinned harness
+(``harness.py``) must equal the baseline's. An error or timeout of the gate itself is a
+rejection. What the model is told of it is ``feedback.py``'s.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
-from sandbox_agent.errors import SandboxError, ToolError
+from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import (
     evidence,
     exitproof,
-    harness,
-    harnessfiles,
+    feedback,
     hidden,
     newtests,
     outcomes,
     ownmodules,
+    patchchecks,
     runners,
     streamed,
     tamper,
@@ -40,7 +40,7 @@ from sandbox_agent.gate import (
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.runners import Runner, Unresolved
-from sandbox_agent.gate.runs import Runs, tests_check
+from sandbox_agent.gate.runs import Runs, first_and_disagreeing, harness_check, tests_check
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings.tree import GateSection
@@ -59,10 +59,6 @@ class Gate(Protocol):
     def check(self, finish: Finish) -> GateVerdict:
         """Run the gate's checks; never raise for a failing check, reject instead."""
         ...
-
-
-MAX_FEEDBACK_CHARS = 6_000
-"""Characters of test output the model is shown with a rejection."""
 
 
 class CompletionGate:
@@ -160,9 +156,14 @@ class CompletionGate:
             checks = [GateCheck(name="gate", passed=False, detail=f"gate error: {e}")]
         passed = all(c.passed for c in checks)
         left = self.config.max_attempts - attempt
+        said = (
+            feedback.accepted(self.config.require, self.judgement)
+            if passed
+            else feedback.rejected(checks, run, attempt, left)
+        )
         verdict = GateVerdict(
             passed=passed,
-            feedback=self._feedback(passed, checks, run, attempt, left),
+            feedback=said,
             checks=tuple(checks),
             attempt=attempt,
             attempts_left=left,
@@ -202,19 +203,15 @@ class CompletionGate:
             if (self.is_protected(p) or p.endswith(".py")) and self.sandbox.baseline_file(p) is None
         )
         checks = [
-            GateCheck(
-                name="diff",
-                passed=bool(changed) or not self.config.require_diff,
-                detail=f"{len(changed)} file(s) changed" if changed else "no file changed",
-            ),
-            self._protected(changed, added),
+            patchchecks.diff(changed, self.config),
+            patchchecks.protected(changed, added, self.is_protected, self._seen_harness),
         ]
         if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
-            checks.append(_omitted(patch))
+            checks.append(patchchecks.omitted(patch))
         label = f"finish attempt {attempt}"
         with self._copy(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
-            checks.append(self._compiled_files(changed, copy))
+            checks.append(patchchecks.compiled_files(changed, copy, self.config))
             # A changed harness proves nothing; with hidden tests, nothing of them runs (or is
             # told) before the model's own patch passes its checks, which it may retry.
             first = checks if self.hidden is not None else checks[-2:]
@@ -224,24 +221,6 @@ class CompletionGate:
         runs = self._runs(patch.text, added, full, label)
         checks += self._judge(runs)
         return checks, runs.now
-
-    def _protected(self, changed: tuple[str, ...], added: tuple[str, ...]) -> GateCheck:
-        """A baseline file under the protect globs may not change; a new test file may be added."""
-        record = self._seen_harness
-        shadowed = (
-            harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
-        )
-        problems = []
-        for path in sorted(p for p in changed if self.is_protected(p)):
-            if path not in added:
-                problems.append(f"{path} (a protected file of the baseline)")
-            elif (why := harnessfiles.new_test_file_problem(path, shadowed)) is not None:
-                problems.append(f"{path} ({why})")
-        return GateCheck(
-            name="protected_paths",
-            passed=not problems,
-            detail=("changed protected path(s): " + ", ".join(problems)) if problems else "",
-        )
 
     def _runs(self, patch: str, added: tuple[str, ...], full: TestRun, label: str) -> Runs:
         """The baseline's tests alone, the new tests apart, and the flaky reruns."""
@@ -307,7 +286,7 @@ class CompletionGate:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
         made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
-        checks = [tests_check(runs.now, rule), *_outcome_checks(runs)]
+        checks = [tests_check(runs.now, rule), *runs.outcome_checks()]
         if runs.with_new is not None and self._no_baseline_report:  # run with the runner
             checks.append(exitproof.new_tests_check(runs.with_new))
         elif runs.with_new is not None and rule == "all":
@@ -337,13 +316,8 @@ class CompletionGate:
             )
             checks.append(found)
         if self.pin is not None:
-            checks += [self._harness_check(r) for r in made[:1]]
-            for run in made[1:]:
-                check = self._harness_check(run)
-                if not check.passed:
-                    checks.append(
-                        check.model_copy(update={"detail": f"{run.label}: {check.detail}"})
-                    )
+            base = self._baseline_harness
+            checks += first_and_disagreeing(made, lambda run: harness_check(run, base))
         return checks
 
     @property
@@ -372,67 +346,14 @@ class CompletionGate:
         return record.entry_points if record is not None else ()
 
     def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
-        """Refuse a patch that changes how the tests run (the early, explained refusal)."""
-        record = self._seen_harness
-        shadowed = (
-            harness.harness_modules(record) if record is not None else harness.HARNESS_MODULES
-        )
-        used = record.used if record is not None else None
-        found = harnessfiles.harness_changes(
+        return patchchecks.harness_files(
             changed,
+            copy,
+            baseline=self.sandbox,
+            record=self._seen_harness,
+            config=self.config,
             test_command=self.test_command,
-            shadowed=shadowed,
-            before=self.sandbox.baseline_file,
-            after=lambda path: _read_bytes(copy, path),
-            used=used.protected if used is not None else None,
-            sys_path=used.sys_path if used is not None and used.sys_path else (".",),
         )
-        if not found or self.config.allow_harness_changes:
-            detail = ("allowed: " + ", ".join(found)) if found else ""
-            return GateCheck(name="harness_files", passed=True, detail=detail)
-        return GateCheck(
-            name="harness_files",
-            passed=False,
-            detail="the patch changes how the tests run, which must stay the baseline's: "
-            + "; ".join(found)
-            + " (revert these; a user can allow it with [gate] allow_harness_changes)",
-        )
-
-    def _compiled_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
-        """Refuse compiled files the patch adds or changes: Python may run them, not the source."""
-        found = harnessfiles.compiled_present(changed, copy)
-        if not found or self.config.allow_harness_changes:
-            detail = ("allowed: " + ", ".join(found)) if found else ""
-            return GateCheck(name="compiled_files", passed=True, detail=detail)
-        return GateCheck(
-            name="compiled_files",
-            passed=False,
-            detail="the patch adds compiled code, which can run in place of the source "
-            "and cannot be reviewed: "
-            + ", ".join(found[:20])
-            + " (delete these; the gate's runs compile from source)",
-        )
-
-    def _harness_check(self, run: TestRun) -> GateCheck:
-        """The pinned harness recorded by the gate's run must equal the baseline's."""
-        base = self._baseline_harness
-        if run.harness is None:
-            why = run.harness_error or "no record"
-            return GateCheck(name="harness", passed=False, detail=f"harness not recorded: {why}")
-        if base is None:
-            return GateCheck(
-                name="harness",
-                passed=True,
-                detail=f"{run.harness.fingerprint} (the baseline left no record to compare)",
-            )
-        diffs = harness.differences(base, run.harness)
-        if diffs:
-            return GateCheck(
-                name="harness",
-                passed=False,
-                detail="the test harness differs from the baseline's: " + "; ".join(diffs[:10]),
-            )
-        return GateCheck(name="harness", passed=True, detail=f"{base.fingerprint} as at baseline")
 
     def _run_tests(
         self,
@@ -457,93 +378,3 @@ class CompletionGate:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
         return run
-
-    def _accepted(self) -> str:
-        said = f"The completion gate accepted the finish (rule: {self.config.require})"
-        found = self.judgement
-        if found is None:
-            return said + ": the tests pass."
-        lines = [said + ":", f"- {verdict.summary(found)}"]
-        if found.pre_existing:
-            lines.append(
-                "- failing before your change and still failing (not blocking): "
-                + ", ".join(found.pre_existing[:20])
-            )
-        if found.flaky:
-            lines.append(
-                "- flaky (their outcome varies without your change): " + ", ".join(found.flaky[:20])
-            )
-        return "\n".join(lines)
-
-    def _feedback(
-        self,
-        passed: bool,
-        checks: list[GateCheck],
-        run: TestRun | None,
-        attempt: int,
-        left: int,
-    ) -> str:
-        if passed:
-            return self._accepted()
-        lines = [f"finish rejected by the completion gate (attempt {attempt}; {left} left):"]
-        failed = [c for c in checks if not c.passed]
-        for check in checks:
-            state = "ok" if check.passed else "FAILED"
-            lines.append(
-                f"- {check.name}: {state}" + (f" ({check.detail})" if check.detail else "")
-            )
-        if run is not None and not run.passed and any(c.name in _SHOW_OUTPUT for c in failed):
-            lines.append("")
-            lines.append(run.feedback_text(MAX_FEEDBACK_CHARS))
-        if left == 0:
-            lines.append("No finish attempts remain.")
-        return "\n".join(lines)
-
-
-_SHOW_OUTPUT = frozenset({"tests", "regressions", "new_tests", "targets", "new_tests_run", "proof"})
-"""Failed checks the test output helps with (not a refused file, not a missing proof)."""
-
-
-def _omitted(patch: Patch) -> GateCheck:
-    shown = [f"{o.path or '(git)'} ({o.reason}: {o.detail})" for o in patch.omitted[:10]]
-    more = f" and {len(patch.omitted) - 10} more" if len(patch.omitted) > 10 else ""
-    return GateCheck(
-        name="omitted",
-        passed=True,
-        detail="left out of the patch, so absent where the tests ran: " + "; ".join(shown) + more,
-    )
-
-
-def _outcome_checks(runs: Runs) -> list[GateCheck]:
-    """Each run's streamed outcomes against its report, exit status and session end.
-
-    The first run's check always shows; another run's only when it disagrees, named by label.
-    """
-    made = [runs.now, runs.with_new, runs.new_on_base, runs.base_again, runs.now_again]
-    streamed_runs = [r for r in made if r is not None and r.channel is not None]
-    checks = [c.outcome_check() for c in streamed_runs[:1]]
-    for run in streamed_runs[1:]:
-        check = run.outcome_check()
-        if not check.passed:
-            checks.append(check.model_copy(update={"detail": f"{run.label}: {check.detail}"}))
-    return checks
-
-
-UNREADABLE = b"\0sandbox-agent: present but unreadable\0"
-"""What a file the check cannot read counts as: never equal to anything, never "absent"."""
-
-
-def _read_bytes(sandbox: Sandbox, path: str) -> bytes | None:
-    try:
-        return sandbox.read_file(path, max_bytes=1 << 20).encode("utf-8", "surrogateescape")
-    except ToolError:
-        pass
-    try:
-        gone = sandbox.exec(
-            f"[ -e {shlex.quote(path)} ] || [ -L {shlex.quote(path)} ]",
-            timeout_s=60.0,
-            max_output_bytes=1024,
-        )
-    except SandboxError:
-        return UNREADABLE
-    return None if gone.exit_code == 1 else UNREADABLE

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sandbox_agent.gate import newtests, outcomes, verdict
+from collections.abc import Callable
+
+from sandbox_agent.gate import harness, newtests, outcomes, verdict
+from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.types import GateCheck
 
@@ -20,6 +23,39 @@ def tests_check(run: TestRun, rule: str) -> GateCheck:
     return run.check()
 
 
+def harness_check(run: TestRun, base: HarnessRecord | None) -> GateCheck:
+    """The pinned harness recorded by the gate's run must equal the baseline's (``base``)."""
+    if run.harness is None:
+        why = run.harness_error or "no record"
+        return GateCheck(name="harness", passed=False, detail=f"harness not recorded: {why}")
+    if base is None:
+        return GateCheck(
+            name="harness",
+            passed=True,
+            detail=f"{run.harness.fingerprint} (the baseline left no record to compare)",
+        )
+    diffs = harness.differences(base, run.harness)
+    if diffs:
+        return GateCheck(
+            name="harness",
+            passed=False,
+            detail="the test harness differs from the baseline's: " + "; ".join(diffs[:10]),
+        )
+    return GateCheck(name="harness", passed=True, detail=f"{base.fingerprint} as at baseline")
+
+
+def first_and_disagreeing(
+    made: list[TestRun], check: Callable[[TestRun], GateCheck]
+) -> list[GateCheck]:
+    """The first run's check always; another run's only when it fails, named by its label."""
+    checks = [check(run) for run in made[:1]]
+    for run in made[1:]:
+        found = check(run)
+        if not found.passed:
+            checks.append(found.model_copy(update={"detail": f"{run.label}: {found.detail}"}))
+    return checks
+
+
 class Runs:
     """The test runs one finish is judged from (see ``verdict.Observed``)."""
 
@@ -29,6 +65,16 @@ class Runs:
         self.new_on_base: TestRun | None = None
         self.base_again: TestRun | None = None
         self.now_again: TestRun | None = None
+
+    def made(self) -> list[TestRun]:
+        """The runs that ran, in order: the patch's, with and alone, then the flaky reruns."""
+        runs = (self.now, self.with_new, self.new_on_base, self.base_again, self.now_again)
+        return [r for r in runs if r is not None]
+
+    def outcome_checks(self) -> list[GateCheck]:
+        """Each run's streamed outcomes against its report, exit status and session end."""
+        streamed = [r for r in self.made() if r.channel is not None]
+        return first_and_disagreeing(streamed, TestRun.outcome_check)
 
     def observed(
         self, baseline: TestRun | None, new_files: tuple[str, ...]
