@@ -30,7 +30,7 @@ from sandbox_agent.batch.tasks import TaskFormat, TaskSpec, parse_tasks
 from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
 from sandbox_agent.cli.command import Command, Group
-from sandbox_agent.cli.options import SettingFlags, setting_flags
+from sandbox_agent.cli.options import PolicyOption, SettingFlags, TrustOption, setting_flags
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
 from sandbox_agent.review.index import write_batch_index
@@ -128,10 +128,8 @@ def run(
             "joins a cluster.",
         ),
     ] = None,
-    policy: Annotated[Path | None, typer.Option(help="Your policy file (trusted).")] = None,
-    trust_repo_policy: Annotated[
-        bool, typer.Option(help="Let each repo's .sandbox-agent.toml loosen your policy.")
-    ] = False,
+    policy: PolicyOption = None,
+    trust_repo_policy: TrustOption = False,
     batches_dir: BatchesDirOption = None,
     as_json: JsonOption = False,
     *,
@@ -142,43 +140,41 @@ def run(
     Each setting flag applies to every run (a task's own `model` or `test_command` wins).
     """
     try:
-        if tasks is None:
-            raise UserError(
-                "give a tasks file (with --resume BATCH, the same one again: a batch "
-                "directory does not choose repos, policies or models)"
-            )
-        if ray is not None:
-            _require_ray()
-        if max_cost_total == 0:
-            raise UserError("--max-cost-total must be more than 0")
+        tasks = _checked(tasks, ray, max_cost_total)
         auto, why = default_workers()
-        chosen = workers or auto
         settings = BatchSettings(
             overrides=flags,
             policy_file=str(policy.resolve()) if policy else None,
             trust_repo_policy=trust_repo_policy,
             max_cost_total=max_cost_total,
             max_tokens_total=max_tokens_total,
-            workers=chosen,
+            workers=workers or auto,
             ray=ray,
             format=task_format,
             tasks_file=str(tasks.resolve()),
         )
-        parsed = parse_tasks(tasks, task_format, repos)
-        log, specs = _open(parsed, settings, resume, batches_dir)
-        backend = _backend(log, ray, chosen)
+        log, specs = _open(parse_tasks(tasks, task_format, repos), settings, resume, batches_dir)
+        backend = _backend(log, ray, settings.workers)
     except UserError as e:
         raise _fail(e) from e
-    how = "given" if workers else why
-    where = "on Ray" if ray else "on this machine"
-    say(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {chosen} at once ({how})")
-    say(f"batch directory: {log.dir.path}")
-    record = _execute(log, specs, backend, chosen)
-    if task_format is TaskFormat.SWEBENCH:
-        _predictions(record)
+    record = _execute(log, specs, backend, settings, how="given" if workers else why)
     if as_json:
         typer.echo(json.dumps(_summary(record)))
     raise typer.Exit(0 if record.status == "ended" and record.all_passed() else 1)
+
+
+def _checked(tasks: Path | None, ray: str | None, max_cost_total: float | None) -> Path:
+    """The tasks file, once the request is one ``batch run`` can start (else a ``UserError``)."""
+    if tasks is None:
+        raise UserError(
+            "give a tasks file (with --resume BATCH, the same one again: a batch "
+            "directory does not choose repos, policies or models)"
+        )
+    if ray is not None:
+        _require_ray()
+    if max_cost_total == 0:
+        raise UserError("--max-cost-total must be more than 0")
+    return tasks
 
 
 def _summary(record: BatchRecord) -> dict[str, Any]:
@@ -239,12 +235,21 @@ def _backend(log: BatchLog, ray: str | None, workers: int) -> Backend:
     return RayBackend.connect(ray, budget.limits, budget.state(), log.dir, workers)
 
 
-def _execute(log: BatchLog, specs: list[WorkerSpec], backend: Backend, workers: int) -> BatchRecord:
+def _execute(
+    log: BatchLog, specs: list[WorkerSpec], backend: Backend, settings: BatchSettings, how: str
+) -> BatchRecord:
+    """Run the batch, saying where and how many at once; a SWE-bench batch's predictions."""
+    where = "on Ray" if settings.ray else "on this machine"
+    at_once = f"{settings.workers} at once ({how})"
+    say(f"batch {log.record.batch_id}: {len(specs)} task(s) {where}, {at_once}")
+    say(f"batch directory: {log.dir.path}")
     observer = LiveObserver(err) if err.is_terminal else PlainObserver(err)
     with observer:
-        record = run_batch(log, specs, backend, observer, workers)
+        record = run_batch(log, specs, backend, observer, settings.workers)
     if record.status == "interrupted":
         say(f"batch interrupted: resume it with `sandbox-agent batch --resume {record.batch_id}`")
+    if settings.format is TaskFormat.SWEBENCH:
+        _predictions(record)
     return record
 
 

@@ -23,8 +23,10 @@ from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.options import (
     JsonOption,
+    PolicyOption,
     RunsDirOption,
     SettingFlags,
+    TrustOption,
     find_any_run,
     setting_flags,
 )
@@ -72,10 +74,6 @@ QuietOption = Annotated[
     ),
 ]
 
-PolicyOption = Annotated[Path | None, typer.Option(help="Your policy file (trusted).")]
-TrustOption = Annotated[
-    bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
-]
 RunRepoOption = Annotated[
     Path | None,
     typer.Option(help="The repository (default: here, which must be the run's)."),

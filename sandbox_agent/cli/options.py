@@ -28,6 +28,10 @@ RunsDirOption = Annotated[
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print exactly one JSON object (the run record) on stdout.")
 ]
+PolicyOption = Annotated[Path | None, typer.Option(help="Your policy file (trusted).")]
+TrustOption = Annotated[
+    bool, typer.Option(help="Let the repo's .sandbox-agent.toml loosen your policy.")
+]
 
 
 def runs_dir_of(runs_dir: Path | None) -> Path:
