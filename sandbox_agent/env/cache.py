@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from http import HTTPStatus
 from pathlib import Path
 
 import docker
@@ -148,15 +149,32 @@ def stale(rows: list[CachedEnv]) -> list[CachedEnv]:
     return old
 
 
-def remove(client: docker.DockerClient, tags: list[str]) -> None:
-    """Remove images by tag (a missing one is fine)."""
+def remove(client: docker.DockerClient, tags: list[str], *, keep_in_use: bool = False) -> list[str]:
+    """Remove images by tag (a missing one is fine). Returns the tags removed.
+
+    With ``keep_in_use``, an image a container runs on (the engine's conflict) stays: a shared
+    layer a build is using right now (``layers.remove_layers``).
+
+    Raises:
+        SandboxError: the engine refused for another reason.
+    """
+    removed = []
     for tag in tags:
         try:
             client.images.remove(tag, force=False, noprune=False)
         except docker.errors.ImageNotFound:
             continue
         except docker.errors.DockerException as e:
+            if keep_in_use and _in_use(e):
+                continue
             raise SandboxError(f"could not remove {tag}: {e}", op="env") from e
+        removed.append(tag)
+    return removed
+
+
+def _in_use(error: docker.errors.DockerException) -> bool:
+    """The engine refused to remove an image because a container runs on it."""
+    return isinstance(error, docker.errors.APIError) and error.status_code == HTTPStatus.CONFLICT
 
 
 def base_tags(client: docker.DockerClient) -> list[str]:

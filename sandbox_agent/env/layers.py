@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from http import HTTPStatus
 from typing import Any
 
 import docker
 import docker.errors
 from docker.types import Mount
 
+from sandbox_agent.env import cache
 from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, run_step
 from sandbox_agent.env.model import EnvPlan, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
@@ -129,15 +129,4 @@ def remove_layers(client: docker.DockerClient, tags: list[str]) -> list[str]:
     Raises:
         SandboxError: the engine refused for another reason.
     """
-    removed = []
-    for tag in tags:
-        try:
-            client.images.remove(tag, force=False, noprune=False)
-        except docker.errors.ImageNotFound:
-            continue
-        except docker.errors.APIError as e:
-            if e.status_code == HTTPStatus.CONFLICT:  # a build's container runs on it
-                continue
-            raise SandboxError(f"could not remove {tag}: {e}", op="env") from e
-        removed.append(tag)
-    return removed
+    return cache.remove(client, tags, keep_in_use=True)
