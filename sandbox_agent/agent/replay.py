@@ -21,8 +21,8 @@ from sandbox_agent.agent.trace import (
     read_trace,
 )
 from sandbox_agent.errors import ModelError, UserError
+from sandbox_agent.models.base import OfflineModel
 from sandbox_agent.types import (
-    CallEstimate,
     Finish,
     HistoryItem,
     ModelTurn,
@@ -53,13 +53,13 @@ def _turn(event: ModelTurnEvent, source: Path) -> ModelTurn:
     return ModelTurn(tool_calls=tuple(calls), finish=finish, usage=Usage(requests=1))
 
 
-class ReplayModel:
+class ReplayModel(OfflineModel):
     """The Model protocol over a recorded run's turns."""
 
     def __init__(self, turns: Sequence[ModelTurn], recorded: TraceFile, name: str) -> None:
+        super().__init__(name)
         self.turns = list(turns)
         self.recorded = recorded
-        self._name = name
         self._next = 0
 
     @classmethod
@@ -77,21 +77,6 @@ class ReplayModel:
         if not events:
             raise UserError(f"{path}: the run recorded no model turn; there is nothing to replay")
         return cls([_turn(e, path) for e in events], recorded, f"{REPLAY_PREFIX}{run}")
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def start(self) -> None:
-        """Nothing to check: the trace was read when the model was made."""
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-    def estimate_next_call(
-        self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]
-    ) -> CallEstimate:
-        return CallEstimate(prompt_tokens=0, max_completion_tokens=0)
 
     def next_turn(
         self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]

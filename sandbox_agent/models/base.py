@@ -8,7 +8,7 @@ from typing import Protocol
 from sandbox_agent.errors import InvalidModelOutputError, ModelError, ModelSetupError
 from sandbox_agent.types import CallEstimate, HistoryItem, ModelTurn, Task, ToolSpec
 
-__all__ = ["InvalidModelOutputError", "Model", "ModelError", "ModelSetupError"]
+__all__ = ["InvalidModelOutputError", "Model", "ModelError", "ModelSetupError", "OfflineModel"]
 
 
 class Model(Protocol):
@@ -51,3 +51,28 @@ class Model(Protocol):
     ) -> CallEstimate:
         """A conservative upper bound of the call ``next_turn`` would make now."""
         ...
+
+
+class OfflineModel:
+    """What a model that calls no service shares: a name, nothing to check or release.
+
+    Scripted, function and replay models; none reserves tokens unless it knows better.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def start(self) -> None:
+        """Nothing to check: what it plays was read and checked when it was made."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def estimate_next_call(
+        self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]
+    ) -> CallEstimate:
+        return CallEstimate(prompt_tokens=0, max_completion_tokens=0)

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from sandbox_agent.errors import InvalidModelOutputError, ModelError, ScriptError
+from sandbox_agent.models.base import OfflineModel
 from sandbox_agent.types import (
     CallEstimate,
     Finish,
@@ -126,28 +127,18 @@ def load_script(path: Path) -> list[ScriptedAction]:
     return parse_script(text, str(path))
 
 
-class ScriptedModel:
+class ScriptedModel(OfflineModel):
     """Replays a list of actions, one per call, recording what each call received."""
 
     def __init__(self, actions: Sequence[ScriptedAction], name: str = "scripted") -> None:
+        super().__init__(name)
         self._actions = list(actions)
-        self._name = name
         self.calls: list[tuple[Task, tuple[HistoryItem, ...]]] = []
         """(task, history) of every ``next_turn`` call, in order."""
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedModel:
         return cls(load_script(path), name=f"scripted:{path}")
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def start(self) -> None:
-        """Nothing to check: the script was validated when it was loaded."""
-
-    def close(self) -> None:
-        """Nothing to release."""
 
     @property
     def remaining(self) -> int:
@@ -215,28 +206,13 @@ class ScriptedModel:
 TurnFunction = Callable[[Task, Sequence[HistoryItem]], ModelTurn]
 
 
-class FunctionModel:
+class FunctionModel(OfflineModel):
     """A model whose turns are computed by a function of the task and history (reactive scripts)."""
 
     def __init__(self, function: TurnFunction, name: str = "function") -> None:
+        super().__init__(name)
         self._function = function
-        self._name = name
         self.calls: list[tuple[Task, tuple[HistoryItem, ...]]] = []
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def start(self) -> None:
-        """Nothing to check."""
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-    def estimate_next_call(
-        self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]
-    ) -> CallEstimate:
-        return CallEstimate(prompt_tokens=0, max_completion_tokens=0)
 
     def next_turn(
         self, task: Task, history: Sequence[HistoryItem], tools: Sequence[ToolSpec]
