@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 from sandbox_agent.batch.tasks import TaskFormat, TaskSpec
 from sandbox_agent.errors import UserError
 from sandbox_agent.names import child_path, name_problem
-from sandbox_agent.run.artifacts import RunSummary, now_iso
+from sandbox_agent.run.artifacts import RunSummary, now_iso, state_dir
 from sandbox_agent.types import Embeds, Frozen, Usage
 
 __all__ = [
@@ -160,8 +160,7 @@ def new_batch_id() -> str:
 
 def default_batches_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_STATE_HOME/sandbox-agent/batches``, or ``~/.local/state/sandbox-agent/batches``."""
-    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
-    return Path(state).expanduser() / "sandbox-agent" / "batches"
+    return state_dir(env) / "batches"
 
 
 class BatchDir:

@@ -35,12 +35,15 @@ def _trace_file(run: str | None, runs_dir: Path | None) -> Path:
     return file
 
 
+_Run = Annotated[
+    str | None,
+    typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
+]
+
+
 @trace_app.command("show", cls=Command)
 def trace_show(
-    run: Annotated[
-        str | None,
-        typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
-    ] = None,
+    run: _Run = None,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Print a run's trace as a readable timeline (read-only)."""
@@ -56,10 +59,7 @@ def trace_show(
 
 @trace_app.command("export", cls=Command)
 def trace_export(
-    run: Annotated[
-        str | None,
-        typer.Argument(help="Run id, id prefix, run directory or trace.jsonl (default: latest)."),
-    ] = None,
+    run: _Run = None,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Where to write it (default: trace.safe.jsonl)."),

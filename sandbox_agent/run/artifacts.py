@@ -145,10 +145,15 @@ def env_logs_dir(runs_dir: Path) -> Path:
     return runs_dir.parent / ENV_LOGS
 
 
+def state_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/sandbox-agent``, or ``~/.local/state/sandbox-agent``."""
+    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
+    return Path(state).expanduser() / "sandbox-agent"
+
+
 def default_runs_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_STATE_HOME/sandbox-agent/runs``, or ``~/.local/state/sandbox-agent/runs``."""
-    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
-    return Path(state).expanduser() / "sandbox-agent" / "runs"
+    return state_dir(env) / "runs"
 
 
 class RunDir:

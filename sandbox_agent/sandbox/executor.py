@@ -266,9 +266,7 @@ class ExecutorChannel:
             self.close()
             raise ChannelClosedError(f"{e} within {timeout_s:g} s") from e
         except (OSError, ChannelClosedError) as e:
-            self._collect_stderr(0.5)
-            self.close()
-            raise ChannelClosedError(f"{e}; {self._why()}") from e
+            raise self._broken(e) from e
         except BaseException:
             self.close()
             raise
@@ -320,15 +318,19 @@ class ExecutorChannel:
             self.close()
             raise ChannelOverflowError(f"{e}; executor stderr: {self.stderr()}") from e
         except (OSError, ValueError, ChannelClosedError) as e:
-            self._collect_stderr(0.5)
-            self.close()
-            raise ChannelClosedError(f"{e}; {self._why()}") from e
+            raise self._broken(e) from e
         except BaseException:
             # Interrupted mid-request (Ctrl-C, SIGTERM): the answer would arrive out of turn.
             # Closing the channel makes the executor kill the command and exit.
             self.close()
             raise
         return answer
+
+    def _broken(self, error: Exception) -> ChannelClosedError:
+        """The channel broke: read what the executor said, close, and say why."""
+        self._collect_stderr(0.5)
+        self.close()
+        return ChannelClosedError(f"{error}; {self._why()}")
 
     def _collect_stderr(self, wait_s: float) -> None:
         """Over the socket, the executor's stderr is on the exec stream: read what came."""

@@ -285,32 +285,17 @@ def _extends_target(
     parsed: PolicyFile, current: Path, text: str, errors: list[PolicyFileError]
 ) -> Path | None:
     name = parsed.extends or ""
-    if "/" not in name and not name.endswith(".toml"):
-        target = _preset(name)
-        if not target.is_file():
-            available = ", ".join(sorted(p.stem for p in preset_dir().glob("*.toml")))
-            errors.append(
-                PolicyFileError(
-                    f"unknown preset {name!r}; expected one of {available} or a relative path",
-                    path=current,
-                    key="extends",
-                    line=_extends_line(text),
-                )
-            )
-            return None
+    preset = "/" not in name and not name.endswith(".toml")
+    target = _preset(name) if preset else (current.parent / name).resolve()
+    if target.is_file():
         return target
-    target = (current.parent / name).resolve()
-    if not target.is_file():
-        errors.append(
-            PolicyFileError(
-                f"{name!r} does not exist (relative to {current.parent})",
-                path=current,
-                key="extends",
-                line=_extends_line(text),
-            )
-        )
-        return None
-    return target
+    if preset:
+        available = ", ".join(sorted(p.stem for p in preset_dir().glob("*.toml")))
+        why = f"unknown preset {name!r}; expected one of {available} or a relative path"
+    else:
+        why = f"{name!r} does not exist (relative to {current.parent})"
+    errors.append(PolicyFileError(why, path=current, key="extends", line=_extends_line(text)))
+    return None
 
 
 def _extends_line(text: str) -> int | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sandbox_agent.run.artifacts import RunDir, RunRecord
+from sandbox_agent.batch.records import default_batches_dir
+from sandbox_agent.run.artifacts import RunDir, RunRecord, default_runs_dir
 from sandbox_agent.sandbox.base import Omitted
 
 
@@ -33,3 +34,13 @@ def test_a_file_name_that_is_not_utf8_survives_the_record(tmp_path: Path) -> Non
 def test_an_ordinary_record_stays_readable_utf8(tmp_path: Path) -> None:
     RunDir(tmp_path).write_record(record(tmp_path))
     assert '"task": "ü"' in (tmp_path / "result.json").read_text(encoding="utf-8")
+
+
+def test_runs_and_batches_live_in_the_one_state_directory(tmp_path: Path) -> None:
+    xdg = {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path / "home")}
+    assert default_runs_dir(xdg) == tmp_path / "state" / "sandbox-agent" / "runs"
+    assert default_batches_dir(xdg) == tmp_path / "state" / "sandbox-agent" / "batches"
+    home = {"HOME": str(tmp_path / "home")}  # no XDG_STATE_HOME: the XDG default under HOME
+    under = tmp_path / "home" / ".local" / "state" / "sandbox-agent"
+    assert default_runs_dir(home) == under / "runs"
+    assert default_batches_dir(home) == under / "batches"
