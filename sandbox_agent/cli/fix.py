@@ -263,12 +263,12 @@ def _go_on(
 
 
 @app.command(cls=Command)
+@setting_flags(only=frozenset({"--runtime"}))
 def demo(
     as_json: JsonOption = False,
     runs_dir: RunsDirOption = None,
-    runtime: Annotated[
-        str | None, typer.Option(help="OCI runtime of the sandbox, e.g. runsc for gVisor.")
-    ] = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Run the whole pipeline on a bundled buggy project (real Docker, no API key)."""
     try:
@@ -280,7 +280,7 @@ def demo(
         repo=repo,
         task=DEMO_TASK,
         runs_dir=runs_dir,
-        overrides={"--model": f"scripted:{demo_script()}", "--runtime": runtime},
+        overrides={**flags, "--model": f"scripted:{demo_script()}"},
     )
     record = _run(options, as_json=as_json, print_summary=False)
     if not as_json:

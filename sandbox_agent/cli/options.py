@@ -90,22 +90,30 @@ Decorated = Callable[..., None]
 @overload
 def setting_flags(command: Decorated) -> Decorated: ...
 @overload
-def setting_flags(*, without: frozenset[str]) -> Callable[[Decorated], Decorated]: ...
 def setting_flags(
-    command: Decorated | None = None, *, without: frozenset[str] = frozenset()
+    *, without: frozenset[str] = ..., only: frozenset[str] | None = ...
+) -> Callable[[Decorated], Decorated]: ...
+def setting_flags(
+    command: Decorated | None = None,
+    *,
+    without: frozenset[str] = frozenset(),
+    only: frozenset[str] | None = None,
 ) -> Decorated | Callable[[Decorated], Decorated]:
     """A decorator: ``command`` with one option per setting that declares a flag in the tree.
 
     ``@setting_flags`` offers them all; ``@setting_flags(without=...)`` all but the flags
-    named (``batch run`` has no ``--approve``: a batch never prompts).
+    named (``batch run`` has no ``--approve``: a batch never prompts); ``only=...`` just those
+    (``demo`` offers ``--runtime``).
     """
     if command is None:
-        return functools.partial(_with_setting_flags, without=without)
-    return _with_setting_flags(command, without)
+        return functools.partial(_with_setting_flags, without=without, only=only)
+    return _with_setting_flags(command, without, only)
 
 
-def _with_setting_flags(command: Decorated, without: frozenset[str]) -> Decorated:
-    """``command`` with one option per flagged setting but ``without``.
+def _with_setting_flags(
+    command: Decorated, without: frozenset[str], only: frozenset[str] | None = None
+) -> Decorated:
+    """``command`` with one option per flagged setting but ``without`` (of ``only`` if given).
 
     ``command`` takes a keyword ``flags: SettingFlags`` in place of the options: the flags
     the user gave, each with its value as the field takes it (``apply_overrides`` validates it
@@ -116,10 +124,10 @@ def _with_setting_flags(command: Decorated, without: frozenset[str]) -> Decorate
     signature = inspect.signature(command, eval_str=True)
     own = list(signature.parameters.values())
     at = [p.name for p in own].index("flags")
-    unknown = without - set(flag_fields())
+    unknown = (without | (only or frozenset())) - set(flag_fields())
     if unknown:
         raise ValueError(f"not setting flags: {sorted(unknown)}")
-    offered = [flag for flag in flag_fields() if flag not in without]
+    offered = [f for f in flag_fields() if f not in without and (only is None or f in only)]
     names = {flag.removeprefix("--").replace("-", "_"): flag for flag in offered}
     fields, rules = flag_fields(), field_rules()
     options = [

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from sandbox_agent.cli.app import load
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.commands import COMMANDS
-from sandbox_agent.cli.options import SettingFlags, setting_flags
+from sandbox_agent.cli.options import SETTINGS_PANEL, SettingFlags, setting_flags
 from sandbox_agent.settings.tree import field_info, field_rules, flag_fields
 from tests.cli.records import invoke
 
@@ -51,6 +51,31 @@ def test_every_flagged_setting_is_an_option_with_its_help_and_type(path: tuple[s
         choices = get_args(field_info(field).annotation)
         if choices and all(isinstance(c, str) for c in choices):
             assert get_args(option.type_descriptor.annotation) == choices, flag
+
+
+def _every_command() -> dict[str, Any]:
+    """Each command of the app by its path (``batch run``), groups walked."""
+    found: dict[str, Any] = {}
+    todo = [(name, load(name, entry)) for name, entry in COMMANDS.items()]
+    while todo:
+        path, command = todo.pop()
+        found[path] = command
+        todo += [(f"{path} {n}", c) for n, c in getattr(command, "commands", {}).items()]
+    return found
+
+
+def test_no_command_spells_a_setting_flag_by_hand() -> None:
+    """A setting's flag is the generated one wherever it is offered: its help, its panel."""
+    drifted = []
+    for path, command in _every_command().items():
+        for flag, option in _options(command).items():
+            field = flag_fields().get(flag)
+            if field is None:
+                continue
+            help_text = f"{field_rules()[field].help} (policy: {field})."
+            if option.help != help_text or option.rich_help_panel != SETTINGS_PANEL:
+                drifted.append(f"{path} {flag}")
+    assert drifted == []
 
 
 @pytest.mark.parametrize("path", COMMANDS_WITH_SETTINGS)
@@ -107,3 +132,10 @@ def test_a_flag_a_command_does_not_offer_must_be_a_setting_flag() -> None:
 
     with pytest.raises(ValueError, match="--no-such-flag"):
         setting_flags(without=frozenset({"--no-such-flag"}))(run)
+
+
+def test_demo_offers_only_the_runtime_of_the_settings() -> None:
+    settings = {f for f, o in _options(_command("demo")).items() if o.rich_help_panel}
+    assert settings == {"--runtime"}
+    with pytest.raises(ValueError, match="--no-such-flag"):
+        setting_flags(only=frozenset({"--no-such-flag"}))(lambda *, flags: None)
