@@ -7,8 +7,13 @@
 
 from __future__ import annotations
 
+import sys
+import types
+from pathlib import Path
+
 import pytest
 
+from sandbox_agent.policy import shell
 from sandbox_agent.policy.analysis import Effects, Fact, Run, Shell, Word
 from sandbox_agent.policy.effects import argv_effects, command_effects
 from sandbox_agent.policy.engine import RuleEngine
@@ -16,6 +21,7 @@ from sandbox_agent.policy.programs import SPECS
 from sandbox_agent.policy.readers import program_steps
 from sandbox_agent.policy.shell import analyze
 from sandbox_agent.policy.spec import ProgramSpec, WrapperSpec, opts
+from sandbox_agent.settings.load import load_policy
 
 # --- stage 1: words -----------------------------------------------------------------------
 
@@ -249,3 +255,72 @@ def test_check_command_is_the_three_stages(engine: RuleEngine, command: str) -> 
     judged = engine.judge(command_effects(command))
     checked = engine.check_command(command)
     assert checked.model_copy(update={"rendered": None}) == judged
+
+
+STAGES = {
+    "words": {"shell", "walker"},
+    "effects": {"effects", "readers", "spec", "programs", "writers", "searchers", "git", "scripts"},
+    "decision": {"pathcheck"},
+    "render": {"render"},
+}
+"""The modules only one stage runs (the plain data of ``analysis``, the shared readers of
+words, braces, options, rules and paths, and the engine that calls each stage are not here)."""
+
+
+def _parser_method(arg: object) -> bool:
+    return isinstance(arg, types.BuiltinMethodType) and type(arg.__self__).__name__ == "Parser"
+
+
+def _walk(engine: RuleEngine, command: str) -> tuple[list[tuple[str, str]], object]:
+    """Each call into the policy package while ``check_command`` runs: (module, function)."""
+    calls: list[tuple[str, str]] = []
+
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
+        name = frame.f_globals.get("__name__", "")
+        if event == "call" and name.startswith("sandbox_agent.policy."):
+            calls.append((name.rsplit(".", 1)[-1], frame.f_code.co_name))
+        elif event == "c_call" and _parser_method(arg):  # tree-sitter parsing the text
+            calls.append(("tree_sitter", getattr(arg, "__name__", "")))
+
+    sys.setprofile(profile)
+    try:
+        decision = engine.check_command(command)
+    finally:
+        sys.setprofile(None)
+    return calls, decision
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "grep -rn foo src | head -5 && sed -i 's/a/b/' x.py",
+        "ls -la $(pwd)",
+        "find . -name '*.py' -exec wc -l {} +",
+        "git -C sub log --oneline | cat > out.txt",
+        "echo x{a,b} > f; cat f",
+    ],
+)
+def test_a_command_walks_the_stages_forward_and_is_parsed_once(
+    tmp_path: Path, command: str
+) -> None:
+    """Issue 23: words, effects, decision, rendering, each entered once and never again.
+
+    The command is parsed once (rendering reads the same tree), the program checks run once,
+    and no stage is re-entered after a later one began.
+    """
+    engine = RuleEngine(load_policy(tmp_path).policy)
+    engine.check_command("ls")  # warm: what is imported or built on first use
+    shell.parse_tree.cache_clear()  # the analysis and the tree of an earlier test's command
+    shell._analyze_cached.cache_clear()
+    calls, decision = _walk(engine, command)
+    assert getattr(decision, "decision", None) == "allow"
+    assert calls.count(("tree_sitter", "parse")) == 1
+    functions = [f for _, f in calls]
+    assert functions.count("judge") == functions.count("_program_gaps") == 1
+    spans = {
+        stage: [i for i, (module, _) in enumerate(calls) if module in modules]
+        for stage, modules in STAGES.items()
+    }
+    assert all(spans.values()), spans.keys()
+    assert max(spans["words"]) < max(spans["effects"]) < min(spans["decision"])
+    assert max(spans["decision"]) < min(spans["render"])
