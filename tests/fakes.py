@@ -17,13 +17,9 @@ from pathlib import Path
 
 from sandbox_agent.errors import SandboxError, ToolError
 from sandbox_agent.policy.base import Decision, PolicyEngine
-from sandbox_agent.sandbox.base import (
-    DEFAULT_MAX_OUTPUT_BYTES,
-    ExecResult,
-    HeadTailBuffer,
-    Patch,
-)
+from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Patch
 from sandbox_agent.sandbox.gitops import parse_name_status
+from sandbox_agent.sandbox.incontainer.capture import HeadTail
 from sandbox_agent.tools.specs import ToolArgs, parse_arguments
 from sandbox_agent.types import Finish, GateCheck, GateVerdict, ToolCall
 
@@ -120,7 +116,7 @@ class TempDirSandbox:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
-        stdout, stderr = HeadTailBuffer(max_output_bytes), HeadTailBuffer(max_output_bytes)
+        stdout, stderr = HeadTail(max_output_bytes), HeadTail(max_output_bytes)
         stdout.feed(out)
         stderr.feed(err)
         return ExecResult(

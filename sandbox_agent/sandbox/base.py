@@ -175,36 +175,3 @@ class Sandbox(Protocol):
             SandboxError: the processes could not be reset.
         """
         ...
-
-
-class HeadTailBuffer:
-    """Keeps the first and last ``limit // 2`` bytes of a stream, counting what it drops.
-
-    Memory stays at most ``limit`` bytes however much is fed in.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._half = max(limit // 2, 1)
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.dropped = 0
-
-    def feed(self, data: bytes) -> None:
-        room = self._half - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if not data:
-            return
-        self._tail += data
-        excess = len(self._tail) - self._half
-        if excess > 0:
-            del self._tail[:excess]
-            self.dropped += excess
-
-    def text(self) -> str:
-        head = self._head.decode("utf-8", errors="replace")
-        tail = self._tail.decode("utf-8", errors="replace")
-        if self.dropped:
-            return f"{head}\n[... {self.dropped} bytes cut ...]\n{tail}"
-        return head + tail

@@ -371,13 +371,6 @@ class ExecutorChannel:
 
 
 def decode_stream(dump: Capture) -> tuple[str, int]:
-    """Text of one head/tail capture from the executor and the bytes cut from its middle.
-
-    The format matches :class:`sandbox_agent.sandbox.base.HeadTailBuffer`.
-    """
-    head = base64.b64decode(dump.head).decode("utf-8", errors="replace")
-    tail = base64.b64decode(dump.tail).decode("utf-8", errors="replace")
-    dropped = dump.dropped
-    if dropped:
-        return f"{head}\n[... {dropped} bytes cut ...]\n{tail}", dropped
-    return head + tail, dropped
+    """Text of one head/tail capture from the executor and the bytes cut from its middle."""
+    head, tail = base64.b64decode(dump.head), base64.b64decode(dump.tail)
+    return wire.joined(head, tail, dump.dropped), dump.dropped

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import base64
 
-from .wire import Capture, Refused
+from .wire import Capture, Refused, joined
 
 
 class HeadTail:
-    """First and last ``limit // 2`` bytes of a stream, counting what is dropped."""
+    """First and last ``limit // 2`` bytes of a stream, counting what is dropped.
+
+    Memory stays at most ``limit`` bytes however much is fed in. The executor sends it to the
+    host (``dump``); a sandbox on the host reads it directly (``text``).
+    """
 
     def __init__(self, limit: int) -> None:
         self.half = max(limit // 2, 1)
@@ -28,6 +32,9 @@ class HeadTail:
         if excess > 0:
             del self.tail[:excess]
             self.dropped += excess
+
+    def text(self) -> str:
+        return joined(bytes(self.head), bytes(self.tail), self.dropped)
 
     def dump(self) -> Capture:
         return Capture(

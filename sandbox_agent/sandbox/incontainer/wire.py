@@ -54,6 +54,15 @@ class Capture:
     dropped: int
 
 
+def joined(head: bytes, tail: bytes, dropped: int) -> str:
+    """A head/tail capture as text, what was cut from the middle said where it was."""
+    first = head.decode("utf-8", errors="replace")
+    last = tail.decode("utf-8", errors="replace")
+    if dropped:
+        return f"{first}\n[... {dropped} bytes cut ...]\n{last}"
+    return first + last
+
+
 @dataclass(frozen=True)
 class ExecAnswer:
     """A command ran (or timed out): its exit code and the head and tail of its output."""
