@@ -68,6 +68,9 @@ def _default_base() -> BaseImage:
     return BaseImage(kind="image", image=DEFAULT_IMAGE, why=why)
 
 
+AUTO_OFF = "detection is off ([environment] auto = false): only the setup commands run"
+
+
 class _Detected:
     """What detection found: steps, inputs, test commands, ``PATH`` entries and notes."""
 
@@ -142,33 +145,29 @@ def detect_plan(
     steps: list[SetupStep] = []
     if not (base.kind == "image" and base.image == DEFAULT_IMAGE):
         steps.append(RUNTIME_STEP)
-    inputs: list[str] = []
-    tests: dict[str, str] = {}
-    path: list[str] = []
-    notes: list[str] = []
     if settings.auto:
         found = _detected(repo)
-        steps += found.steps
-        inputs, tests, path, notes = found.inputs, found.tests, found.path, found.notes
     else:
-        notes.append("detection is off ([environment] auto = false): only the setup commands run")
+        found = _Detected()
+        found.notes.append(AUTO_OFF)
+    steps += found.steps
     if dc_path is not None:
         rel = dc_path.relative_to(repo).as_posix()
         steps += devcontainer.post_create_steps(dc_path, devcontainer.read(dc_path), rel)
     steps += [SetupStep(command=c, why="[environment] setup") for c in settings.setup]
-    _other_toolchains(repo, tests, notes)
+    _other_toolchains(repo, found.tests, found.notes)
     return EnvPlan(
         base=base,
         steps=tuple(steps),
-        inputs=tuple(sorted(set(inputs))),
-        test_commands=tuple(tests),
-        test_why=tests,
-        path=tuple(path),
+        inputs=tuple(sorted(set(found.inputs))),
+        test_commands=tuple(found.tests),
+        test_why=found.tests,
+        path=tuple(found.path),
         network_during_setup=settings.network_during_setup,
         download_cache=settings.download_cache,
         download_cache_bytes=settings.download_cache_bytes,
         timeout_s=settings.timeout_s,
-        notes=tuple(notes),
+        notes=tuple(found.notes),
         limits=BuildLimits.model_validate(
             settings.model_dump(include=set(BuildLimits.model_fields))
         ),

@@ -11,7 +11,7 @@ import pytest
 from sandbox_agent.env import devcontainer
 from sandbox_agent.env.base import copied_sources
 from sandbox_agent.env.cache import cache_key
-from sandbox_agent.env.detect import RUNTIME_STEP, detect_plan
+from sandbox_agent.env.detect import AUTO_OFF, RUNTIME_STEP, detect_plan
 from sandbox_agent.errors import EnvPlanError
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.settings.tree import EnvironmentSection
@@ -211,6 +211,8 @@ def test_settings_image_setup_and_no_detection(tmp_path: Path) -> None:
     assert plan.base.why == "[environment] image"
     assert [s.command for s in plan.steps] == [RUNTIME_STEP.command, "make deps"]
     assert plan.steps[-1].why == "[environment] setup"
+    assert AUTO_OFF in plan.notes
+    assert (plan.inputs, plan.test_commands, plan.path) == ((), (), ())
     with pytest.raises(EnvPlanError, match="not both"):
         detect_plan(tmp_path, EnvironmentSection(image="x", dockerfile=Path("Dockerfile")))
     with pytest.raises(EnvPlanError, match=r"Dockerfile\.missing is not a file"):
