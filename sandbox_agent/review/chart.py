@@ -49,6 +49,18 @@ def _rect(cls: str, x: float, y: float, width: float, height: float) -> str:
     )
 
 
+def _bar(step: StepUsage, x: float, width: float, plot_h: float, most: int) -> str:
+    """One step's stacked bar (prompt tokens below, completion above), its tooltip both."""
+    u, base = step.usage, _H - _BOTTOM
+    ph, ch = plot_h * u.prompt_tokens / most, plot_h * u.completion_tokens / most
+    cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+    tokens = f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
+    tip = esc(f"step {step.step}: {tokens}, {cost}")
+    rects = _rect("prompt", x, base - ph, width, ph)
+    rects += _rect("completion", x, base - ph - ch, width, ch)
+    return f'<g class="bar"><title>{tip}</title>{rects}</g>'
+
+
 def usage_chart(events: Iterable[TraceEvent]) -> str:
     """Stacked bars (prompt, completion tokens) per step and a line of the cost per step."""
     steps = step_usage(events)
@@ -68,24 +80,14 @@ def usage_chart(events: Iterable[TraceEvent]) -> str:
     ]
     points = []
     for i, s in enumerate(steps):
-        u = s.usage
         x = _PAD + i * slot + (slot - bar) / 2
-        ph = plot_h * u.prompt_tokens / most
-        ch = plot_h * u.completion_tokens / most
-        base = _H - _BOTTOM
-        cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-        tokens = f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        tip = esc(f"step {s.step}: {tokens}, {cost}")
-        rects = _rect("prompt", x, base - ph, bar, ph) + _rect(
-            "completion", x, base - ph - ch, bar, ch
-        )
-        parts.append(f'<g class="bar"><title>{tip}</title>{rects}</g>')
+        parts.append(_bar(s, x, bar, plot_h, most))
         if len(steps) <= 30 or i % max(len(steps) // 30, 1) == 0:
             parts.append(
                 f'<text x="{x + bar / 2:.1f}" y="{_H - 6}" text-anchor="middle">{s.step}</text>'
             )
-        if u.cost_usd is not None and top_cost > 0:
-            points.append((x + bar / 2, base - plot_h * u.cost_usd / top_cost))
+        if s.usage.cost_usd is not None and top_cost > 0:
+            points.append((x + bar / 2, _H - _BOTTOM - plot_h * s.usage.cost_usd / top_cost))
     if len(points) > 1:
         parts.append(
             f'<polyline class="cost" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in points)}"/>'
