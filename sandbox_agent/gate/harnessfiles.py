@@ -14,6 +14,8 @@ the early, explained refusal, read off the patch's paths before anything runs. I
   ``jest.config.*``, ``vitest.config.*``, ``vite.config.*``, ``ava.config.*``, ``.taprc``,
   ``karma.conf.*``, Babel's ``babel.config.*`` and ``.babelrc*``, which jest and others run
   the tests through) and those runners' sections of ``package.json``;
+- anything in a ``node_modules`` directory, wherever it is (Node loads the runner and the
+  tests' dependencies from there before the environment's own);
 - for other runners, the files that define the command: ``package.json``'s ``scripts`` and the
   lock files (npm, yarn, pnpm), ``Makefile`` (make), ``tox.ini`` (tox), ``go.mod``/``go.sum``
   (go), ``Cargo.lock``/``.cargo/config*`` (cargo), and a script the command names.
@@ -61,6 +63,10 @@ RUNNER_CONFIG = re.compile(
 """JavaScript test runners' configuration files: a new one changes how the tests run as
 surely as a changed one (mocha reads ``.mocharc.js`` from where it runs, and its
 ``require`` can make every test pass)."""
+NODE_MODULES = "node_modules"
+"""Node looks for a program of ``npm test`` (``node_modules/.bin``) and for every ``require``
+in a directory of this name in each directory up from the file, before the environment's own
+``/node_modules``: a file in one can stand in for the runner or an assertion library."""
 PACKAGE_RUNNER_KEYS = ("scripts", "mocha", "jest", "ava", "tap", "c8", "nyc", "babel")
 """``package.json``'s keys that define or configure the test run."""
 
@@ -99,6 +105,8 @@ class Harness:
             return "runs at interpreter start"
         if RUNNER_CONFIG.fullmatch(lower):
             return "configures the test runner"
+        if NODE_MODULES in pure.parts[:-1]:
+            return "Node loads the runner and the tests' dependencies from it"
         top = pure.parts[0].removesuffix(".py")
         if top in self.shadowed or (pure.stem in self.shadowed and name.endswith(".py")):
             return "named like a module of the test harness"

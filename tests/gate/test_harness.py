@@ -302,6 +302,27 @@ def test_a_javascript_runners_configuration_is_harness_new_or_changed(path: str)
     assert found == f"{path} (configures the test runner)"
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "node_modules/.bin/mocha",  # `npm test` puts ./node_modules/.bin first on PATH
+        "node_modules/chai/index.js",  # require('chai') looks here before /node_modules
+        "test/node_modules/assert-plus/index.js",  # and in every directory up from the test
+        "packages/a/node_modules/.bin/jest",
+    ],
+)
+def test_anything_in_a_node_modules_directory_is_harness(path: str) -> None:
+    # Node resolves a runner and every dependency from `node_modules` in each directory up from
+    # the file, before the environment's own `/node_modules`: a fake `mocha` or `chai` there
+    # would make the tests pass without a fix, whatever the test command's spelling.
+    (found,) = changes({path: b"process.exit(0)"}, "npm test")
+    assert found == f"{path} (Node loads the runner and the tests' dependencies from it)"
+
+
+def test_a_file_only_named_like_node_modules_stays_editable() -> None:
+    assert changes({"src/node_modules.js": b"x", "docs/node_modules.md": b"x"}, "npm test") == []
+
+
 @pytest.mark.parametrize("key", ["mocha", "jest", "ava", "tap", "c8", "nyc", "babel"])
 def test_a_runners_section_of_package_json_is_harness(key: str) -> None:
     config = f'{{"name": "x", "version": "1.0.0", "scripts": {{"test": "jest"}}, "{key}": {{}}}}'
