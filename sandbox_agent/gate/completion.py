@@ -386,6 +386,7 @@ class CompletionGate:
             after=lambda path: _read_bytes(copy, path),
             used=used.protected if used is not None else None,
             sys_path=used.sys_path if used is not None and used.sys_path else (".",),
+            environment_modules=used.environment_modules if used is not None else (),
         )
         if not found or self.config.allow_harness_changes:
             detail = ("allowed: " + ", ".join(found)) if found else ""

@@ -8,7 +8,8 @@ the early, explained refusal, read off the patch's paths before anything runs. I
   and ``tox.ini`` (``[pytest]``) — those files' other sections stay the model's to edit;
 - what registers or runs code at interpreter start: ``*.dist-info``, ``*.egg-info``, ``*.pth``,
   ``sitecustomize.py``, ``usercustomize.py``, and files named like the harness's own modules
-  (``pytest.py``, ``_pytest/``, a plugin's top-level module);
+  (``pytest.py``, ``_pytest/``, a plugin's top-level module), and new modules named like the
+  standard library's or like any module the baseline's tests imported from the environment;
 - ``.gitignore`` files (they decide what the patch holds);
 - JavaScript runners' configuration, new or changed, wherever it is (``.mocharc.*``,
   ``jest.config.*``, ``vitest.config.*``, ``vite.config.*``, ``ava.config.*``, ``.taprc``,
@@ -82,6 +83,7 @@ class Harness:
         before: Reader,
         used: Mapping[str, str] | None = None,
         sys_path: Iterable[str] = (".",),
+        environment_modules: Iterable[str] = (),
     ) -> None:
         words = _command_words(test_command)
         self.runner_files = frozenset().union(*(RUNNER_FILES.get(w, frozenset()) for w in words))
@@ -90,6 +92,7 @@ class Harness:
         self.before = before
         self.used = dict(used or {})
         self.sys_path = tuple(p.strip("/") for p in sys_path)
+        self.environment_modules = frozenset(environment_modules)
 
     def why(self, path: str, after: Reader) -> str | None:
         """Why changing ``path`` (as ``after`` reads it now) redefines the harness, or ``None``."""
@@ -138,6 +141,11 @@ class Harness:
                 return (
                     f"shadows the standard library's `{top}` (from sys.path entry {entry or '.'})"
                 )
+            if top in self.environment_modules:
+                return (
+                    f"shadows `{top}`, which the baseline's tests imported from the environment "
+                    f"(from sys.path entry {entry or '.'})"
+                )
         return None
 
 
@@ -153,6 +161,7 @@ def harness_changes(
     after: Reader,
     used: Mapping[str, str] | None = None,
     sys_path: Iterable[str] = (".",),
+    environment_modules: Iterable[str] = (),
 ) -> list[str]:
     """Each changed path that redefines the test harness, with why.
 
@@ -164,8 +173,17 @@ def harness_changes(
         after: Reads a file with the patch applied.
         used: Files the baseline's run used, with why (``harness.UsedFiles.protected``).
         sys_path: ``sys.path`` entries inside the workspace at the baseline (``.``: its root).
+        environment_modules: Top-level modules the baseline's run imported from outside the
+            workspace; a new module of one of these names at a ``sys.path`` entry is refused.
     """
-    harness = Harness(test_command, shadowed=shadowed, before=before, used=used, sys_path=sys_path)
+    harness = Harness(
+        test_command,
+        shadowed=shadowed,
+        before=before,
+        used=used,
+        sys_path=sys_path,
+        environment_modules=environment_modules,
+    )
     out: list[str] = []
     for path in sorted(set(paths)):
         why = harness.why(path, after)

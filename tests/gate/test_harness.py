@@ -247,6 +247,40 @@ def test_names_follow_the_platforms_rules(path: str, why: str) -> None:
     assert why in found
 
 
+def shadows(path: str, *, before: bytes | None = None) -> list[str]:
+    """The refusals of a patch writing ``path``, after a baseline that imported ``freezegun``."""
+    return harness_changes(
+        {path: b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: before,
+        after=lambda p: b"x",
+        sys_path=(".", "src"),
+        environment_modules=("freezegun", "yaml"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "entry"),
+    [("freezegun/__init__.py", "."), ("yaml.py", "."), ("src/freezegun.py", "src")],
+)
+def test_a_new_module_named_like_a_test_dependency_is_refused(path: str, entry: str) -> None:
+    # A `freezegun/__init__.py` whose `freeze_time` makes every clock equal would pass a failing
+    # test without a fix: it is imported before the environment's, like a standard module.
+    (found,) = shadows(path)
+    assert found == (
+        f"{path} (shadows `{path.removeprefix('src/').split('/')[0].removesuffix('.py')}`, "
+        f"which the baseline's tests imported from the environment (from sys.path entry {entry}))"
+    )
+
+
+def test_modules_the_tests_did_not_import_or_that_exist_stay_editable() -> None:
+    assert shadows("requests.py") == []  # not imported by the baseline's run
+    assert shadows("lib/freezegun.py") == []  # not at a sys.path entry
+    assert shadows("src/pkg/yaml.py") == []  # inside a package: `pkg.yaml`
+    assert shadows("yaml.py", before=b"old") == []  # the project's own, already there
+
+
 def test_an_existing_module_named_like_the_standard_library_stays_editable() -> None:
     found = harness_changes(
         {"test/test_x.py": b"x"},
