@@ -45,6 +45,7 @@ ANY_CHANGE = frozenset({"pytest.ini", ".pytest.ini", "conftest.py", ".gitignore"
 START_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 NPM_FILES = frozenset(
     {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", ".npmrc"}
+    | {".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"}  # `yarnPath` runs a file as yarn itself
 )
 RUNNER_FILES: dict[str, frozenset[str]] = {
     "npm": NPM_FILES,

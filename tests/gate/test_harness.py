@@ -199,6 +199,9 @@ def test_other_runners_files_count_for_their_runner_only() -> None:
     version = BASE["package.json"].replace(b"1.0.0", b"1.0.1")
     assert changes({"package.json": version}, "npm test") == []
     assert changes({"package-lock.json": b"{}"}, "npm test") != []
+    assert changes({".npmrc": b"script-shell=./pass.sh"}, "npm test") != []
+    assert changes({".yarnrc.yml": b"yarnPath: ./pass.cjs"}, "yarn test") != []
+    assert changes({".yarnrc.yml": b"yarnPath: ./pass.cjs"}, "python -m pytest") == []
     assert changes({"Makefile": b"test:\n\ttrue\n"}, "make test") != []
     assert changes({"Makefile": b"test:\n\ttrue\n"}, "python -m pytest") == []
     assert changes({"go.sum": b""}, "go test ./...") != []
