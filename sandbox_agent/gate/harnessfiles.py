@@ -59,7 +59,7 @@ RUNNER_FILES: dict[str, frozenset[str]] = {
 }
 """Per program of the test command: file names whose every change redefines the command."""
 RUNNER_CONFIG = re.compile(
-    r"\.mocharc\.[a-z]+|(jest|vitest|vitest\.workspace|vite|ava|karma)\.(config|conf)\.[a-z]+"
+    r"\.mocharc\.[a-z]+|(jest|vitest|vite|ava|karma)\.(config|conf)\.[a-z]+"
     r"|vitest\.workspace\.[a-z]+|\.taprc|babel\.config\.[a-z]+|\.babelrc(\.[a-z]+)?"
 )
 """JavaScript test runners' configuration files: a new one changes how the tests run as
