@@ -80,6 +80,9 @@ class UsedFiles(Frozen):
     """Files other than Python opened by the session from a directory of collected tests."""
     sys_path: tuple[str, ...] = ()
     """``sys.path`` entries inside the workspace (``""``: its root)."""
+    environment_modules: tuple[str, ...] = ()
+    """Top-level modules the run loaded from outside the workspace (the standard library's
+    aside): a new workspace module must not take one of these names."""
 
     @property
     def protected(self) -> dict[str, str]:

@@ -8,12 +8,15 @@ the early, explained refusal, read off the patch's paths before anything runs. I
   and ``tox.ini`` (``[pytest]``) — those files' other sections stay the model's to edit;
 - what registers or runs code at interpreter start: ``*.dist-info``, ``*.egg-info``, ``*.pth``,
   ``sitecustomize.py``, ``usercustomize.py``, and files named like the harness's own modules
-  (``pytest.py``, ``_pytest/``, a plugin's top-level module);
+  (``pytest.py``, ``_pytest/``, a plugin's top-level module), and new modules named like the
+  standard library's or like any module the baseline's tests imported from the environment;
 - ``.gitignore`` files (they decide what the patch holds);
 - JavaScript runners' configuration, new or changed, wherever it is (``.mocharc.*``,
   ``jest.config.*``, ``vitest.config.*``, ``vite.config.*``, ``ava.config.*``, ``.taprc``,
   ``karma.conf.*``, Babel's ``babel.config.*`` and ``.babelrc*``, which jest and others run
   the tests through) and those runners' sections of ``package.json``;
+- anything in a ``node_modules`` directory, wherever it is (Node loads the runner and the
+  tests' dependencies from there before the environment's own);
 - for other runners, the files that define the command: ``package.json``'s ``scripts`` and the
   lock files (npm, yarn, pnpm), ``Makefile`` (make), ``tox.ini`` (tox), ``go.mod``/``go.sum``
   (go), ``Cargo.lock``/``.cargo/config*`` (cargo), and a script the command names.
@@ -42,6 +45,7 @@ ANY_CHANGE = frozenset({"pytest.ini", ".pytest.ini", "conftest.py", ".gitignore"
 START_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 NPM_FILES = frozenset(
     {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", ".npmrc"}
+    | {".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"}  # `yarnPath` runs a file as yarn itself
 )
 RUNNER_FILES: dict[str, frozenset[str]] = {
     "npm": NPM_FILES,
@@ -55,12 +59,16 @@ RUNNER_FILES: dict[str, frozenset[str]] = {
 }
 """Per program of the test command: file names whose every change redefines the command."""
 RUNNER_CONFIG = re.compile(
-    r"\.mocharc\.[a-z]+|(jest|vitest|vitest\.workspace|vite|ava|karma)\.(config|conf)\.[a-z]+"
+    r"\.mocharc\.[a-z]+|(jest|vitest|vite|ava|karma)\.(config|conf)\.[a-z]+"
     r"|vitest\.workspace\.[a-z]+|\.taprc|babel\.config\.[a-z]+|\.babelrc(\.[a-z]+)?"
 )
 """JavaScript test runners' configuration files: a new one changes how the tests run as
 surely as a changed one (mocha reads ``.mocharc.js`` from where it runs, and its
 ``require`` can make every test pass)."""
+NODE_MODULES = "node_modules"
+"""Node looks for a program of ``npm test`` (``node_modules/.bin``) and for every ``require``
+in a directory of this name in each directory up from the file, before the environment's own
+``/node_modules``: a file in one can stand in for the runner or an assertion library."""
 PACKAGE_RUNNER_KEYS = ("scripts", "mocha", "jest", "ava", "tap", "c8", "nyc", "babel")
 """``package.json``'s keys that define or configure the test run."""
 
@@ -76,6 +84,7 @@ class Harness:
         before: Reader,
         used: Mapping[str, str] | None = None,
         sys_path: Iterable[str] = (".",),
+        environment_modules: Iterable[str] = (),
     ) -> None:
         words = _command_words(test_command)
         self.runner_files = frozenset().union(*(RUNNER_FILES.get(w, frozenset()) for w in words))
@@ -84,6 +93,7 @@ class Harness:
         self.before = before
         self.used = dict(used or {})
         self.sys_path = tuple(p.strip("/") for p in sys_path)
+        self.environment_modules = frozenset(environment_modules)
 
     def why(self, path: str, after: Reader) -> str | None:
         """Why changing ``path`` (as ``after`` reads it now) redefines the harness, or ``None``."""
@@ -99,6 +109,8 @@ class Harness:
             return "runs at interpreter start"
         if RUNNER_CONFIG.fullmatch(lower):
             return "configures the test runner"
+        if NODE_MODULES in pure.parts[:-1]:
+            return "Node loads the runner and the tests' dependencies from it"
         top = pure.parts[0].removesuffix(".py")
         if top in self.shadowed or (pure.stem in self.shadowed and name.endswith(".py")):
             return "named like a module of the test harness"
@@ -130,6 +142,11 @@ class Harness:
                 return (
                     f"shadows the standard library's `{top}` (from sys.path entry {entry or '.'})"
                 )
+            if top in self.environment_modules:
+                return (
+                    f"shadows `{top}`, which the baseline's tests imported from the environment "
+                    f"(from sys.path entry {entry or '.'})"
+                )
         return None
 
 
@@ -145,6 +162,7 @@ def harness_changes(
     after: Reader,
     used: Mapping[str, str] | None = None,
     sys_path: Iterable[str] = (".",),
+    environment_modules: Iterable[str] = (),
 ) -> list[str]:
     """Each changed path that redefines the test harness, with why.
 
@@ -156,8 +174,17 @@ def harness_changes(
         after: Reads a file with the patch applied.
         used: Files the baseline's run used, with why (``harness.UsedFiles.protected``).
         sys_path: ``sys.path`` entries inside the workspace at the baseline (``.``: its root).
+        environment_modules: Top-level modules the baseline's run imported from outside the
+            workspace; a new module of one of these names at a ``sys.path`` entry is refused.
     """
-    harness = Harness(test_command, shadowed=shadowed, before=before, used=used, sys_path=sys_path)
+    harness = Harness(
+        test_command,
+        shadowed=shadowed,
+        before=before,
+        used=used,
+        sys_path=sys_path,
+        environment_modules=environment_modules,
+    )
     out: list[str] = []
     for path in sorted(set(paths)):
         why = harness.why(path, after)

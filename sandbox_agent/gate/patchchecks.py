@@ -71,6 +71,7 @@ def harness_files(
         after=lambda path: read_bytes(copy, path),
         used=used.protected if used is not None else None,
         sys_path=used.sys_path if used is not None and used.sys_path else (".",),
+        environment_modules=used.environment_modules if used is not None else (),
     )
     why = (
         "the patch changes how the tests run, which must stay the baseline's: "

@@ -127,7 +127,24 @@ def used_files() -> dict[str, list[str]]:
         "config": sorted(config),
         "data": sorted(data),
         "sys_path": paths,
+        "environment_modules": environment_modules(),
     }
+
+
+def environment_modules() -> list[str]:
+    """Top-level modules the run loaded from outside the workspace, the standard library's aside.
+
+    A new workspace module of one of these names, first on ``sys.path``, would be imported in
+    its place by the next run: a test dependency that makes every assertion pass.
+    """
+    stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
+    names = set()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if "." in name or name in stdlib or not isinstance(file, str) or _inside(file) is not None:
+            continue
+        names.add(name)
+    return sorted(names)
 
 
 def record(config: Any) -> dict[str, Any]:

@@ -252,10 +252,13 @@ def _run_pinned(
         pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins, own=pin.own
     )
     result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
-    if result is None or result.timed_out:
+    if result is None:
         return TestRun(label=label, command=command, result=result)
     channel = result.stdout  # the test output itself went to stderr
     result = result.model_copy(update={"stdout": ""})
+    if result.timed_out:  # the outcomes so far say nothing of a run that did not end
+        why = "the run timed out before pytest recorded it"
+        return TestRun(label=label, command=command, result=result, harness_error=why)
     record: HarnessRecord | str
     raw = _exec(sandbox, f"cat {run_dir}/harness.json", 60.0, 1 << 20)
     if raw is None or raw.exit_code != 0 or raw.stdout_dropped:

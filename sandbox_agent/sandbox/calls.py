@@ -100,7 +100,8 @@ class ExecutorCalls:
         for _ in range(20):
             state = engine.container_state(self._client.api, self.container_id)
             if not state.get("Running"):
-                raise SandboxError(engine.describe_death(state), op="exec") from cause
+                why = engine.why_stopped(self._client.api, self.container_id, state)
+                raise SandboxError(why, op="exec") from cause
             time.sleep(0.05)
 
     def _call(

@@ -263,8 +263,9 @@ def start_container(
     except SandboxError as e:
         out["error"] = e
     except ChannelClosedError as e:
-        state = engine.container_state(client.api, str(out["id"]))
-        reason = engine.describe_death(state) if not state.get("Running") else str(e)
+        cid = str(out["id"])
+        state = engine.container_state(client.api, cid)
+        reason = str(e) if state.get("Running") else engine.why_stopped(client.api, cid, state)
         out["error"] = SandboxError(f"the executor did not start: {reason}", op="start")
 
 

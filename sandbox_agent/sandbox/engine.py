@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
 import socket
 
@@ -91,6 +93,50 @@ def container_state(api: docker.APIClient, container_id: str) -> dict[str, objec
     except docker.errors.DockerException as e:
         raise SandboxError(f"docker inspect failed: {e}", op="inspect") from e
     return state
+
+
+KILLED = 137
+"""A container's exit code when SIGKILL ended it: the kernel's OOM killer, or ``docker kill``."""
+OOM_EVENT_WINDOW_S = 2
+"""How long after a death an ``oom`` event of the container still names it (seconds)."""
+
+
+def _epoch(stamp: object) -> int | None:
+    """Whole seconds of an RFC 3339 time the engine wrote (``2026-12-02T08:10:53.12Z``)."""
+    try:
+        moment = datetime.datetime.fromisoformat(str(stamp)[:19])
+    except ValueError:
+        return None
+    return int(moment.replace(tzinfo=datetime.UTC).timestamp())
+
+
+def oom_reported(api: docker.APIClient, container_id: str, state: dict[str, object]) -> bool:
+    """Whether the engine reported ``container_id`` out of memory as it died.
+
+    The engine sets ``OOMKilled`` only when the runtime's out-of-memory event comes before the
+    exit; under gVisor it can come just after, and is then only in the engine's event stream.
+    An ``oom`` event counts within :data:`OOM_EVENT_WINDOW_S` of the death, either side (a
+    process killed for memory long before, in a container that lived on, does not); asked
+    sooner than that after the death, the answer waits for the window to close.
+    """
+    finished = _epoch(state.get("FinishedAt"))
+    if finished is None:
+        return False
+    window = {"since": finished - OOM_EVENT_WINDOW_S, "until": finished + OOM_EVENT_WINDOW_S}
+    filters = {"container": container_id, "event": "oom"}
+    try:
+        with contextlib.closing(api.events(**window, filters=filters, decode=True)) as events:
+            return any(True for _ in events)
+    except docker.errors.DockerException:
+        return False
+
+
+def why_stopped(api: docker.APIClient, container_id: str, state: dict[str, object]) -> str:
+    """One line saying why the container is not running, a late ``oom`` event counted."""
+    killed = bool(state) and state.get("ExitCode") == KILLED and not state.get("OOMKilled")
+    if killed and oom_reported(api, container_id, state):
+        state = {**state, "OOMKilled": True}
+    return describe_death(state)
 
 
 def describe_death(state: dict[str, object]) -> str:

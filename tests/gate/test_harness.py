@@ -199,6 +199,9 @@ def test_other_runners_files_count_for_their_runner_only() -> None:
     version = BASE["package.json"].replace(b"1.0.0", b"1.0.1")
     assert changes({"package.json": version}, "npm test") == []
     assert changes({"package-lock.json": b"{}"}, "npm test") != []
+    assert changes({".npmrc": b"script-shell=./pass.sh"}, "npm test") != []
+    assert changes({".yarnrc.yml": b"yarnPath: ./pass.cjs"}, "yarn test") != []
+    assert changes({".yarnrc.yml": b"yarnPath: ./pass.cjs"}, "python -m pytest") == []
     assert changes({"Makefile": b"test:\n\ttrue\n"}, "make test") != []
     assert changes({"Makefile": b"test:\n\ttrue\n"}, "python -m pytest") == []
     assert changes({"go.sum": b""}, "go test ./...") != []
@@ -245,6 +248,40 @@ def test_names_follow_the_platforms_rules(path: str, why: str) -> None:
         sys_path=(".", "src"),
     )
     assert why in found
+
+
+def shadows(path: str, *, before: bytes | None = None) -> list[str]:
+    """The refusals of a patch writing ``path``, after a baseline that imported ``freezegun``."""
+    return harness_changes(
+        {path: b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: before,
+        after=lambda p: b"x",
+        sys_path=(".", "src"),
+        environment_modules=("freezegun", "yaml"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "entry"),
+    [("freezegun/__init__.py", "."), ("yaml.py", "."), ("src/freezegun.py", "src")],
+)
+def test_a_new_module_named_like_a_test_dependency_is_refused(path: str, entry: str) -> None:
+    # A `freezegun/__init__.py` whose `freeze_time` makes every clock equal would pass a failing
+    # test without a fix: it is imported before the environment's, like a standard module.
+    (found,) = shadows(path)
+    assert found == (
+        f"{path} (shadows `{path.removeprefix('src/').split('/')[0].removesuffix('.py')}`, "
+        f"which the baseline's tests imported from the environment (from sys.path entry {entry}))"
+    )
+
+
+def test_modules_the_tests_did_not_import_or_that_exist_stay_editable() -> None:
+    assert shadows("requests.py") == []  # not imported by the baseline's run
+    assert shadows("lib/freezegun.py") == []  # not at a sys.path entry
+    assert shadows("src/pkg/yaml.py") == []  # inside a package: `pkg.yaml`
+    assert shadows("yaml.py", before=b"old") == []  # the project's own, already there
 
 
 def test_an_existing_module_named_like_the_standard_library_stays_editable() -> None:
@@ -300,6 +337,27 @@ def test_a_javascript_runners_configuration_is_harness_new_or_changed(path: str)
     # command (and its own new test, run by the same runner) pass without a fix.
     (found,) = changes({path: b"module.exports = {}"}, "npm test")
     assert found == f"{path} (configures the test runner)"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "node_modules/.bin/mocha",  # `npm test` puts ./node_modules/.bin first on PATH
+        "node_modules/chai/index.js",  # require('chai') looks here before /node_modules
+        "test/node_modules/assert-plus/index.js",  # and in every directory up from the test
+        "packages/a/node_modules/.bin/jest",
+    ],
+)
+def test_anything_in_a_node_modules_directory_is_harness(path: str) -> None:
+    # Node resolves a runner and every dependency from `node_modules` in each directory up from
+    # the file, before the environment's own `/node_modules`: a fake `mocha` or `chai` there
+    # would make the tests pass without a fix, whatever the test command's spelling.
+    (found,) = changes({path: b"process.exit(0)"}, "npm test")
+    assert found == f"{path} (Node loads the runner and the tests' dependencies from it)"
+
+
+def test_a_file_only_named_like_node_modules_stays_editable() -> None:
+    assert changes({"src/node_modules.js": b"x", "docs/node_modules.md": b"x"}, "npm test") == []
 
 
 @pytest.mark.parametrize("key", ["mocha", "jest", "ava", "tap", "c8", "nyc", "babel"])

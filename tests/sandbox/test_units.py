@@ -171,6 +171,52 @@ def test_describe_death_names_oom_and_exit_code() -> None:
     assert "no longer exists" in engine.describe_death({})
 
 
+class _EngineEvents:
+    """The engine's ``events`` call (docker-py's ``APIClient.events``), answering from a list."""
+
+    def __init__(self, answer: list[dict[str, object]]) -> None:
+        self.answer = answer
+        self.asked: list[dict[str, object]] = []
+
+    def events(self, **query: object) -> Iterator[dict[str, object]]:
+        self.asked.append(query)
+        return (event for event in self.answer)  # closable, as the engine's stream is
+
+
+KILLED_AT = {
+    "Status": "exited",
+    "ExitCode": 137,
+    "OOMKilled": False,
+    "FinishedAt": "2026-12-02T08:10:53.123456789Z",
+}
+
+
+def test_a_late_oom_event_names_the_memory_limit() -> None:
+    """gVisor's out-of-memory event can reach the engine after the exit: OOMKilled stays false."""
+    api = _EngineEvents([{"Action": "oom", "id": "c1"}])
+    assert "OOMKilled" in engine.why_stopped(api, "c1", dict(KILLED_AT))  # type: ignore[arg-type]
+    (query,) = api.asked
+    died = 1796199053  # 2026-12-02T08:10:53Z
+    assert (query["since"], query["until"]) == (died - 2, died + 2)
+    assert query["filters"] == {"container": "c1", "event": "oom"}
+
+
+def test_a_kill_from_outside_is_not_named_memory() -> None:
+    api = _EngineEvents([])
+    text = engine.why_stopped(api, "c1", dict(KILLED_AT))  # type: ignore[arg-type]
+    assert "container stopped" in text
+    assert "exit code 137" in text
+
+
+def test_only_a_killed_container_is_looked_up() -> None:
+    api = _EngineEvents([{"Action": "oom"}])
+    assert "exit code 1" in engine.why_stopped(api, "c1", {**KILLED_AT, "ExitCode": 1})  # type: ignore[arg-type]
+    assert "OOMKilled" in engine.why_stopped(api, "c1", {**KILLED_AT, "OOMKilled": True})  # type: ignore[arg-type]
+    assert "no longer exists" in engine.why_stopped(api, "c1", {})  # type: ignore[arg-type]
+    assert "exit code 137" in engine.why_stopped(api, "c1", {**KILLED_AT, "FinishedAt": "?"})  # type: ignore[arg-type]
+    assert api.asked == []
+
+
 def test_decode_stream_marks_the_cut() -> None:
     dump = Capture(
         head=base64.b64encode(b"ab").decode(),

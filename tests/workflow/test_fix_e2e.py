@@ -159,6 +159,33 @@ def test_gate_timeout_is_a_rejection(
     assert "timed out" in (Path(record.run_dir) / "result.json").read_text()
 
 
+def test_a_pinned_pytest_run_that_times_out_logs_its_output_not_the_gates_channel(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """The pinned harness streams each outcome as a JSON line; a run cut short is told as one."""
+    repo = demo_repo(tmp_path)
+    policy = tmp_path / "mine.toml"
+    policy.write_text(
+        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
+        "timeout_s = 6\nmax_attempts = 1\n"
+    )
+    hang = bash(  # the first two tests' outcomes stream, then the third hangs
+        "cat >> kvparse/parser.py <<'EOF'\n"
+        "import time\n_calls, _parse = [0], parse_records\n\n\n"
+        "def parse_records(text):\n    _calls[0] += 1\n"
+        "    if _calls[0] > 2:\n        time.sleep(60)\n    return _parse(text)\nEOF"
+    )
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, hang, FINISH, policy_file=policy)
+    verdict = record.gate_history[-1]
+    checks = {c.name: c.detail for c in verdict.checks if not c.passed}
+    assert "timed out" in checks["tests"]
+    assert checks["harness"] == "harness not recorded: the run timed out before pytest recorded it"
+    log = Path(record.gate_log_path).read_text()
+    last = log.rsplit("===== ", 1)[1]
+    assert last.splitlines()[1].startswith("timed out after"), last[:500]
+    assert '{"t": "test"' not in log, log[-2000:]  # no line of the gate's outcome channel
+
+
 def test_empty_diff_is_rejected_and_max_attempts_end_the_run(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:

@@ -365,6 +365,38 @@ def test_a_new_module_shadowing_the_standard_library_is_refused(
     ), problems
 
 
+SHADOW_ATTR = (
+    "import os, sys\n"
+    "_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
+    "_path, sys.path[:] = list(sys.path), [p for p in sys.path if os.path.abspath(p) != _root]\n"
+    "del sys.modules['attr']\n"
+    "import attr as _real\n"
+    "sys.path[:] = _path\n"
+    "sys.modules['attr'] = _real\n"
+    "os.environ['PYTEST_ADDOPTS'] = os.environ.get('PYTEST_ADDOPTS', '') + ' -p evil'\n"
+)
+"""``attr/__init__.py`` at the root, standing in for the environment's ``attrs`` that pytest
+imports as it starts: it hands over the real one and asks pytest to load a plugin. The probe
+recorded ``attr`` among the modules the baseline's run imported from the environment."""
+
+
+def test_a_new_module_shadowing_a_module_the_tests_imported_is_refused(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    record = run_attack(
+        tmp_path,
+        workspace_root,
+        write("evil.py", FLIP_PLUGIN),
+        write("attr/__init__.py", SHADOW_ATTR),
+        policy_file=wrapped_policy(tmp_path),
+    )
+    assert not record.gate_passed
+    problems = failed(last_verdict(record))
+    assert "attr/__init__.py (shadows `attr`, which the baseline's tests imported" in problems.get(
+        "harness_files", ""
+    ), problems
+
+
 def test_a_wrapped_pytest_command_gets_the_same_harness(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
