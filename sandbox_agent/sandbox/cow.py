@@ -79,8 +79,10 @@ def cached_snapshot(
         found = snapcache.load(root, key)
         if found is not None:
             return found
-        made = snapcache.make(root, key, source, owner)
-    snapcache.evict(parent, config.snapshot_cache_bytes, keep=key)
+        made = snapcache.make(
+            root, key, source, owner, recheck=lambda: snapcache.snapshot_key(source, owner)
+        )
+    snapcache.evict(parent, config.snapshot_cache_bytes, keep=made.key)
     return made
 
 
