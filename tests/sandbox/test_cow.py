@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -254,3 +255,95 @@ def test_an_engine_without_overlay_volumes_gets_the_copy_and_is_told_why(
         assert sb.exec("cat README.md", timeout_s=60).stdout == "# proj\n"
     left = list(workspace_root.glob("sandbox-agent-ws-*test-cow-fallback*"))
     assert left == []
+
+
+def _dirty(project: Path) -> None:
+    """A user's tree as it usually is: a file changed, one deleted, one untracked, a test."""
+    (project / "src" / "pkg" / "mod.py").write_text("VALUE = 2\n")
+    (project / "src" / "pkg" / "gone.py").unlink()
+    (project / "notes.txt").write_text("draft\n")
+    (project / "tests" / "test_a.py").write_text(TEST_A + "\n\ndef test_user():\n    pass\n")
+
+
+def test_a_dirty_tree_is_layered_and_a_repeat_of_it_shares_the_snapshot(
+    layered: Callable[[Path], DockerSandbox], project: Path
+) -> None:
+    _dirty(project)
+    first = layered(project)
+    snap = _snapshot_of(first)
+    seen = first.exec("cat src/pkg/mod.py notes.txt; ls src/pkg", timeout_s=60)
+    assert seen.stdout.split() == ["VALUE", "=", "2", "draft", "mod.py", "test_b.py"]
+    assert first.diff() == ""  # the baseline is HEAD plus the user's changes, as with a copy
+    assert _snapshot_of(layered(project)) == snap  # the same dirty state: no copy
+    (project / "notes.txt").write_text("draft 2\n")
+    again = layered(project)
+    assert _snapshot_of(again) != snap  # a new dirty state: a snapshot of its own
+    assert again.exec("cat notes.txt", timeout_s=60).stdout == "draft 2\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "probe", "expect"),
+    [
+        pytest.param(  # same size, mtime put back
+            "echo 'VALUE = 3' > src/pkg/mod.py && touch -d @1000000000 src/pkg/mod.py",
+            "cat src/pkg/mod.py",
+            "VALUE = 3\n",
+            id="same-size-and-mtime",
+        ),
+        pytest.param("chmod +x notes.txt", "stat -c %a notes.txt", "755\n", id="exec-bit"),
+        pytest.param("ln -sfn README.md l", "readlink l", "README.md\n", id="symlink-retargeted"),
+        pytest.param("echo u > u.txt", "cat u.txt", "u\n", id="untracked-added"),
+        pytest.param("rm notes.txt", "ls notes.txt || echo none", "none\n", id="untracked-removed"),
+        pytest.param("mv notes.txt moved.txt", "cat moved.txt", "draft\n", id="untracked-renamed"),
+        pytest.param("rm src/pkg/mod.py", "ls src/pkg", "test_b.py\n", id="dirty-file-deleted"),
+    ],
+)
+def test_a_stale_snapshot_is_never_reused_for_a_changed_dirty_tree(
+    layered: Callable[[Path], DockerSandbox], project: Path, change: str, probe: str, expect: str
+) -> None:
+    _dirty(project)
+    (project / "l").symlink_to("notes.txt")
+    (project / "notes.txt").chmod(0o644)
+    os.utime(project / "src" / "pkg" / "mod.py", (1_000_000_000, 1_000_000_000))
+    first = layered(project)
+    assert first.exec(probe, timeout_s=60).stdout != expect
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+    subprocess.run(["bash", "-c", change], cwd=project, check=True, env=env)
+    second = layered(project)
+    assert _snapshot_of(second) != _snapshot_of(first)
+    assert second.exec(probe, timeout_s=60).stdout == expect
+    assert second.diff() == ""
+
+
+def test_a_dirty_protected_file_is_the_users_version_and_read_only(
+    layered: Callable[[Path], DockerSandbox], project: Path
+) -> None:
+    _dirty(project)
+    sb = layered(project)
+    snap = _snapshot_of(sb)
+    before = _tree(snap)
+    seen = sb.exec("cat tests/test_a.py", timeout_s=60).stdout
+    assert "test_user" in seen  # what the user has now, not HEAD's
+    for command in ATTACKS.values():
+        done = sb.exec(command, timeout_s=60)
+        assert done.exit_code != 0, done.stdout + done.stderr
+    assert sb.exec("cat tests/test_a.py", timeout_s=60).stdout == seen
+    assert _tree(snap) == before
+    assert "tests/test_a.py" not in sb.patch().paths
+
+
+def test_the_gate_copy_of_a_dirty_tree_holds_its_baseline_plus_the_patch(
+    layered: Callable[[Path], DockerSandbox], project: Path
+) -> None:
+    _dirty(project)
+    sb = layered(project)
+    done = sb.exec("echo 'VALUE = 4' > src/pkg/mod.py && rm notes.txt", timeout_s=60)
+    assert done.exit_code == 0, done.stderr
+    patch = sb.diff()
+    with sb.clean_copy(patch) as copy:
+        assert _snapshot_of(copy) == _snapshot_of(sb)
+        seen = copy.exec("cat src/pkg/mod.py; ls; grep -c test_user tests/test_a.py", timeout_s=60)
+        assert seen.stdout.split() == ["VALUE", "=", "4", "README.md", "src", "tests", "1"]
+        assert copy.diff() == patch
+    with sb.clean_copy("") as baseline:  # the user's changes without the model's
+        assert baseline.exec("cat notes.txt", timeout_s=60).stdout == "draft\n"
