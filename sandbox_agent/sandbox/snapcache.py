@@ -1,7 +1,7 @@
 """Snapshots of a commit, made once and shared by every later workspace on it (copy-on-write).
 
-A clean git work tree (``git status`` shows nothing, no submodule) is keyed by its index
-(``git ls-files --stage``: every path, mode and blob) and ``HEAD``; its snapshot is the same
+A git work tree (no submodule) is keyed by ``HEAD``, its index and its uncommitted changes
+hashed as the copy would take them (``treekey``); its snapshot is the same
 copy and baseline commit :func:`workspace.snapshot_into` makes for one run, written once into
 ``<root>/sandbox-agent-snapshots/<key>/`` and then never changed: workspaces mount it as the
 lower layer of an overlay (``overlay.py``), the gate and ``revise`` rely on it. A snapshot is

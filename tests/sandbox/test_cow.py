@@ -9,6 +9,7 @@ over the same snapshot, with the patch applied inside it.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from sandbox_agent.errors import SandboxError
+from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.sandbox import overlay, snapcache
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.gc import collect_garbage
@@ -347,3 +348,82 @@ def test_the_gate_copy_of_a_dirty_tree_holds_its_baseline_plus_the_patch(
         assert copy.diff() == patch
     with sb.clean_copy("") as baseline:  # the user's changes without the model's
         assert baseline.exec("cat notes.txt", timeout_s=60).stdout == "draft\n"
+
+
+def _revise(project: Path, workspace_root: Path, patch: str, run_id: str) -> DockerSandbox:
+    return DockerSandbox.create(
+        project,
+        DockerSandboxConfig(copy_on_write=True, protect=PROTECT),
+        run_id=run_id,
+        workspace_root=workspace_root,
+        progress=lambda _: None,
+        initial_patch=patch.encode(),
+    )
+
+
+def _parent_patch(layered: Callable[[Path], DockerSandbox], project: Path, script: str) -> str:
+    parent = layered(project)
+    done = parent.exec(script, timeout_s=60)
+    assert done.exit_code == 0, done.stderr
+    return parent.diff()
+
+
+def test_a_revision_layers_on_its_parents_snapshot_with_the_patch_applied_inside(
+    layered: Callable[[Path], DockerSandbox], project: Path, workspace_root: Path
+) -> None:
+    _dirty(project)
+    script = "echo 'VALUE = 9' > src/pkg/mod.py && rm README.md && mkdir d && echo n > d/new.py"
+    patch = _parent_patch(layered, project, script)
+    snap = _snapshot_of(layered(project))
+    with _revise(project, workspace_root, patch, "test-revise-layered") as sb:
+        assert _snapshot_of(sb) == snap  # no copy: the parent's snapshot, still cached
+        seen = sb.exec("cat src/pkg/mod.py d/new.py notes.txt; ls", timeout_s=60)
+        listed = ["d", "notes.txt", "src", "tests"]  # README.md removed, d/ added
+        assert seen.stdout.split() == ["VALUE", "=", "9", "n", "draft", *listed]
+        assert sb.diff() == patch  # the new run's diff holds the parent's change
+        assert sb.exec("echo x >> tests/test_a.py", timeout_s=60).exit_code != 0
+        with sb.clean_copy("") as baseline:  # the gate's baseline is the original one
+            assert baseline.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 2\n"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param("echo 'def test_c(): pass' > tests/test_c.py", id="adds-a-protected-file"),
+        pytest.param("echo '# more' >> src/pkg/test_b.py", id="changes-a-protected-file"),
+    ],
+)
+def test_a_revision_whose_patch_touches_a_protected_path_gets_the_copy(
+    project: Path, workspace_root: Path, make_sandbox: MakeSandbox, script: str
+) -> None:
+    parent = make_sandbox(project)  # the parent was allowed to (no protect)
+    assert parent.exec(script, timeout_s=60).exit_code == 0
+    patch = parent.diff()
+    with _revise(project, workspace_root, patch, "test-revise-protected") as sb:
+        assert sb._layered is None  # a copy: its read-only paths are the patched tree's
+        assert sb.diff() == patch
+        touched = script.rsplit(" ", 1)[1]
+        assert sb.exec(f"echo x >> {touched}", timeout_s=60).exit_code != 0  # read-only
+
+
+def test_a_revision_whose_patch_no_longer_applies_is_refused_and_leaves_nothing(
+    layered: Callable[[Path], DockerSandbox], project: Path, workspace_root: Path
+) -> None:
+    patch = _parent_patch(layered, project, "echo 'VALUE = 9' > src/pkg/mod.py")
+    (project / "src" / "pkg" / "mod.py").write_text("VALUE = 'the user moved on'\n")
+    with pytest.raises(UserError, match="does not apply"):
+        _revise(project, workspace_root, patch, "test-revise-stale")
+    assert not list(workspace_root.glob("sandbox-agent-ws-test-revise-stale*"))
+
+
+def test_a_revision_whose_snapshot_is_gone_makes_it_again(
+    layered: Callable[[Path], DockerSandbox], project: Path, workspace_root: Path
+) -> None:
+    patch = _parent_patch(layered, project, "echo 'VALUE = 9' > src/pkg/mod.py")
+    key = snapcache.snapshot_key(project, None if os.getuid() else (1000, 1000))
+    assert key is not None
+    cache = snapcache.cache_root(workspace_root)
+    shutil.rmtree(cache / key)  # evicted or collected since the parent ran
+    with _revise(project, workspace_root, patch, "test-revise-gone") as sb:
+        assert sb.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
+        assert sb.diff() == patch
