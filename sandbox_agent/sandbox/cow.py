@@ -202,23 +202,21 @@ def remove_layers(root: Path) -> None:
 
 
 def patch_paths(patch: bytes, cwd: Path) -> list[str] | None:
-    """Every path ``patch`` adds, changes, removes or renames (both names of a rename).
+    """Every path ``patch`` adds, changes or removes, and both names of a rename or copy.
 
     ``None`` when git does not read it as a patch. Read by ``git apply --numstat``, which
-    applies nothing.
+    applies nothing; it names a rename by its new name, so the reversed patch gives the old.
     """
-    try:
-        out = host_git(cwd, "apply", "--numstat", "-z", "-", stdin=patch, op="start")
-    except SandboxError:
-        return None
     paths: list[str] = []
-    parts = iter(out.split(b"\0"))
-    for part in parts:
-        name = part.split(b"\t", 2)[2] if part.count(b"\t") >= 2 else b""
-        if name:
-            paths.append(os.fsdecode(name))
-        elif part:  # a rename: its old and new names follow
-            paths += [os.fsdecode(next(parts, b"")), os.fsdecode(next(parts, b""))]
+    for reverse in ((), ("-R",)):
+        try:
+            out = host_git(cwd, "apply", "--numstat", "-z", *reverse, "-", stdin=patch, op="start")
+        except SandboxError:
+            return None
+        for part in out.split(b"\0"):
+            name = part.split(b"\t", 2)[2] if part.count(b"\t") >= 2 else b""
+            if name and os.fsdecode(name) not in paths:
+                paths.append(os.fsdecode(name))
     return paths
 
 

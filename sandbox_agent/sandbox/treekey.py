@@ -107,8 +107,10 @@ def path_entry(repo: bytes, name: bytes, safe: dict[str, bool]) -> bytes | None:
 def content_hash(path: bytes) -> bytes:
     """sha256 of a regular file's bytes (never through a symlink), in hex."""
     digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # never waits on a FIFO
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"not a file"  # swapped since its lstat: the copy would see another thing
         while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
     finally:
