@@ -232,14 +232,13 @@ class DockerSandbox(ExecutorCalls):
             # an engine without overlay volumes: copy as before
             progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
             return None
+        if config.gate_copy_at_start and made._layered is not None:
+            made._layered.standby = first  # before any command: one would start another
         if initial_patch and not made._apply_inside(
             initial_patch.decode("utf-8", "surrogateescape")
         ):
-            first.close()
-            made.close()
+            made.close()  # and its clean copy made ahead
             return None
-        if config.gate_copy_at_start and made._layered is not None:
-            made._layered.standby = first
         return made
 
     @classmethod

@@ -19,7 +19,7 @@ import docker
 import pytest
 
 from sandbox_agent.errors import SandboxError, UserError
-from sandbox_agent.sandbox import overlay, snapcache
+from sandbox_agent.sandbox import engine, overlay, snapcache
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.gc import collect_garbage
 from tests.sandbox.conftest import MakeSandbox, git
@@ -350,10 +350,12 @@ def test_the_gate_copy_of_a_dirty_tree_holds_its_baseline_plus_the_patch(
         assert baseline.exec("cat notes.txt", timeout_s=60).stdout == "draft\n"
 
 
-def _revise(project: Path, workspace_root: Path, patch: str, run_id: str) -> DockerSandbox:
+def _revise(
+    project: Path, workspace_root: Path, patch: str, run_id: str, *, at_start: bool = False
+) -> DockerSandbox:
     return DockerSandbox.create(
         project,
-        DockerSandboxConfig(copy_on_write=True, protect=PROTECT),
+        DockerSandboxConfig(copy_on_write=True, protect=PROTECT, gate_copy_at_start=at_start),
         run_id=run_id,
         workspace_root=workspace_root,
         progress=lambda _: None,
@@ -427,3 +429,28 @@ def test_a_revision_whose_snapshot_is_gone_makes_it_again(
     with _revise(project, workspace_root, patch, "test-revise-gone") as sb:
         assert sb.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
         assert sb.diff() == patch
+
+
+@pytest.mark.parametrize("applies", [True, False], ids=["applies", "does-not-apply"])
+def test_a_revision_with_its_gate_copy_made_at_start_leaves_nothing_behind(
+    layered: Callable[[Path], DockerSandbox],
+    project: Path,
+    workspace_root: Path,
+    docker_client: docker.DockerClient,
+    applies: bool,
+) -> None:
+    patch = _parent_patch(layered, project, "echo 'VALUE = 9' > src/pkg/mod.py")
+    if not applies:
+        (project / "src" / "pkg" / "mod.py").write_text("VALUE = 'moved on'\n")
+    run_id = f"test-revise-at-start-{applies}"
+    try:
+        with _revise(project, workspace_root, patch, run_id, at_start=True) as sb:
+            assert sb._layered is not None
+            assert sb.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
+            with sb.clean_copy(sb.diff()) as copy:  # the copy made at start, taken
+                assert copy.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
+    except UserError:
+        assert not applies
+    found = docker_client.api.containers(all=True, filters={"label": engine.RUN_LABEL})
+    assert [c for c in found if c["Labels"][engine.RUN_LABEL].startswith(run_id)] == []
+    assert not list(workspace_root.glob(f"sandbox-agent-ws-{run_id}*"))
