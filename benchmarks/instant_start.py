@@ -13,7 +13,8 @@ One run prints, side by side:
   cannot change: on a loaded machine it is most of a repeat);
 - with ``--dirty``, the same on a dirty tree (a few files changed, one untracked): the copy
   (what every dirty run paid before), the first run of that state, a repeat, a new dirty state,
-  and what the snapshot key costs clean and dirty; and the cost of hashing a large changed file;
+  ``revise`` on that state (an earlier run's one-line patch) as a copy and layered, and what
+  the snapshot key costs clean and dirty; and the cost of hashing a large changed file;
 - the gate: the demo's tests in place, and in a clean copy (the copy, the tests, its removal)
   made the old way and from a copy started ahead; the difference is the gate's cost;
 - batch runs per minute of the demo through ``sandbox-agent batch`` at each worker count, with
@@ -74,10 +75,17 @@ def floor_s(argv: list[str], dest: Path) -> float:
     return took
 
 
-def ready_s(repo: Path, config: DockerSandboxConfig, root: Path) -> float:
-    """Seconds until a sandbox on ``repo`` answers; it is closed after (not timed)."""
+def ready_s(
+    repo: Path, config: DockerSandboxConfig, root: Path, patch: bytes | None = None
+) -> float:
+    """Seconds until a sandbox on ``repo`` answers; it is closed after (not timed).
+
+    ``patch``: an earlier run's, applied as ``revise`` does.
+    """
     start = time.perf_counter()
-    sandbox = DockerSandbox.create(repo, config, run_id="bench-ready", workspace_root=root)
+    sandbox = DockerSandbox.create(
+        repo, config, run_id="bench-ready", workspace_root=root, initial_patch=patch
+    )
     took = time.perf_counter() - start
     sandbox.close()
     return took
@@ -104,6 +112,16 @@ def ready_row(repo: Path, files: int, parent: Path, n: int) -> list[str]:
 
 DIRTY_CHANGED = 5
 """Files a dirty row changes (and one untracked file added): a user's tree mid-work."""
+
+
+REVISION_PATCH = """\
+--- a/pkg1/mod0.py
++++ b/pkg1/mod0.py
+@@ -1 +1 @@
+-VALUE = 100
++VALUE = 100  # an earlier run's change
+"""
+"""An earlier run's patch, for the ``revise`` columns (``make_repo``'s file 100)."""
 
 
 def dirty(repo: Path, round_: int) -> None:
@@ -136,6 +154,9 @@ def dirty_row(repo: Path, files: int, parent: Path, n: int) -> list[str]:
             cow = DockerSandboxConfig(copy_on_write=True)
             first = ready_s(repo, cow, root)
             repeat = statistics.median(ready_s(repo, cow, root) for _ in range(n))
+            patch = REVISION_PATCH.encode()
+            revise_copy = ready_s(repo, DockerSandboxConfig(), root, patch)
+            revise = statistics.median(ready_s(repo, cow, root, patch) for _ in range(n))
             dirty(repo, 2)  # another dirty state: one more snapshot, then shared
             second = ready_s(repo, cow, root)
         finally:
@@ -144,7 +165,8 @@ def dirty_row(repo: Path, files: int, parent: Path, n: int) -> list[str]:
             ready_s(_empty_repo(root), DockerSandboxConfig(), root) for _ in range(n)
         )
         snapcache.collect(root)
-    cells = (copy, first, repeat, second, clean_key, dirty_key, empty, repeat - empty)
+    cells = [copy, first, repeat, second, revise_copy, revise, clean_key, dirty_key, empty]
+    cells.append(repeat - empty)
     return [f"{files:,}", *(f"{s:.2f}" for s in cells)]
 
 
@@ -257,10 +279,11 @@ def table(head: list[str], rows: list[list[str]]) -> None:
 def dirty_table(rows: list[list[str]], parent: Path) -> None:
     print(
         f"Sandbox ready on a dirty tree ({DIRTY_CHANGED} files changed, 1 untracked), seconds"
-        " (repeat, keys and empty: median of n)"
+        " (repeat, revise layered, keys and empty: median of n)"
     )
     head = ["files", "copy (before)", "first run", "repeat", "new dirty state"]
-    head += ["key, clean", "key, dirty", "empty repo", "repeat - empty"]
+    head += ["revise, copy (before)", "revise, layered", "key, clean", "key, dirty"]
+    head += ["empty repo", "repeat - empty"]
     table(head, rows)
     print(hash_rate(parent), end="\n\n", flush=True)
 
