@@ -85,7 +85,8 @@ def changed_paths(status: bytes, index: bytes) -> list[bytes] | None:
 def path_entry(repo: bytes, name: bytes, safe: dict[str, bool]) -> bytes | None:
     """What the copy takes of ``name``: ``file <mode> <sha256>``, ``link <target>``, ``gone``.
 
-    ``None`` for a directory (a tracked path that is one now: the copy would walk it whole).
+    ``None`` for a directory (a tracked path that is one now: the copy would walk it whole),
+    or an entry that cannot be read (the copy, made instead, reports it as before).
     """
     parent = os.fsdecode(name).rpartition("/")[0]
     if not safe_parent(os.fsdecode(repo), parent, safe):
@@ -95,13 +96,14 @@ def path_entry(repo: bytes, name: bytes, safe: dict[str, bool]) -> bytes | None:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return b"gone"
-    if stat.S_ISLNK(st.st_mode):
-        return b"link " + os.readlink(path)  # noqa: PTH115 -- bytes in, bytes out
-    if stat.S_ISDIR(st.st_mode):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return b"gone"
-    return b"file %o " % stat.S_IMODE(st.st_mode) + content_hash(path)
+    try:
+        if stat.S_ISLNK(st.st_mode):
+            return b"link " + os.readlink(path)  # noqa: PTH115 -- bytes in, bytes out
+        if stat.S_ISREG(st.st_mode):
+            return b"file %o " % stat.S_IMODE(st.st_mode) + content_hash(path)
+    except OSError:
+        return None  # unreadable, or changed under us: the copy says what it finds
+    return None if stat.S_ISDIR(st.st_mode) else b"gone"
 
 
 def content_hash(path: bytes) -> bytes:

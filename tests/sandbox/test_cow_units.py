@@ -74,3 +74,24 @@ def test_a_rename_names_both_paths_and_garbage_is_no_patch(tmp_path: Path) -> No
     assert cow.patch_paths(patch, tmp_path) == ["lib/mod.py", "src/mod.py"]
     assert cow.patch_paths(b"not a patch at all\n", tmp_path) in (None, [])
     assert cow.layers_keep_protection(b"--- a/x\n+++ b/x\n@@ garbage\n", PROTECT) is False
+
+
+def test_an_unreadable_changed_file_is_not_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret.txt").write_text("s\n")
+
+    def refuse(path: bytes) -> bytes:
+        raise PermissionError(13, "Permission denied", path)  # as for a user not root
+
+    monkeypatch.setattr(treekey, "content_hash", refuse)
+    assert treekey.path_entry(os.fsencode(tmp_path), b"secret.txt", {"": True}) is None
+
+
+def test_a_changed_path_that_vanished_or_turned_directory(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("x")
+    root = os.fsencode(tmp_path)
+    assert treekey.path_entry(root, b"gone.txt", {"": True}) == b"gone"
+    assert treekey.path_entry(root, b"f/under-a-file", {"": True}) == b"gone"
+    assert treekey.path_entry(root, b"d", {"": True}) is None  # the copy would walk it
