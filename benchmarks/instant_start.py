@@ -1,7 +1,8 @@
 """Instant start (issue 24): sandbox ready time by repo size, the gate's copy, batch throughput.
 
 Run: ``.venv/bin/python benchmarks/instant_start.py [--sizes 10000,50000,200000] [--n 3]
-[--workers 1,4,16] [--runs 16] [--before CHECKOUT] [--ray] [--skip-batch] [--skip-ready]``.
+[--workers 1,4,16] [--runs 16] [--before CHECKOUT] [--ray] [--skip-batch] [--skip-ready]
+[--dirty]``.
 
 One run prints, side by side:
 
@@ -10,6 +11,10 @@ One run prints, side by side:
   (median of ``--n``), with ``cp -a`` and ``git clone --local`` of the same tree into the same
   directory as floors, and a one-file repo (the container's own start, which the repo's size
   cannot change: on a loaded machine it is most of a repeat);
+- with ``--dirty``, the same on a dirty tree (a few files changed, one untracked): the copy
+  (what every dirty run paid before), the first run of that state, a repeat, a new dirty state,
+  ``revise`` on that state (an earlier run's one-line patch) as a copy and layered, and what
+  the snapshot key costs clean and dirty; and the cost of hashing a large changed file;
 - the gate: the demo's tests in place, and in a clean copy (the copy, the tests, its removal)
   made the old way and from a copy started ahead; the difference is the gate's cost;
 - batch runs per minute of the demo through ``sandbox-agent batch`` at each worker count, with
@@ -35,7 +40,7 @@ from pathlib import Path
 import docker
 
 from sandbox_agent.cli.demo import make_demo_repo
-from sandbox_agent.sandbox import snapcache
+from sandbox_agent.sandbox import snapcache, treekey
 from sandbox_agent.sandbox.container import auto_workspace_root
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 
@@ -70,10 +75,17 @@ def floor_s(argv: list[str], dest: Path) -> float:
     return took
 
 
-def ready_s(repo: Path, config: DockerSandboxConfig, root: Path) -> float:
-    """Seconds until a sandbox on ``repo`` answers; it is closed after (not timed)."""
+def ready_s(
+    repo: Path, config: DockerSandboxConfig, root: Path, patch: bytes | None = None
+) -> float:
+    """Seconds until a sandbox on ``repo`` answers; it is closed after (not timed).
+
+    ``patch``: an earlier run's, applied as ``revise`` does.
+    """
     start = time.perf_counter()
-    sandbox = DockerSandbox.create(repo, config, run_id="bench-ready", workspace_root=root)
+    sandbox = DockerSandbox.create(
+        repo, config, run_id="bench-ready", workspace_root=root, initial_patch=patch
+    )
     took = time.perf_counter() - start
     sandbox.close()
     return took
@@ -96,6 +108,75 @@ def ready_row(repo: Path, files: int, parent: Path, n: int) -> list[str]:
         snapcache.collect(root)
     cells = (cp, clone, copy, first, repeat, empty, repeat - empty)
     return [f"{files:,}", *(f"{s:.2f}" for s in cells)]
+
+
+DIRTY_CHANGED = 5
+"""Files a dirty row changes (and one untracked file added): a user's tree mid-work."""
+
+
+REVISION_PATCH = """\
+--- a/pkg1/mod0.py
++++ b/pkg1/mod0.py
+@@ -1 +1 @@
+-VALUE = 100
++VALUE = 100  # an earlier run's change
+"""
+"""An earlier run's patch, for the ``revise`` columns (``make_repo``'s file 100)."""
+
+
+def dirty(repo: Path, round_: int) -> None:
+    """Change ``DIRTY_CHANGED`` tracked files and add an untracked one (``round_`` in them)."""
+    for i in range(DIRTY_CHANGED):
+        (repo / "pkg0" / f"mod{i}.py").write_text(f"VALUE = {i}  # edited {round_}\n")
+    (repo / "notes.txt").write_text(f"untracked {round_}\n")
+
+
+def undirty(repo: Path) -> None:
+    """Put the tree back to its commit (the repos may be reused: ``--repos``)."""
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True, env=GIT_ENV)
+    (repo / "notes.txt").unlink(missing_ok=True)
+
+
+def key_s(repo: Path, n: int) -> float:
+    """Median seconds of the snapshot key of the tree as it is (git status, hashing)."""
+    return statistics.median(timed(lambda: snapcache.snapshot_key(repo, None)) for _ in range(n))
+
+
+def dirty_row(repo: Path, files: int, parent: Path, n: int) -> list[str]:
+    """A dirty tree: the copy (as before for any dirty tree), its first run, a repeat."""
+    with tempfile.TemporaryDirectory(dir=parent) as tmp:
+        root = Path(tmp)
+        clean_key = key_s(repo, n)
+        dirty(repo, 1)
+        try:
+            dirty_key = key_s(repo, n)
+            copy = ready_s(repo, DockerSandboxConfig(), root)
+            cow = DockerSandboxConfig(copy_on_write=True)
+            first = ready_s(repo, cow, root)
+            repeat = statistics.median(ready_s(repo, cow, root) for _ in range(n))
+            patch = REVISION_PATCH.encode()
+            revise_copy = ready_s(repo, DockerSandboxConfig(), root, patch)
+            revise = statistics.median(ready_s(repo, cow, root, patch) for _ in range(n))
+            dirty(repo, 2)  # another dirty state: one more snapshot, then shared
+            second = ready_s(repo, cow, root)
+        finally:
+            undirty(repo)
+        empty = statistics.median(
+            ready_s(_empty_repo(root), DockerSandboxConfig(), root) for _ in range(n)
+        )
+        snapcache.collect(root)
+    cells = [copy, first, repeat, second, revise_copy, revise, clean_key, dirty_key, empty]
+    cells.append(repeat - empty)
+    return [f"{files:,}", *(f"{s:.2f}" for s in cells)]
+
+
+def hash_rate(parent: Path, megabytes: int = 256) -> str:
+    """What hashing a changed file costs: seconds for one of ``megabytes`` MiB, and MiB/s."""
+    with tempfile.TemporaryDirectory(dir=parent) as tmp:
+        big = Path(tmp) / "big.bin"
+        big.write_bytes(os.urandom(1 << 20) * megabytes)
+        took = timed(lambda: treekey.content_hash(os.fsencode(big)))
+    return f"hashing a {megabytes} MiB changed file: {took:.2f} s ({megabytes / took:.0f} MiB/s)"
 
 
 def _empty_repo(root: Path) -> Path:
@@ -195,6 +276,18 @@ def table(head: list[str], rows: list[list[str]]) -> None:
     print(flush=True)
 
 
+def dirty_table(rows: list[list[str]], parent: Path) -> None:
+    print(
+        f"Sandbox ready on a dirty tree ({DIRTY_CHANGED} files changed, 1 untracked), seconds"
+        " (repeat, revise layered, keys and empty: median of n)"
+    )
+    head = ["files", "copy (before)", "first run", "repeat", "new dirty state"]
+    head += ["revise, copy (before)", "revise, layered", "key, clean", "key, dirty"]
+    head += ["empty repo", "repeat - empty"]
+    table(head, rows)
+    print(hash_rate(parent), end="\n\n", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,50000,200000")
@@ -206,6 +299,7 @@ def main() -> None:
     parser.add_argument("--ray", action="store_true", help="the batch on local Ray too")
     parser.add_argument("--skip-ready", action="store_true")
     parser.add_argument("--skip-gate", action="store_true")
+    parser.add_argument("--dirty", action="store_true", help="ready on a dirty tree too")
     parser.add_argument("--repos", type=Path, help="reuse repos made before: DIR/r10000, ...")
     args = parser.parse_args()
     args.workers = [int(w) for w in args.workers.split(",")]
@@ -220,13 +314,18 @@ def main() -> None:
         if not args.skip_ready:
             print("Sandbox ready, seconds (repeat and empty: median of", args.n, ")")
             table(head, [])
+        dirty_rows: list[list[str]] = []
         for files in (int(s) for s in args.sizes.split(",") if s and not args.skip_ready):
             made = args.repos / f"r{files}" if args.repos else None
             repo = made if made and made.is_dir() else make_repo(Path(tmp) / f"r{files}", files)
             print("| " + " | ".join(ready_row(repo, files, parent, args.n)) + " |", flush=True)
+            if args.dirty:
+                dirty_rows.append(dirty_row(repo, files, parent, args.n))
             if repo != made:
                 shutil.rmtree(repo)
         print()
+        if dirty_rows:
+            dirty_table(dirty_rows, parent)
         if not args.skip_batch:
             print(f"Batch of {args.runs} demo runs, runs per minute")
             head = ["workers", *(label for label, _, _ in batch_columns(args))]

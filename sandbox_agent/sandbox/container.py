@@ -100,9 +100,10 @@ class DockerSandboxConfig(Frozen):
     """Globs (the merged ``[paths] protect``) whose paths at the baseline are read-only mounts
     in the container; ``.git`` always is (see ``sandbox.protect``)."""
     copy_on_write: bool = False
-    """Layer the workspace over a cached snapshot of a clean commit (``sandbox.overlay``), so a
-    repeat of the commit starts in a time that does not grow with the repo; runs turn it on
-    (``run.runner``). A dirty tree, a repo outside git and ``revise`` copy as before."""
+    """Layer the workspace over a cached snapshot of the tree (``sandbox.overlay``), so a
+    repeat of a commit, or of the same uncommitted changes (``sandbox.treekey``), starts in a
+    time that does not grow with the repo; ``revise`` layers its parent's patch on top. Runs
+    turn it on (``run.runner``). A repo outside git or with a submodule copies as before."""
     snapshot_cache_bytes: int = Field(default=2 << 30, ge=0)
     """Bound of the snapshot cache; least recently used snapshots not in use go past it."""
     gate_copy_at_start: bool = False

@@ -1,11 +1,13 @@
 """Copy-on-write sandboxes: a container over overlay layers of a cached snapshot.
 
-``DockerSandbox.create`` comes here for a clean commit when ``copy_on_write`` is on: the
-snapshot is taken from the cache (made on the first run of the commit), and the workspace is
-a few directories and overlay volumes (``overlay.py``), so the start costs the container and
-not the copy. The gate's clean copy is the same kind of sandbox, started ahead while the model
-works (:class:`Standby`), with the patch applied inside it by git, and removed on a thread once
-its verdict is known (:class:`Retiring`).
+``DockerSandbox.create`` comes here for a git work tree when ``copy_on_write`` is on: the
+snapshot is taken from the cache (made on the first run of the tree's state, a commit with or
+without uncommitted changes: ``treekey``), and the workspace is a few directories and overlay
+volumes (``overlay.py``), so the start costs the container and not the copy. ``revise``
+layers the same way and applies its parent's patch inside, unless the patch touches a
+protected path (:func:`layers_keep_protection`). The gate's clean copy is the same kind of
+sandbox, started ahead while the model works (:class:`Standby`), with the patch applied inside
+it by git, and removed on a thread once its verdict is known (:class:`Retiring`).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from sandbox_agent.sandbox.container import (
     start_container,
 )
 from sandbox_agent.sandbox.executor import ExecutorChannel
+from sandbox_agent.sandbox.hostgit import host_git
 from sandbox_agent.sandbox.listener import ChannelListener
-from sandbox_agent.sandbox.protect import guard_dirs, mountable, read_only_paths
+from sandbox_agent.sandbox.protect import GIT_DIR, guard_dirs, mountable, read_only_paths
 from sandbox_agent.sandbox.snapcache import Snapshot
 from sandbox_agent.sandbox.workspace import (
     Owner,
@@ -79,8 +82,10 @@ def cached_snapshot(
         found = snapcache.load(root, key)
         if found is not None:
             return found
-        made = snapcache.make(root, key, source, owner)
-    snapcache.evict(parent, config.snapshot_cache_bytes, keep=key)
+        made = snapcache.make(
+            root, key, source, owner, recheck=lambda: snapcache.snapshot_key(source, owner)
+        )
+    snapcache.evict(parent, config.snapshot_cache_bytes, keep=made.key)
     return made
 
 
@@ -194,6 +199,35 @@ def remove_layers(root: Path) -> None:
     """Remove a layered workspace's directory (its volumes are gone, so unmounted)."""
     overlay.clear_work_dirs(root)
     remove_workspace(root)
+
+
+def patch_paths(patch: bytes, cwd: Path) -> list[str] | None:
+    """Every path ``patch`` adds, changes or removes, and both names of a rename or copy.
+
+    ``None`` when git does not read it as a patch. Read by ``git apply --numstat``, which
+    applies nothing; it names a rename by its new name, so the reversed patch gives the old.
+    """
+    paths: list[str] = []
+    for reverse in ((), ("-R",)):
+        try:
+            out = host_git(cwd, "apply", "--numstat", "-z", *reverse, "-", stdin=patch, op="start")
+        except SandboxError:
+            return None
+        for part in out.split(b"\0"):
+            name = part.split(b"\t", 2)[2] if part.count(b"\t") >= 2 else b""
+            if name and os.fsdecode(name) not in paths:
+                paths.append(os.fsdecode(name))
+    return paths
+
+
+def layers_keep_protection(patch: bytes, globs: tuple[str, ...]) -> bool:
+    """Whether an earlier run's ``patch`` can go on top of the layers (``revise``).
+
+    Not when it touches a protected path: a copy made read-only what the patch wrote there
+    (its read-only paths are the patched tree's), where the layers' are the snapshot's.
+    """
+    paths = patch_paths(patch, Path(tempfile.gettempdir()))  # outside any repository
+    return paths is not None and read_only_paths(paths, globs) == (GIT_DIR,)
 
 
 def write_patch(root: Path, patch: str) -> str:

@@ -151,9 +151,10 @@ class DockerSandbox(ExecutorCalls):
         container starting on another thread once the files are copied, while the baseline
         commit is written (``launch``). ``.git`` and the baseline's paths that
         ``config.protect`` matches are read-only mounts in it (``sandbox.protect``).
-        ``initial_patch`` (an earlier run's, for ``revise``) is applied to the copy after its
-        baseline, before the container starts. ``status``: ``repo``'s ``git status`` taken
-        moments ago (``inspect_repo``), not read again.
+        ``initial_patch`` (an earlier run's, for ``revise``) is applied after the baseline,
+        before the model's first command: inside a layered sandbox, or to the copy.
+        ``status``: ``repo``'s ``git status`` taken moments ago (``inspect_repo``), not read
+        again.
 
         Raises:
             EngineUnavailableError: no engine, no permission, or the image build failed.
@@ -164,13 +165,8 @@ class DockerSandbox(ExecutorCalls):
         require_runtime(client, config.limits.runtime, network=config.limits.network)
         ensure_image(client, config.image, progress=progress)
         source = check_repo(repo)
-        made = (
-            None
-            if initial_patch
-            else cls._try_layered(
-                client, source, config, run_id, (workspace_root, status), progress
-            )
-        )
+        where = (workspace_root, status)
+        made = cls._try_layered(client, source, config, run_id, where, progress, initial_patch)
         if made is not None:
             return made
         up = copy_and_start(client, source, config, run_id, workspace_root, progress, initial_patch)
@@ -209,13 +205,18 @@ class DockerSandbox(ExecutorCalls):
         run_id: str,
         where: tuple[Path | None, TreeStatus | None],
         progress: Progress,
+        initial_patch: bytes | None = None,
     ) -> DockerSandbox | None:
-        """A sandbox over the commit's cached snapshot; ``None``: copy the repo as before.
+        """A sandbox over the tree's cached snapshot; ``None``: copy the repo as before.
 
         ``where``: the workspace root, and the tree's status when it was just taken.
+        ``initial_patch`` (``revise``) is applied inside, before the model's first command;
+        one that touches a protected path, or does not apply, gets the copy (which says why).
         """
         workspace_root, status = where
         parent = cow.parent_dir(config, workspace_root)
+        if initial_patch and not cow.layers_keep_protection(initial_patch, config.protect):
+            return None
         snap = cow.cached_snapshot(source, config, parent, user_and_owner(config)[1], status)
         if snap is None:
             return None
@@ -232,7 +233,12 @@ class DockerSandbox(ExecutorCalls):
             progress(f"sandbox: copying the repository (no copy-on-write layer: {e})")
             return None
         if config.gate_copy_at_start and made._layered is not None:
-            made._layered.standby = first
+            made._layered.standby = first  # before any command: one would start another
+        if initial_patch and not made._apply_inside(
+            initial_patch.decode("utf-8", "surrogateescape")
+        ):
+            made.close()  # and its clean copy made ahead
+            return None
         return made
 
     @classmethod

@@ -1,7 +1,7 @@
 """Snapshots of a commit, made once and shared by every later workspace on it (copy-on-write).
 
-A clean git work tree (``git status`` shows nothing, no submodule) is keyed by its index
-(``git ls-files --stage``: every path, mode and blob) and ``HEAD``; its snapshot is the same
+A git work tree (no submodule) is keyed by ``HEAD``, its index and its uncommitted changes
+hashed as the copy would take them (``treekey``); its snapshot is the same
 copy and baseline commit :func:`workspace.snapshot_into` makes for one run, written once into
 ``<root>/sandbox-agent-snapshots/<key>/`` and then never changed: workspaces mount it as the
 lower layer of an overlay (``overlay.py``), the gate and ``revise`` rely on it. A snapshot is
@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox.gitops import NO_DRIVERS
-from sandbox_agent.sandbox.hostgit import host_git
+from sandbox_agent.sandbox.treekey import tree_key
 from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
     WORKSPACE_PREFIX,
@@ -47,10 +46,10 @@ NAMES_FILE = "names"
 """In a snapshot: the copied paths, NUL-separated (the protected paths are chosen from them)."""
 USED_FILE = "used"
 """In a snapshot: touched on every use (least recently used goes first)."""
+UNSHARED_MARK = "-changed-"
+"""In the name of a snapshot of a tree that changed while it was copied: no key finds it."""
 REF_FILE = "snapshot"
 """In a workspace directory: the key of the snapshot it is layered on."""
-_KEY_VERSION = b"sandbox-agent snapshot v1\0"
-_GITLINK = b"160000 "
 
 
 @dataclass(frozen=True)
@@ -84,29 +83,20 @@ def cache_root(workspace_root: Path) -> Path:
 
 
 def snapshot_key(repo: Path, owner: Owner, status: TreeStatus | None = None) -> str | None:
-    """The cache key of ``repo`` as it is now, or ``None`` when it cannot be shared.
+    """The cache key of ``repo`` as it is now (``treekey``), or ``None`` when it cannot be shared.
 
-    Only a clean git work tree root is shared: uncommitted changes, untracked files and
-    submodules make a snapshot of their own each time (the copy as before). ``status``: the
-    tree's, taken moments ago (``TreeStatus.fresh_for``), so it is not read twice.
+    A git work tree root with a commit is shared, clean or not: its uncommitted changes and
+    untracked files are part of the key. ``status``: the tree's, taken moments ago
+    (``TreeStatus.fresh_for``), so it is not read twice.
     """
     if status is None or not status.fresh_for(repo):
         if git_toplevel(repo) != repo:
             return None
         status = None
     try:
-        if (status or tree_status(repo)).raw:
-            return None
-        stage = host_git(repo, "ls-files", "--stage", "-z")
-        head = host_git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+        return tree_key(repo, owner, status or tree_status(repo))
     except SandboxError:
         return None  # no commit yet, or git refused: copy as before
-    if stage.startswith(_GITLINK) or b"\0" + _GITLINK in stage:
-        return None
-    digest = hashlib.sha256(_KEY_VERSION)
-    for part in (head.strip(), repr(owner).encode(), stage):
-        digest.update(part + b"\0")
-    return digest.hexdigest()[:40]
 
 
 def load(root: Path, key: str) -> Snapshot | None:
@@ -134,14 +124,25 @@ def making(root: Path, key: str) -> Iterator[None]:
         os.close(fd)  # releases the lock; the lock file stays (gc removes it)
 
 
-def make(root: Path, key: str, source: Path, owner: Owner) -> Snapshot:
+def make(
+    root: Path,
+    key: str,
+    source: Path,
+    owner: Owner,
+    recheck: Callable[[], str | None] | None = None,
+) -> Snapshot:
     """Snapshot ``source`` as ``key`` (or take the one another process finished first).
+
+    ``recheck``: the source's key read again once it is copied; when it is not ``key`` the
+    tree changed while it was copied, and the snapshot is this run's alone (a name no key
+    finds; ``gc`` removes it once no workspace names it).
 
     Raises:
         SandboxError: git failed on the copy.
     """
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".making-{key[:12]}-", dir=root))
+    name = key
     try:
         names: list[str] = []
         ws = snapshot_into(source, tmp, owner, names.extend)
@@ -152,14 +153,16 @@ def make(root: Path, key: str, source: Path, owner: Owner) -> Snapshot:
         meta = {"baseline": ws.baseline, "bytes": tree_bytes(tmp), "files": len(names)}
         (tmp / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
         (tmp / USED_FILE).touch()
+        if recheck is not None and recheck() != key:
+            name = f"{key}{UNSHARED_MARK}{tmp.name.rpartition('-')[2]}"
         with contextlib.suppress(OSError):  # another process made it first: use theirs
-            tmp.rename(root / key)
+            tmp.rename(root / name)
     finally:
         if tmp.exists():
             remove_workspace(tmp)
-    made = load(root, key)
+    made = load(root, name)
     if made is None:
-        raise SandboxError(f"the snapshot {root / key} is incomplete", op="snapshot")
+        raise SandboxError(f"the snapshot {root / name} is incomplete", op="snapshot")
     return made
 
 

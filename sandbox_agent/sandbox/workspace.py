@@ -164,7 +164,7 @@ def _copy_one(src: str, dst: str, owner: Owner, umask: int) -> tuple[int, bytes]
     return (0o100755 if mode & 0o100 else 0o100644), data
 
 
-def _safe_parent(repo: str, parent: str, cache: dict[str, bool]) -> bool:
+def safe_parent(repo: str, parent: str, cache: dict[str, bool]) -> bool:
     """Whether ``parent`` is a real directory of ``repo`` (not reached through a symlink)."""
     if parent not in cache:
         path = f"{repo}/{parent}"
@@ -189,7 +189,7 @@ def copy_tree(
     umask = current_umask()
     for name in names:
         parent = name.rpartition("/")[0]
-        if not _safe_parent(src_root, parent, safe):
+        if not safe_parent(src_root, parent, safe):
             continue  # reached through a symlinked directory: never follow it
         if parent not in made:
             _make_dirs(dest, parent, made, owner)

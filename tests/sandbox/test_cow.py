@@ -9,15 +9,17 @@ over the same snapshot, with the patch applied inside it.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
 
-from sandbox_agent.errors import SandboxError
-from sandbox_agent.sandbox import overlay, snapcache
+from sandbox_agent.errors import SandboxError, UserError
+from sandbox_agent.sandbox import engine, overlay, snapcache
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.sandbox.gc import collect_garbage
 from tests.sandbox.conftest import MakeSandbox, git
@@ -254,3 +256,201 @@ def test_an_engine_without_overlay_volumes_gets_the_copy_and_is_told_why(
         assert sb.exec("cat README.md", timeout_s=60).stdout == "# proj\n"
     left = list(workspace_root.glob("sandbox-agent-ws-*test-cow-fallback*"))
     assert left == []
+
+
+def _dirty(project: Path) -> None:
+    """A user's tree as it usually is: a file changed, one deleted, one untracked, a test."""
+    (project / "src" / "pkg" / "mod.py").write_text("VALUE = 2\n")
+    (project / "src" / "pkg" / "gone.py").unlink()
+    (project / "notes.txt").write_text("draft\n")
+    (project / "tests" / "test_a.py").write_text(TEST_A + "\n\ndef test_user():\n    pass\n")
+
+
+def test_a_dirty_tree_is_layered_and_a_repeat_of_it_shares_the_snapshot(
+    layered: Callable[[Path], DockerSandbox], project: Path
+) -> None:
+    _dirty(project)
+    first = layered(project)
+    snap = _snapshot_of(first)
+    seen = first.exec("cat src/pkg/mod.py notes.txt; ls src/pkg", timeout_s=60)
+    assert seen.stdout.split() == ["VALUE", "=", "2", "draft", "mod.py", "test_b.py"]
+    assert first.diff() == ""  # the baseline is HEAD plus the user's changes, as with a copy
+    assert _snapshot_of(layered(project)) == snap  # the same dirty state: no copy
+    (project / "notes.txt").write_text("draft 2\n")
+    again = layered(project)
+    assert _snapshot_of(again) != snap  # a new dirty state: a snapshot of its own
+    assert again.exec("cat notes.txt", timeout_s=60).stdout == "draft 2\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "probe", "expect"),
+    [
+        pytest.param(  # same size, mtime put back
+            "echo 'VALUE = 3' > src/pkg/mod.py && touch -d @1000000000 src/pkg/mod.py",
+            "cat src/pkg/mod.py",
+            "VALUE = 3\n",
+            id="same-size-and-mtime",
+        ),
+        pytest.param("chmod +x notes.txt", "stat -c %a notes.txt", "755\n", id="exec-bit"),
+        pytest.param("ln -sfn README.md l", "readlink l", "README.md\n", id="symlink-retargeted"),
+        pytest.param("echo u > u.txt", "cat u.txt", "u\n", id="untracked-added"),
+        pytest.param("rm notes.txt", "ls notes.txt || echo none", "none\n", id="untracked-removed"),
+        pytest.param("mv notes.txt moved.txt", "cat moved.txt", "draft\n", id="untracked-renamed"),
+        pytest.param("rm src/pkg/mod.py", "ls src/pkg", "test_b.py\n", id="dirty-file-deleted"),
+    ],
+)
+def test_a_stale_snapshot_is_never_reused_for_a_changed_dirty_tree(
+    layered: Callable[[Path], DockerSandbox], project: Path, change: str, probe: str, expect: str
+) -> None:
+    _dirty(project)
+    (project / "l").symlink_to("notes.txt")
+    (project / "notes.txt").chmod(0o644)
+    os.utime(project / "src" / "pkg" / "mod.py", (1_000_000_000, 1_000_000_000))
+    first = layered(project)
+    assert first.exec(probe, timeout_s=60).stdout != expect
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+    subprocess.run(["bash", "-c", change], cwd=project, check=True, env=env)
+    second = layered(project)
+    assert _snapshot_of(second) != _snapshot_of(first)
+    assert second.exec(probe, timeout_s=60).stdout == expect
+    assert second.diff() == ""
+
+
+def test_a_dirty_protected_file_is_the_users_version_and_read_only(
+    layered: Callable[[Path], DockerSandbox], project: Path
+) -> None:
+    _dirty(project)
+    sb = layered(project)
+    snap = _snapshot_of(sb)
+    before = _tree(snap)
+    seen = sb.exec("cat tests/test_a.py", timeout_s=60).stdout
+    assert "test_user" in seen  # what the user has now, not HEAD's
+    for command in ATTACKS.values():
+        done = sb.exec(command, timeout_s=60)
+        assert done.exit_code != 0, done.stdout + done.stderr
+    assert sb.exec("cat tests/test_a.py", timeout_s=60).stdout == seen
+    assert _tree(snap) == before
+    assert "tests/test_a.py" not in sb.patch().paths
+
+
+def test_the_gate_copy_of_a_dirty_tree_holds_its_baseline_plus_the_patch(
+    layered: Callable[[Path], DockerSandbox], project: Path
+) -> None:
+    _dirty(project)
+    sb = layered(project)
+    done = sb.exec("echo 'VALUE = 4' > src/pkg/mod.py && rm notes.txt", timeout_s=60)
+    assert done.exit_code == 0, done.stderr
+    patch = sb.diff()
+    with sb.clean_copy(patch) as copy:
+        assert _snapshot_of(copy) == _snapshot_of(sb)
+        seen = copy.exec("cat src/pkg/mod.py; ls; grep -c test_user tests/test_a.py", timeout_s=60)
+        assert seen.stdout.split() == ["VALUE", "=", "4", "README.md", "src", "tests", "1"]
+        assert copy.diff() == patch
+    with sb.clean_copy("") as baseline:  # the user's changes without the model's
+        assert baseline.exec("cat notes.txt", timeout_s=60).stdout == "draft\n"
+
+
+def _revise(
+    project: Path, workspace_root: Path, patch: str, run_id: str, *, at_start: bool = False
+) -> DockerSandbox:
+    return DockerSandbox.create(
+        project,
+        DockerSandboxConfig(copy_on_write=True, protect=PROTECT, gate_copy_at_start=at_start),
+        run_id=run_id,
+        workspace_root=workspace_root,
+        progress=lambda _: None,
+        initial_patch=patch.encode(),
+    )
+
+
+def _parent_patch(layered: Callable[[Path], DockerSandbox], project: Path, script: str) -> str:
+    parent = layered(project)
+    done = parent.exec(script, timeout_s=60)
+    assert done.exit_code == 0, done.stderr
+    return parent.diff()
+
+
+def test_a_revision_layers_on_its_parents_snapshot_with_the_patch_applied_inside(
+    layered: Callable[[Path], DockerSandbox], project: Path, workspace_root: Path
+) -> None:
+    _dirty(project)
+    script = "echo 'VALUE = 9' > src/pkg/mod.py && rm README.md && mkdir d && echo n > d/new.py"
+    patch = _parent_patch(layered, project, script)
+    snap = _snapshot_of(layered(project))
+    with _revise(project, workspace_root, patch, "test-revise-layered") as sb:
+        assert _snapshot_of(sb) == snap  # no copy: the parent's snapshot, still cached
+        seen = sb.exec("cat src/pkg/mod.py d/new.py notes.txt; ls", timeout_s=60)
+        listed = ["d", "notes.txt", "src", "tests"]  # README.md removed, d/ added
+        assert seen.stdout.split() == ["VALUE", "=", "9", "n", "draft", *listed]
+        assert sb.diff() == patch  # the new run's diff holds the parent's change
+        assert sb.exec("echo x >> tests/test_a.py", timeout_s=60).exit_code != 0
+        with sb.clean_copy("") as baseline:  # the gate's baseline is the original one
+            assert baseline.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 2\n"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param("echo 'def test_c(): pass' > tests/test_c.py", id="adds-a-protected-file"),
+        pytest.param("echo '# more' >> src/pkg/test_b.py", id="changes-a-protected-file"),
+    ],
+)
+def test_a_revision_whose_patch_touches_a_protected_path_gets_the_copy(
+    project: Path, workspace_root: Path, make_sandbox: MakeSandbox, script: str
+) -> None:
+    parent = make_sandbox(project)  # the parent was allowed to (no protect)
+    assert parent.exec(script, timeout_s=60).exit_code == 0
+    patch = parent.diff()
+    with _revise(project, workspace_root, patch, "test-revise-protected") as sb:
+        assert sb._layered is None  # a copy: its read-only paths are the patched tree's
+        assert sb.diff() == patch
+        touched = script.rsplit(" ", 1)[1]
+        assert sb.exec(f"echo x >> {touched}", timeout_s=60).exit_code != 0  # read-only
+
+
+def test_a_revision_whose_patch_no_longer_applies_is_refused_and_leaves_nothing(
+    layered: Callable[[Path], DockerSandbox], project: Path, workspace_root: Path
+) -> None:
+    patch = _parent_patch(layered, project, "echo 'VALUE = 9' > src/pkg/mod.py")
+    (project / "src" / "pkg" / "mod.py").write_text("VALUE = 'the user moved on'\n")
+    with pytest.raises(UserError, match="does not apply"):
+        _revise(project, workspace_root, patch, "test-revise-stale")
+    assert not list(workspace_root.glob("sandbox-agent-ws-test-revise-stale*"))
+
+
+def test_a_revision_whose_snapshot_is_gone_makes_it_again(
+    layered: Callable[[Path], DockerSandbox], project: Path, workspace_root: Path
+) -> None:
+    patch = _parent_patch(layered, project, "echo 'VALUE = 9' > src/pkg/mod.py")
+    key = snapcache.snapshot_key(project, None if os.getuid() else (1000, 1000))
+    assert key is not None
+    cache = snapcache.cache_root(workspace_root)
+    shutil.rmtree(cache / key)  # evicted or collected since the parent ran
+    with _revise(project, workspace_root, patch, "test-revise-gone") as sb:
+        assert sb.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
+        assert sb.diff() == patch
+
+
+@pytest.mark.parametrize("applies", [True, False], ids=["applies", "does-not-apply"])
+def test_a_revision_with_its_gate_copy_made_at_start_leaves_nothing_behind(
+    layered: Callable[[Path], DockerSandbox],
+    project: Path,
+    workspace_root: Path,
+    docker_client: docker.DockerClient,
+    applies: bool,
+) -> None:
+    patch = _parent_patch(layered, project, "echo 'VALUE = 9' > src/pkg/mod.py")
+    if not applies:
+        (project / "src" / "pkg" / "mod.py").write_text("VALUE = 'moved on'\n")
+    run_id = f"test-revise-at-start-{applies}"
+    try:
+        with _revise(project, workspace_root, patch, run_id, at_start=True) as sb:
+            assert sb._layered is not None
+            assert sb.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
+            with sb.clean_copy(sb.diff()) as copy:  # the copy made at start, taken
+                assert copy.exec("cat src/pkg/mod.py", timeout_s=60).stdout == "VALUE = 9\n"
+    except UserError:
+        assert not applies
+    found = docker_client.api.containers(all=True, filters={"label": engine.RUN_LABEL})
+    assert [c for c in found if c["Labels"][engine.RUN_LABEL].startswith(run_id)] == []
+    assert not list(workspace_root.glob(f"sandbox-agent-ws-{run_id}*"))

@@ -46,13 +46,18 @@ def test_a_run_reads_the_status_once_and_keys_the_snapshot_as_before(
     assert statuses == [repo, repo]  # one for the key alone, one for the run: not a third
 
 
-def test_a_dirty_status_is_not_shared_and_not_read_again(repo: Path, statuses: list[Path]) -> None:
+def test_a_dirty_status_keys_the_snapshot_and_is_not_read_again(
+    repo: Path, statuses: list[Path]
+) -> None:
+    clean = snapcache.snapshot_key(repo, None)
     (repo / "new.txt").write_text("new\n")
     (repo / "mod.py").write_text("VALUE = 2\n")
     info = inspect_repo(repo)
     assert info.uncommitted == 2
-    assert snapcache.snapshot_key(repo, None, info.status) is None
-    assert len(statuses) == 1
+    key = snapcache.snapshot_key(repo, None, info.status)
+    assert key not in (None, clean)
+    assert len(statuses) == 2  # the clean key's and the run's: the key did not read a third
+    assert snapcache.snapshot_key(repo, None) == key
 
 
 def test_a_stale_status_is_read_again_so_a_later_change_is_seen(
@@ -60,9 +65,11 @@ def test_a_stale_status_is_read_again_so_a_later_change_is_seen(
 ) -> None:
     status = tree_status(repo)
     assert status.raw == b""
+    clean = snapcache.snapshot_key(repo, None, status)
     (repo / "mod.py").write_text("VALUE = 3\n")  # changed after the status was taken
     stale = dataclasses.replace(status, taken=status.taken - STATUS_FRESH_S - 1)
-    assert snapcache.snapshot_key(repo, None, stale) is None
+    key = snapcache.snapshot_key(repo, None, stale)
+    assert key not in (None, clean)  # the clean status was not taken for the dirty tree
     assert len(statuses) == 2
 
 
@@ -75,9 +82,11 @@ def test_another_trees_status_is_never_taken_for_this_one(
     git(other, "init", "-q", "-b", "main")
     git(other, "add", "-A")
     git(other, "commit", "-qm", "init")
+    clean = snapcache.snapshot_key(repo, None)
     (repo / "untracked.txt").write_text("u\n")
-    assert snapcache.snapshot_key(repo, None, tree_status(other)) is None
-    assert statuses == [other, repo]
+    key = snapcache.snapshot_key(repo, None, tree_status(other))
+    assert key not in (None, clean)  # other's clean status was not taken for this tree
+    assert statuses == [repo, other, repo]
 
 
 def test_the_status_sees_a_rename_as_a_deletion_and_an_addition(repo: Path) -> None:
