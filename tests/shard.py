@@ -25,6 +25,7 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,7 +40,8 @@ SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "venv", "build", "dist"
 TOGETHER: tuple[tuple[str, ...], ...] = ()
 
 
-class Shard(NamedTuple):
+@dataclass(frozen=True)
+class Shard:
     index: int
     count: int
 
