@@ -161,3 +161,11 @@ def test_each_shard_gets_its_own_basetemp(tmp_path: Path) -> None:
     assert status == 0, out
     places = re.findall(r"AT (\S+)", out)
     assert sorted(Path(p).parent.name for p in places) == ["shard-0", "shard-1"], out
+
+
+def test_ci_runs_the_readmes_test_command_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Run the tests", 1)[1]
+    command = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    assert command.endswith("&& .ci/test"), command
+    assert command in (ROOT / ".ci/run").read_text().splitlines()
