@@ -169,3 +169,15 @@ def test_ci_runs_the_readmes_test_command_verbatim() -> None:
     command = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
     assert command.endswith("&& .ci/test"), command
     assert command in (ROOT / ".ci/run").read_text().splitlines()
+
+
+def test_without_the_venv_it_says_to_make_it(tmp_path: Path) -> None:
+    (tmp_path / ".ci").mkdir()
+    copy = tmp_path / ".ci/test"
+    copy.write_text(LAUNCHER.read_text())
+    done = subprocess.run(
+        [sys.executable, str(copy)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert "no .venv/bin/pytest: make the venv first" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
