@@ -15,6 +15,9 @@ from tests.sandbox.conftest import docker_client, workspace_root
 
 __all__ = ["docker_client", "workspace_root"]
 
+# `--shard K/N` and `--record-durations`: the parallel shards `.ci/test` runs.
+pytest_plugins = ["tests.shard"]
+
 DUMMY_KEY = "sk-dummy-test-key-never-valid"
 
 # Property tests: a small profile by default (every run, CI included), a large one on demand:

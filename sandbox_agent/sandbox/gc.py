@@ -78,7 +78,10 @@ def _collect_containers(
     client: docker.DockerClient, report: GcReport, *, include_live: bool, dry_run: bool
 ) -> None:
     try:
-        containers = client.containers.list(all=True, filters={"label": RUN_LABEL})
+        # ignore_removed: another run may remove its container between listing and reading it
+        containers = client.containers.list(
+            all=True, filters={"label": RUN_LABEL}, ignore_removed=True
+        )
     except docker.errors.DockerException as e:
         raise SandboxError(f"listing containers failed: {e}", op="gc") from e
     for container in containers:
