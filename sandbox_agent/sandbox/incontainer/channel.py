@@ -15,6 +15,9 @@ from .spawn import write_all
 from .wire import ChannelError, encode
 
 READ_CHUNK = 65536
+CONNECT_TRIES = 5
+"""Connections tried before stdio: a flood of the model's own connections can make the host
+drop this one as the oldest silent before its token is sent (``Broken pipe``)."""
 
 
 class Requests:
@@ -86,13 +89,17 @@ def use_socket(path: str) -> None:
     import socket  # only here, at start
 
     token = _read_token()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-        sock.sendall(token)
-    except OSError as e:
-        sock.close()
-        why = f"cannot connect to {path}: {e.strerror or e}"
+    why = ""
+    for _ in range(CONNECT_TRIES):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            sock.sendall(token)
+            break
+        except OSError as e:
+            sock.close()
+            why = f"cannot connect to {path}: {e.strerror or e}"
+    else:
         write_all(1, encode(ChannelError(why)))
         return
     fd = sock.detach()  # close-on-exec (Python's default): no command inherits it
