@@ -171,6 +171,19 @@ def test_only_the_test_sections_of_shared_files_count() -> None:
     assert changes({"setup.cfg": BASE["setup.cfg"].replace(b"name = x", b"name = y")}) == []
 
 
+def shadows(path: str, *, before: bytes | None = None) -> list[str]:
+    """The refusals of a patch writing ``path``, after a baseline that imported ``freezegun``."""
+    return harness_changes(
+        {path: b"x"},
+        test_command="python -m pytest",
+        shadowed=harness.HARNESS_MODULES,
+        before=lambda p: before,
+        after=lambda p: b"x",
+        sys_path=(".", "src"),
+        environment_modules=("freezegun", "yaml"),
+    )
+
+
 @pytest.mark.parametrize(
     ("path", "why"),
     [
@@ -239,28 +252,8 @@ def test_what_the_baseline_used_is_harness_whatever_its_name() -> None:
     ],
 )
 def test_names_follow_the_platforms_rules(path: str, why: str) -> None:
-    (found,) = harness_changes(
-        {path: b"x"},
-        test_command="timeout 9 python -m pytest",
-        shadowed=harness.HARNESS_MODULES,
-        before=lambda p: None,
-        after=lambda p: b"x",
-        sys_path=(".", "src"),
-    )
+    (found,) = shadows(path)
     assert why in found
-
-
-def shadows(path: str, *, before: bytes | None = None) -> list[str]:
-    """The refusals of a patch writing ``path``, after a baseline that imported ``freezegun``."""
-    return harness_changes(
-        {path: b"x"},
-        test_command="python -m pytest",
-        shadowed=harness.HARNESS_MODULES,
-        before=lambda p: before,
-        after=lambda p: b"x",
-        sys_path=(".", "src"),
-        environment_modules=("freezegun", "yaml"),
-    )
 
 
 @pytest.mark.parametrize(

@@ -348,23 +348,6 @@ the plugin did not load before the fix either; the name check refuses it before 
 """
 
 
-def test_a_new_module_shadowing_the_standard_library_is_refused(
-    tmp_path: Path, workspace_root: Path, docker_client: object
-) -> None:
-    record = run_attack(
-        tmp_path,
-        workspace_root,
-        write("evil.py", FLIP_PLUGIN),
-        write("fnmatch.py", SHADOW_FNMATCH),
-        policy_file=wrapped_policy(tmp_path),
-    )
-    assert not record.gate_passed
-    problems = failed(last_verdict(record))
-    assert "fnmatch.py (shadows the standard library's `fnmatch`" in problems.get(
-        "harness_files", ""
-    ), problems
-
-
 SHADOW_ATTR = (
     "import os, sys\n"
     "_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
@@ -380,21 +363,27 @@ imports as it starts: it hands over the real one and asks pytest to load a plugi
 recorded ``attr`` among the modules the baseline's run imported from the environment."""
 
 
-def test_a_new_module_shadowing_a_module_the_tests_imported_is_refused(
-    tmp_path: Path, workspace_root: Path, docker_client: object
+@pytest.mark.parametrize(
+    ("path", "shadow", "why"),
+    [
+        ("fnmatch.py", SHADOW_FNMATCH, "shadows the standard library's `fnmatch`"),
+        ("attr/__init__.py", SHADOW_ATTR, "shadows `attr`, which the baseline's tests imported"),
+    ],
+    ids=["standard-library", "test-dependency"],
+)
+def test_a_new_module_shadowing_what_the_tests_import_is_refused(
+    path: str, shadow: str, why: str, tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
     record = run_attack(
         tmp_path,
         workspace_root,
         write("evil.py", FLIP_PLUGIN),
-        write("attr/__init__.py", SHADOW_ATTR),
+        write(path, shadow),
         policy_file=wrapped_policy(tmp_path),
     )
     assert not record.gate_passed
     problems = failed(last_verdict(record))
-    assert "attr/__init__.py (shadows `attr`, which the baseline's tests imported" in problems.get(
-        "harness_files", ""
-    ), problems
+    assert f"{path} ({why}" in problems.get("harness_files", ""), problems
 
 
 def test_a_wrapped_pytest_command_gets_the_same_harness(
