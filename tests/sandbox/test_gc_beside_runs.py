@@ -6,7 +6,6 @@ process removed one of them before ``gc`` read it, and ``gc`` failed with the en
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import docker
@@ -21,26 +20,30 @@ pytestmark = pytest.mark.docker
 
 
 def test_gc_lists_while_a_live_run_removes_its_containers(
-    docker_client: docker.DockerClient, tmp_path: Path
+    docker_client: docker.DockerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     labels = {RUN_LABEL: f"gc-beside-{tmp_path.name}", OWNER_LABEL: OWNER}  # alive: gc keeps
     made = [
         docker_client.containers.create(DEFAULT_IMAGE, ["true"], labels=labels, network_mode="none")
-        for _ in range(24)
+        for _ in range(4)
     ]
+    removed: list[str] = []
+    inspect = docker_client.api.inspect_container
 
-    def remove_them() -> None:
-        for container in made:
-            container.remove(force=True)
+    def removed_meanwhile(container: str) -> object:
+        """The other run removes its container between gc's listing and its reading of it."""
+        if not removed and container in {c.id for c in made}:
+            docker_client.api.remove_container(container, force=True)
+            removed.append(container)
+        return inspect(container)
 
-    remover = threading.Thread(target=remove_them)
-    remover.start()
-    rounds = 0
+    monkeypatch.setattr(docker_client.api, "inspect_container", removed_meanwhile)
     try:
-        while remover.is_alive() or rounds == 0:
-            report = collect_garbage(docker_client, roots=[tmp_path])
-            assert not {c.name for c in made} & set(report.containers), "a live run's container"
-            rounds += 1
+        report = collect_garbage(docker_client, roots=[tmp_path])
     finally:
-        remover.join()
-    assert rounds > 1
+        monkeypatch.undo()
+        for container in made:
+            if container.id not in removed:
+                container.remove(force=True)
+    assert removed, "gc never read one of the run's containers"
+    assert not {c.name for c in made} & set(report.containers), "a live run's container"
