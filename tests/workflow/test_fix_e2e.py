@@ -141,18 +141,24 @@ def test_weakened_unprotected_tests_are_rejected_as_regressions(
     assert allowed == "allowed: checks/check_parser.py (a test module the baseline's run collected)"
 
 
+def gate_policy(tmp_path: Path, test_command: str, *, timeout_s: int) -> Path:
+    """The user's own policy file (trusted to set the test command): one gate attempt."""
+    policy = tmp_path / "mine.toml"
+    policy.write_text(
+        f'extends = "python"\n[gate]\ntest_command = "{test_command}"\n'
+        f"timeout_s = {timeout_s}\nmax_attempts = 1\n"
+    )
+    return policy
+
+
 def test_gate_timeout_is_a_rejection(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
     repo = demo_repo(tmp_path)
-    policy = tmp_path / "mine.toml"  # the user's own file: trusted to set the test command
     # Quick at the baseline (a suite that outlives the timeout there is a broken baseline, no
     # run at all); with the fix, the tests hang past the timeout.
     hangs_when_fixed = "if grep -q splitlines kvparse/parser.py; then sleep 30; fi"
-    policy.write_text(
-        f'extends = "python"\n[gate]\ntest_command = "{hangs_when_fixed}"\n'
-        "timeout_s = 1\nmax_attempts = 1\n"
-    )
+    policy = gate_policy(tmp_path, hangs_when_fixed, timeout_s=1)
     record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH, policy_file=policy)
     assert record.exit_reason == "budget_exceeded"
     assert failed_checks(Path(record.run_dir)) == [["tests"]]
@@ -164,11 +170,7 @@ def test_a_pinned_pytest_run_that_times_out_logs_its_output_not_the_gates_channe
 ) -> None:
     """The pinned harness streams each outcome as a JSON line; a run cut short is told as one."""
     repo = demo_repo(tmp_path)
-    policy = tmp_path / "mine.toml"
-    policy.write_text(
-        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
-        "timeout_s = 6\nmax_attempts = 1\n"
-    )
+    policy = gate_policy(tmp_path, "python -m pytest -q", timeout_s=6)
     hang = bash(  # the first two tests' outcomes stream, then the third hangs
         "cat >> kvparse/parser.py <<'EOF'\n"
         "import time\n_calls, _parse = [0], parse_records\n\n\n"
