@@ -82,6 +82,9 @@ def summary(record: RunRecord) -> Table:
     return table
 
 
+_ALLOWED_SHOWN = ("harness_files", "test_internals")
+"""Checks a user's setting let through: still shown, so review sees them."""
+
 _DIFF_STYLES = (
     ("diff --git ", "bold"),
     ("index ", "bold"),
@@ -129,7 +132,7 @@ def gates_view(record: RunRecord) -> RenderableType:
         for check in failed:
             lines.append(Text(f"    {check.name}: {visible(check.detail)}", style="red"))
         for check in verdict.checks:  # a harness change the user allowed is still shown
-            if check.passed and check.name == "harness_files" and check.detail:
+            if check.passed and check.name in _ALLOWED_SHOWN and check.detail:
                 lines.append(Text(f"    {check.name}: {visible(check.detail)}", style="yellow"))
         if verdict.evidence is not None:
             said = visible(evidence_summary(verdict.evidence))

@@ -5,7 +5,8 @@ model. On a finish it first stops everything the model left running and takes th
 the model's workspace; that patch is what is checked, judged and saved. The checks read the
 patch (``patchchecks.py``): it is non-empty (unless ``require_diff = false``), it changes no
 protected file of the baseline and adds none that changes how the tests run, and it does not
-change the harness (``harnessfiles.py``; unless ``allow_harness_changes``). Then the patch is
+change the harness (``harnessfiles.py``; unless ``allow_harness_changes``), and its added code
+does not reach into the test run (``tamper.py``; unless ``allow_test_internals``). Then the patch is
 applied to a fresh copy of the baseline in a new container from the same image, without
 network (``judge``), and the tests run there; the baseline's tests without the model's new
 test files, the new tests apart and on the baseline's code, and a changed outcome again on a
@@ -108,6 +109,8 @@ class CompletionGate:
         """What each test did in the last verdict (``None``: no per-test report)."""
         self.new_files: tuple[str, ...] = ()
         """The new test files of the last patch judged."""
+        self.tampering: list[tamper.Hit] = []
+        """What the last patch's added lines hold of in-process tampering (``tamper.py``)."""
         self.runner: Runner | Unresolved | None = None
         """The runner a command without a per-test report names, to run new test files with
         (``runners.py``); ``None`` for pytest."""
@@ -181,9 +184,11 @@ class CompletionGate:
     def _evidence(self, run: TestRun | None) -> GateEvidence | None:
         if run is None:
             return None
-        hits = tamper.scan(self.judged.text) if self.judged is not None else []
         found = evidence.gather(
-            self.baseline, run, harness_note=self.pin_note, tampering=tuple(map(str, hits))
+            self.baseline,
+            run,
+            harness_note=self.pin_note,
+            tampering=tuple(map(str, self.tampering)),
         )
         if self.judgement is None:
             update = {"rule": self.config.require, "new_test_files": self.new_files}
@@ -193,7 +198,7 @@ class CompletionGate:
     def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
         # Nothing the model left running may touch the workspace from here on; the patch is
         # taken once, and it is what is checked, judged in a clean copy and saved.
-        self.judged, self.judgement, self.new_files = None, None, ()
+        self.judged, self.judgement, self.new_files, self.tampering = None, None, (), []
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
@@ -212,9 +217,11 @@ class CompletionGate:
         with self._copy(patch.text) as copy:
             checks.append(self._harness_files(changed, copy))
             checks.append(patchchecks.compiled_files(changed, copy, self.config))
+            self.tampering = patchchecks.tampering(patch.text, copy)
+            checks.append(patchchecks.test_internals(self.tampering, self.config))
             # A changed harness proves nothing; with hidden tests, nothing of them runs (or is
             # told) before the model's own patch passes its checks, which it may retry.
-            first = checks if self.hidden is not None else checks[-2:]
+            first = checks if self.hidden is not None else checks[-3:]
             if not all(c.passed for c in first):
                 return checks, None
             full = self._run_tests(copy, label, self._named_plugins())

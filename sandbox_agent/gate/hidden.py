@@ -29,7 +29,15 @@ from sandbox_agent.types import Frozen, GateCheck, GateVerdict
 __all__ = ["VISIBLE_CHECKS", "HiddenTests", "for_model", "patch_files", "with_tests"]
 
 VISIBLE_CHECKS = frozenset(
-    {"diff", "protected_paths", "omitted", "harness_files", "compiled_files", "gate"}
+    {
+        "diff",
+        "protected_paths",
+        "omitted",
+        "harness_files",
+        "compiled_files",
+        "test_internals",
+        "gate",
+    }
 )
 """Checks of the model's own patch, made before any hidden test ran: shown as they are."""
 

@@ -2,7 +2,8 @@
 
 The patch is non-empty (unless ``require_diff = false``), it changes no protected file of the
 baseline and adds only test files under the protect globs, it does not change how the tests
-run (``harnessfiles.py``) and adds no compiled code (both unless ``allow_harness_changes``);
+run (``harnessfiles.py``) and adds no compiled code (both unless ``allow_harness_changes``),
+it adds no code that reaches into the test run (``tamper.py``; unless ``allow_test_internals``);
 what was left out of it is said, not refused. ``completion.py`` runs them in this order.
 """
 
@@ -12,7 +13,7 @@ import shlex
 from collections.abc import Callable
 
 from sandbox_agent.errors import SandboxError, ToolError
-from sandbox_agent.gate import harness, harnessfiles
+from sandbox_agent.gate import harness, harnessfiles, tamper
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings.tree import GateSection
@@ -91,6 +92,38 @@ def compiled_files(changed: tuple[str, ...], copy: Sandbox, config: GateSection)
         + " (delete these; the gate's runs compile from source)"
     )
     return _refusal("compiled_files", found, config, why)
+
+
+def tampering(patch: str, copy: Sandbox) -> list[tamper.Hit]:
+    """What the patch's added lines hold of in-process tampering, names resolved in ``copy``."""
+
+    def after(path: str) -> str | None:
+        found = read_bytes(copy, path)
+        return None if found is None or found == UNREADABLE else found.decode("utf-8", "replace")
+
+    return tamper.scan(patch, after)
+
+
+def test_internals(hits: list[tamper.Hit], config: GateSection) -> GateCheck:
+    """Refuse added code that reaches into the test run, naming the lines, unless allowed."""
+    if not hits or config.allow_test_internals:
+        shown = "; ".join(map(str, hits[:10]))
+        detail = f"allowed, for review: {shown}" if hits else ""
+        return GateCheck(name="test_internals", passed=True, detail=detail)
+    more = f" and {len(hits) - 10} more" if len(hits) > 10 else ""
+    return GateCheck(
+        name="test_internals",
+        passed=False,
+        detail=(
+            "the patch adds code that reaches into the test run: "
+            + "; ".join(map(str, hits[:10]))
+            + more
+            + ". Remove that code: the code must behave the same whether or not it runs "
+            "under a test (tests must not depend on detecting pytest, its environment "
+            "variables or the call stack) and must leave pytest, exit handlers, sys.modules "
+            "and builtins alone (a user can allow it with [gate] allow_test_internals)"
+        ),
+    )
 
 
 def omitted(patch: Patch) -> GateCheck:

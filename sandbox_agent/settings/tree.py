@@ -252,6 +252,13 @@ class GateSection(_Section):
     ``conftest.py``, the pytest sections of ``pyproject.toml``/``setup.cfg``/``tox.ini``),
     packaging metadata (``*.dist-info``, ``*.egg-info``, ``*.pth``), ``.gitignore``, or the
     files defining another runner's command. Off: such a patch is refused, naming the files."""
+    allow_test_internals: Annotated[bool, Rule(Merge.FALSE)] = False
+    """Accept a patch whose added code reaches into the test run (``gate/tamper.py``): code that
+    detects it is under test (``PYTEST_CURRENT_TEST``, pytest in ``sys.modules``, the call stack
+    through ``inspect.stack``, ``sys._getframe`` or ``traceback.extract_stack``), pytest's
+    internals, exit handlers, ``sys.modules`` or builtins rewritten, trace hooks, ``ctypes``.
+    For pytest plugins and harness projects, whose own code does this; the verdict is then
+    ``suspect``, for review. Off: such a patch is refused, naming the lines."""
     require: Annotated[
         Literal["proof", "all", "no-regression"],
         Rule(

@@ -90,6 +90,7 @@ def test_fix_is_accepted(sandbox: TempDirSandbox, tmp_path: Path) -> None:
         "protected_paths",
         "harness_files",
         "compiled_files",
+        "test_internals",
         "tests",
         "regressions",
         "proof",

@@ -72,6 +72,7 @@ TABLE: dict[str, Row] = {
     "gate.max_attempts": Row(3, 0, 30, 1),
     "gate.allow_broken_baseline": Row(False, "perhaps", True),
     "gate.allow_harness_changes": Row(False, "perhaps", True),
+    "gate.allow_test_internals": Row(False, "perhaps", True),
     "gate.require": Row("proof", "maybe", "no-regression"),
     "gate.targets": Row((), 1, None, ["tests/test_x.py::test_y"]),
     "environment.image": Row(None, 1, "other:latest"),

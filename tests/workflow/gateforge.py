@@ -59,3 +59,17 @@ def allowing_harness_changes(tmp_path: Path) -> Path:
         "max_attempts = 1\nallow_harness_changes = true\n"
     )
     return policy
+
+
+def allowing_test_internals(tmp_path: Path, test_command: str = "python -m pytest -q") -> Path:
+    """The user's own policy file: code reaching into the test run allowed (the layer below).
+
+    The patch scan (``gate/tamper.py``) refuses such code before any test runs; these attacks
+    test what still holds when a user lets it through, as for a pytest plugin project.
+    """
+    policy = tmp_path / "internals.toml"
+    policy.write_text(
+        f'extends = "python"\n[gate]\ntest_command = "{test_command}"\n'
+        "max_attempts = 1\nallow_test_internals = true\n"
+    )
+    return policy

@@ -14,6 +14,7 @@ import pytest
 
 from tests.workflow.gateforge import (
     allowing_harness_changes,
+    allowing_test_internals,
     failed,
     init_with,
     last_verdict,
@@ -83,7 +84,8 @@ def test_an_exit_handler_cannot_change_the_verdict(
     prelude: str,
     named: str,
 ) -> None:
-    record = run_attack(tmp_path, workspace_root, init_with(prelude))
+    policy = allowing_test_internals(Path(str(tmp_path)))
+    record = run_attack(tmp_path, workspace_root, init_with(prelude), policy_file=policy)
     assert not record.gate_passed
     problems = failed(last_verdict(record))
     assert "outcomes" in problems, problems
@@ -300,7 +302,11 @@ def test_a_plugin_that_unregisters_itself_in_time_is_still_seen(
         "    pass\n"
     )
     record = run_attack(
-        tmp_path, workspace_root, write("kvparse/parser.py", sneaky + parser), repo=repo
+        tmp_path,
+        workspace_root,
+        write("kvparse/parser.py", sneaky + parser),
+        repo=repo,
+        policy_file=allowing_test_internals(tmp_path),
     )
     assert not record.gate_passed
     problems = failed(last_verdict(record))
@@ -312,7 +318,10 @@ WRAPPED = "timeout 300 python -m pytest -q"
 
 def wrapped_policy(tmp_path: Path) -> Path:
     policy = tmp_path / "wrapped.toml"
-    policy.write_text(f'extends = "python"\n[gate]\ntest_command = "{WRAPPED}"\nmax_attempts = 1\n')
+    policy.write_text(  # code reaching into the run allowed: these test the layers below
+        f'extends = "python"\n[gate]\ntest_command = "{WRAPPED}"\nmax_attempts = 1\n'
+        "allow_test_internals = true\n"
+    )
     return policy
 
 

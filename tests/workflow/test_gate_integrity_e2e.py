@@ -56,7 +56,17 @@ def allowing_harness_changes(tmp_path: Path) -> Path:
     policy = tmp_path / "mine.toml"  # the user's own file: trusted to loosen the gate
     policy.write_text(
         'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
-        "max_attempts = 1\nallow_harness_changes = true\n"
+        "max_attempts = 1\nallow_harness_changes = true\nallow_test_internals = true\n"
+    )
+    return policy
+
+
+def allowing_test_internals(tmp_path: Path) -> Path:
+    """Code reaching into the test run allowed (refused by default before any test runs)."""
+    policy = tmp_path / "internals.toml"
+    policy.write_text(
+        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
+        "max_attempts = 1\nallow_test_internals = true\n"
     )
     return policy
 
@@ -102,7 +112,7 @@ def test_a_changed_harness_is_refused_naming_the_file(
     record = fix(tmp_path, repo, workspace_root, *actions, FINISH, max_steps=len(actions) + 1)
     assert not record.gate_passed
     problems = failed(last_verdict(record))
-    assert set(problems) == {"harness_files"}
+    assert set(problems) - {"test_internals"} == {"harness_files"}  # evil.py imports pytest
     assert named in problems["harness_files"]
 
 
@@ -156,7 +166,12 @@ def test_a_plugin_registered_at_run_time_by_the_models_code_is_caught(
         "    pass\n"
     )
     record = fix(
-        tmp_path, repo, workspace_root, write("kvparse/parser.py", sneaky + parser), FINISH
+        tmp_path,
+        repo,
+        workspace_root,
+        write("kvparse/parser.py", sneaky + parser),
+        FINISH,
+        policy_file=allowing_test_internals(tmp_path),
     )
     assert not record.gate_passed
     problems = failed(last_verdict(record))
@@ -176,7 +191,15 @@ def test_what_the_tests_write_during_the_gate_never_reaches_the_patch(
         "    open('tests/test_parser.py', 'w').write('def test_ok():\\n    pass\\n')\n"
         "from kvparse.parser import parse_records\n"
     )
-    record = fix(tmp_path, repo, workspace_root, write("kvparse/__init__.py", init), FINISH)
+    policy = allowing_test_internals(tmp_path)  # else refused before the tests run
+    record = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        write("kvparse/__init__.py", init),
+        FINISH,
+        policy_file=policy,
+    )
     assert not record.gate_passed
     assert record.changed_paths == ("kvparse/__init__.py",)
     patch = Path(record.patch_path).read_text()
