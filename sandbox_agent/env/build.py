@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -26,6 +25,7 @@ from docker.types import Mount
 
 from sandbox_agent.env import cache, hostca, layers, proxy
 from sandbox_agent.env.base import resolve_base
+from sandbox_agent.env.choose import PROBE_TIMEOUT_S, choose
 from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, image_env, run_step
 from sandbox_agent.env.limits import SANITISE
 from sandbox_agent.env.model import VENV, EnvImage, EnvPlan
@@ -258,8 +258,8 @@ def _run_all(
         for i, step in enumerate(plan.steps[done:], done + 1):
             run_step(client, cid, step, f"{i}/{len(plan.steps)}", env, log, limits)
         run_in(client, cid, SANITISE, env, quiet, 600)
-        chosen = _choose_test(client, cid, plan, env)
         run_in(client, cid, _KEEP_GENERATED, env, quiet, 600)
+        chosen = _choose_test(client, cid, plan, env, log)  # what it writes is not kept
         run_in(client, cid, _CLEANUP, env, quiet, 600)
         return chosen
     finally:  # root wrote into the host's copy: hand it back so it can be removed
@@ -270,21 +270,24 @@ def _run_all(
 
 
 def _choose_test(
-    client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str]
+    client: docker.DockerClient, cid: str, plan: EnvPlan, env: dict[str, str], log: BuildLog
 ) -> tuple[str | None, str]:
-    """The first candidate test command whose program the built environment has."""
+    """The first candidate test command the built environment can start (``choose.py``)."""
     quiet = BuildLog(lambda _: None, None)
-    missing: list[str] = []
-    for command in plan.test_commands:
-        program = shlex.split(command)[0]
-        code, _, _ = run_in(client, cid, f"command -v {shlex.quote(program)}", env, quiet, 60)
-        if code == 0:
-            return command, ""
-        missing.append(program)
+
+    def run(command: str) -> tuple[int, str]:
+        code, _, tail = run_in(client, cid, command, env, quiet, PROBE_TIMEOUT_S + 120)
+        return code, tail
+
+    choice = choose(plan.test_commands, run)
+    for note in choice.notes:
+        log.line(note)
+    if choice.command is not None:
+        return choice.command, ""
     if not plan.test_commands:
         return None, "no test command detected: set [gate] test_command"
     return None, (
-        f"the environment has no {', '.join(dict.fromkeys(missing))} for "
+        f"the environment has no {', '.join(dict.fromkeys(choice.missing))} for "
         f"{', '.join(f'`{c}`' for c in plan.test_commands)}: use an image that has it "
         "([environment] image or dockerfile) or set [gate] test_command"
     )

@@ -9,7 +9,10 @@ dependencies while ``/workspace`` holds only the repo.
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +97,42 @@ def node_steps(repo: Path, package: dict[str, Any]) -> tuple[list[SetupStep], li
     if (repo / ".npmrc").is_file():
         inputs.append(".npmrc")
     has_deps = any(package.get(k) for k in ("dependencies", "devDependencies"))
+    pinned = package.get("packageManager")
+    if has_deps and isinstance(pinned, str) and pinned.strip():
+        install, why = _pin_fallbacks(install, why, pinned.strip())
     if has_deps:
         move = f"rm -rf {NODE_MODULES} && mv node_modules {NODE_MODULES}"
         steps.append(SetupStep(command=f"cd /workspace && {install} && {move}", why=why))
     return steps, inputs
+
+
+_UNPIN = "manage-package-manager-versions=false"
+
+
+def _pin_fallbacks(install: str, why: str, pinned: str) -> tuple[str, str]:
+    """The install, then (pnpm) the same manager unpinned, then npm: each failure said.
+
+    A ``packageManager`` pin makes pnpm fetch that exact version first; a pin the registry
+    cannot serve (``pnpm@10.14.0-0``: its ``@pnpm/exe`` was never published) stops the install
+    before it starts. The lock is then installed by the pnpm at hand, and failing that by npm
+    from ``package.json`` alone.
+    """
+    shown = pinned.split("+", 1)[0][:80]
+    tries = [(install, why)]
+    name, _, version = shown.partition("@")
+    major = re.match(r"\d+", version)
+    if name == "pnpm" and install.endswith("pnpm install --frozen-lockfile"):
+        same = f"pnpm@{major.group(0)}" if major else "pnpm"
+        unpinned = (  # the switch off for the tests' own `pnpm run` too: npm's global config
+            f'npm install -g -q {same} && rc="$(npm config get globalconfig)" && mkdir -p '
+            f'"$(dirname "$rc")" && echo {_UNPIN} >> "$rc" '
+            f"&& npm_config_{_UNPIN.replace('-', '_')} pnpm install --frozen-lockfile"
+        )
+        tries.append((unpinned, f"{same} unpinned (package.json pins packageManager {shown})"))
+    tries.append(("npm install --no-save", "npm from package.json (the lock file is not npm's)"))
+    command = f"{{ {tries[0][0]}; }}"
+    for (_, said), (nxt, nxt_why) in itertools.pairwise(tries):
+        note = shlex.quote(f"sandbox-agent: that install ({said}) failed; trying {nxt_why}")
+        command += f" || {{ echo {note} >&2; {nxt}; }}"
+    then = "; then ".join(w for _, w in tries[1:])
+    return command, f"{why}; if it fails: {then}"

@@ -12,6 +12,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from sandbox_agent.env.toxsubst import substitute
+
 TOOL_PACKAGES = frozenset(
     {
         "tox",
@@ -38,9 +40,18 @@ TOOL_PACKAGES = frozenset(
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
 _APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 _PYTEST_START = ("pytest", "py.test")
-_DROP_FLAGS = ("-v", "-vv", "-vvv", "--verbose", "-q", "-qq", "--quiet", "-ra", "-rA")
-_DROP_PREFIXES = ("--cov", "--color", "--basetemp", "--junitxml", "--junit-xml", "--durations")
-_DROP_WITH_VALUE = ("--cov", "--cov-report", "--cov-config", "-n", "--numprocesses")
+_DROP_FLAGS = (
+    *("-v", "-vv", "-vvv", "--verbose", "-q", "-qq", "--quiet", "-ra", "-rA"),
+    *("--no-cov", "--no-cov-on-fail", "--cov-branch", "--cov-append"),
+)
+_DROP_WITH_VALUE = (
+    *("--cov", "--cov-report", "--cov-config", "--cov-context", "--cov-fail-under"),
+    *("--durations", "--durations-min", "--junitxml", "--junit-xml", "--junit-prefix"),
+    *("--basetemp", "--color", "--code-highlight", "-n", "--numprocesses", "--dist"),
+    *("--maxprocesses", "--tx"),
+)
+"""Reporting and parallelism options, dropped with their value (the next word, unless it is an
+option: ``--cov`` takes one only when one follows), or ``=VALUE`` joined to them."""
 
 
 @dataclass(frozen=True)
@@ -159,11 +170,11 @@ def pytest_command(command: str) -> str | None:
     """The harness's form (``python -m pytest -q ARGS``) of a command that runs pytest.
 
     Reporting and parallelism options are dropped (coverage, colour, verbosity, ``-n``: the gate
-    runs the tests under its probe and reads the outcome itself), and so are tox substitutions
-    (``{posargs}``, ``{toxinidir}``). ``None`` when the command does not run pytest.
+    runs the tests under its probe and reads the outcome itself), each with its value; tox's
+    substitutions are resolved as tox resolves them without positional arguments (``toxsubst.py``: a
+    ``{posargs:DEFAULT}`` is its default). ``None`` when the command does not run pytest.
     """
-    command = re.sub(r"\{envpython\}|\{envbindir\}/python", "python", command)
-    command = re.sub(r"\{[^{}]*\}", " ", command.replace("\\\n", " "))
+    command = substitute(command.replace("\\\n", " "))
     try:
         words = shlex.split(command)
     except ValueError:
@@ -186,7 +197,7 @@ def pytest_command(command: str) -> str | None:
         if word in _DROP_WITH_VALUE:
             skip = i + 1 < len(args) and not args[i + 1].startswith("-")
             continue
-        if word.startswith(_DROP_PREFIXES) or re.fullmatch(r"-n\S+|--numprocesses=\S+", word):
+        if word.split("=", 1)[0] in _DROP_WITH_VALUE or re.fullmatch(r"-n\S+", word):
             continue
         kept.append(word)
     return shlex.join(["python", "-m", "pytest", "-q", *kept])

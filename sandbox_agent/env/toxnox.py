@@ -1,6 +1,7 @@
 """Reading how a project runs its tests under tox, nox or hatch (read as text, never run).
 
-tox: ``tox.ini``, ``[tool.tox] legacy_tox_ini`` or the native ``[tool.tox]``/``tox.toml``. The
+tox: ``tox.ini``, ``[tool.tox] legacy_tox_ini`` or the native ``[tool.tox]``/``tox.toml``, their
+substitutions resolved as tox 4 resolves them without positional arguments (``toxsubst.py``). The
 base ``[testenv]`` and a test environment's own section (``tests``, ``test``, ``py``, ``unit``)
 are read: ``deps``, ``extras``, ``dependency_groups``, ``commands``. A line conditioned on
 factors (``tests: pytest``, ``mypy: mypy``) is kept when its factors are test ones; ``{[core]deps}``
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.env.recipe import Fact, Recipe, add_requirement, pytest_command, unittest_command
+from sandbox_agent.env.toxsubst import Lookup, substitute, toml_value, words
 
 TEST_ENVS = ("tests", "test", "py", "unit", "pytest")
 """tox/nox/hatch environment names (and factors) that run the tests."""
@@ -86,8 +88,17 @@ def _read_tox_ini(text: str, rel: str, label: str = "") -> Recipe:
                 target += [Fact(n, f"{where} {key}") for n in names if n]
         if parser.has_option(section, "commands"):
             for line in _lines(parser.get(section, "commands"), parser):
-                _test_command(recipe, line, f"{where} commands")
+                _test_command(recipe, substitute(line, _lookup(parser)), f"{where} commands")
     return recipe
+
+
+def _lookup(parser: configparser.ConfigParser) -> Lookup:
+    """``{[section]key}`` in a tox.ini value: the raw value, or ``None``."""
+
+    def get(section: str, key: str) -> str | None:
+        return parser.get(section, key) if parser.has_option(section, key) else None
+
+    return get
 
 
 def _test_command(recipe: Recipe, line: str, source: str) -> None:
@@ -98,29 +109,34 @@ def _test_command(recipe: Recipe, line: str, source: str) -> None:
         recipe.tests.append(Fact(mapped, source))
 
 
-def _toml_env(recipe: Recipe, env: dict[str, Any], where: str) -> None:
-    for spec in env.get("deps") or []:
+def _toml_list(env: dict[str, Any], key: str, root: dict[str, Any]) -> list[Any]:
+    value = toml_value(env.get(key) or [], root)
+    return value if isinstance(value, list) else [value]
+
+
+def _toml_env(recipe: Recipe, env: dict[str, Any], where: str, root: dict[str, Any]) -> None:
+    """One environment's table, its replacements resolved (``toxsubst.py``)."""
+    for spec in _toml_list(env, "deps", root):
         if isinstance(spec, str):
             add_requirement(recipe, spec, f"{where} deps")
     for key, target in (("extras", recipe.extras), ("dependency_groups", recipe.groups)):
-        names = env.get(key) or []
+        names = _toml_list(env, key, root)
         target += [Fact(n, f"{where} {key}") for n in names if isinstance(n, str)]
-    for command in env.get("commands") or []:
-        if isinstance(command, list):
-            words = [w for w in command if isinstance(w, str)]
-            _test_command(recipe, shlex.join(words), f"{where} commands")
+    for command in _toml_list(env, "commands", root):
+        if isinstance(command, list):  # each word as tox passes it: never split again
+            _test_command(recipe, shlex.join(words(command)), f"{where} commands")
 
 
 def _read_tox_toml(data: dict[str, Any], rel: str) -> Recipe:
     recipe = Recipe(inputs=[rel])
     base = data.get("env_run_base")
     if isinstance(base, dict):
-        _toml_env(recipe, base, f"{rel} [tool.tox.env_run_base]")
+        _toml_env(recipe, base, f"{rel} [tool.tox.env_run_base]", data)
     envs = data.get("env")
     for name in TEST_ENVS:
         env = envs.get(name) if isinstance(envs, dict) else None
         if isinstance(env, dict):
-            _toml_env(recipe, env, f"{rel} [tool.tox.env.{name}]")
+            _toml_env(recipe, env, f"{rel} [tool.tox.env.{name}]", data)
     return recipe
 
 
