@@ -92,7 +92,7 @@ def test_a_workflow_handing_over_to_tox_is_a_runner_and_brings_the_runner_s_less
 
 
 def test_a_workflow_that_is_not_yaml_we_read_is_a_note_not_an_error(tmp_path: Path) -> None:
-    repo = write(tmp_path, {".github/workflows/x.yml": "jobs: &a\n  b: 1\n"})
+    repo = write(tmp_path, {".github/workflows/x.yml": "jobs:\n\tb: 1\n"})
     recipe, _ = read_workflows(repo)
     assert recipe.notes
     assert "x.yml: not read" in recipe.notes[0]

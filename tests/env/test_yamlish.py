@@ -1,4 +1,4 @@
-"""The small YAML reader on the shapes GitHub workflow files use (modelled on real ones)."""
+"""The YAML reader on the shapes GitHub workflow files use (modelled on real ones)."""
 
 from __future__ import annotations
 
@@ -82,12 +82,58 @@ def test_a_sequence_at_its_keys_indentation_and_plain_continuations() -> None:
 @pytest.mark.parametrize(
     ("text", "line"),
     [
-        ("a: &anchor 1\n", "line 1"),
         ("a:\n\tb: 1\n", "line 2"),
-        ("a: [1, 2\n", "line 1"),
+        ("a: [1, 2\n", "line 2"),
+        ("? [a, b]\n: c\n", "line 1: found unhashable key"),
+        ("a: 1\n---\nb: 2\n", "line 2: but found another document"),
         ("- a\nb: 1\n", "line 2"),
     ],
 )
 def test_what_it_cannot_read_is_an_error_naming_the_line(text: str, line: str) -> None:
     with pytest.raises(YamlishError, match=line):
         loads(text)
+
+
+# pylint's test workflow: steps shared through anchors and aliases; pytest's folded `>-`.
+ANCHORS = """\
+jobs:
+  prepare:
+    steps:
+      - &checkout
+        name: Check out code from GitHub
+        uses: actions/checkout@v4
+      - &setup-python
+        name: Set up Python ${{ matrix.python-version }}
+        uses: actions/setup-python@v5
+  tests:
+    steps:
+      - *checkout
+      - *setup-python
+      - name: Run pytest
+        run: >-
+          pytest -vv --durations=20
+          tests/
+"""
+
+
+def test_anchors_aliases_and_folded_blocks_read_as_github_reads_them() -> None:
+    data: Any = loads(ANCHORS)
+    steps = data["jobs"]["tests"]["steps"]
+    assert steps[0] == {"name": "Check out code from GitHub", "uses": "actions/checkout@v4"}
+    assert steps[1]["uses"] == "actions/setup-python@v5"
+    assert steps[2]["run"] == "pytest -vv --durations=20 tests/"
+
+
+def test_scalars_stay_strings_and_tags_build_no_object() -> None:
+    data: Any = loads("on: push\npython: [3.10, 3.9]\nx: !!python/object/apply:os.system [id]\n")
+    assert data == {"on": "push", "python": ["3.10", "3.9"], "x": ["id"]}
+
+
+def test_an_alias_bomb_is_refused() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    with pytest.raises(YamlishError, match="aliases"):
+        loads("\n".join(lines) + "\n")
+    few = "\n".join(lines[:4]) + "\n"  # 27 aliases, 9**4 values as expanded: refused too
+    with pytest.raises(YamlishError, match="values as expanded"):
+        loads(few.replace("a3: &a3", "a3: &a3").replace("[x, x", "[" + ", ".join(["x"] * 300)))
