@@ -14,7 +14,7 @@ from sandbox_agent.gate.baseline import classify_baseline, local_modules
 from sandbox_agent.gate.testrun import run_tests
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.settings.tree import EnvironmentSection
-from tests.env.conftest import TOKEN, EnvBuilds, MakeEnvSandbox, make_repo
+from tests.env.conftest import PYTHON_PROJECT, TOKEN, EnvBuilds, MakeEnvSandbox, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -169,3 +169,18 @@ def test_dockerfile_base_is_built_once_then_reused(env_builds: EnvBuilds) -> Non
     changed = env_builds.build(repo, settings)
     assert not changed.cached
     assert changed.tag != first.tag
+
+
+def test_a_candidate_pytest_refuses_gives_way_to_the_next(env_builds: EnvBuilds) -> None:
+    """tox names a directory the repo lacks: pytest's collection says so, the next runs."""
+    files = {**PYTHON_PROJECT, "tox.ini": "[testenv]\ncommands = pytest {posargs:integration}\n"}
+    repo = make_repo(env_builds.root / "py-next", files)
+    env = env_builds.build(repo)
+    assert detect_plan(repo, None).test_commands[0] == "python -m pytest -q integration"
+    assert env.test_command == "python -m pytest -q"
+    said = "\n".join(env_builds.lines)
+    assert (
+        "test command `python -m pytest -q integration`: a usage error (pytest exit 4): "
+        "ERROR: file or directory not found: integration; trying the next candidate"
+    ) in said
+    assert "test command: `python -m pytest -q` (pytest collects its tests)" in said
