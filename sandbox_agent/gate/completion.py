@@ -218,7 +218,7 @@ class CompletionGate:
             checks.append(self._harness_files(changed, copy))
             checks.append(patchchecks.compiled_files(changed, copy, self.config))
             self.tampering = patchchecks.tampering(patch.text, copy)
-            checks.append(patchchecks.test_internals(self.tampering, self.config))
+            checks.append(patchchecks.internals(self.tampering, self.config))
             # A changed harness proves nothing; with hidden tests, nothing of them runs (or is
             # told) before the model's own patch passes its checks, which it may retry.
             first = checks if self.hidden is not None else checks[-3:]

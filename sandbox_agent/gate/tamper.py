@@ -4,9 +4,11 @@ The tests import the code under test into pytest's own process. Code there can r
 objects, end the process, rewrite what other code sees, or ask whether it is under test and
 behave right only then; no check made from inside that process can rule it out
 (``docs/gate.md``). What it cannot do is hide: it needs one of a few tools, and each is named
-here. The gate refuses a patch that adds one (``patchchecks.test_internals``) unless the user
-allows it (``[gate] allow_test_internals``: pytest plugins, harness projects), and then the
-evidence is ``suspect``; ``show``, the report and ``apply`` point the reviewer at the lines.
+here. The gate refuses a patch that adds code that detects it is under test or reaches into
+pytest (``tamperast.REFUSED``; ``patchchecks.internals``) unless the user allows it
+(``[gate] allow_test_internals``: pytest plugins, harness projects); the other tools are
+named for review. Either way the evidence of a strong verdict is then ``suspect``, and
+``show``, the report and ``apply`` point the reviewer at the lines.
 
 Only added lines count: code the project already had is not the patch's. Names are resolved
 through imports and aliases (``tamperast.py``) over the whole file after the patch when it is
@@ -45,6 +47,11 @@ class Hit(Frozen):
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.what}"
+
+    @property
+    def refused(self) -> bool:
+        """Whether the gate refuses it (``tamperast.REFUSED``), not only names it for review."""
+        return self.what in tamperast.REFUSED
 
 
 @dataclass

@@ -21,6 +21,15 @@ LOOKS = "looks for pytest (sys.modules, sys.argv, find_spec): code that detects 
 INTERNALS = "pytest internals (_pytest, pluggy, hooks)"
 PATCHES = "patches pytest from the code"
 IMPORTS_PYTEST = "imports pytest outside the tests: code that detects it is under test"
+FRAME = "frame access"
+GC = "garbage-collector object access"
+REFUSED = frozenset({STACK, ENV, LOOKS, INTERNALS, PATCHES, IMPORTS_PYTEST, FRAME, GC})
+"""What the gate refuses (``test_internals``): code that detects it is under test or reaches
+into pytest. The rest (exit handlers, ``sys.modules`` writes, ``builtins``, trace hooks,
+``ctypes``, raw descriptors) is named for review and makes the verdict ``suspect``: real
+projects use them in ordinary fixes (platformdirs' Windows module is ``ctypes``; requests
+aliases modules in ``sys.modules``), and what they could forge after the session the outcome
+channel already refuses (``docs/gate.md``)."""
 
 REACHES: tuple[tuple[str, str], ...] = (
     ("inspect.stack", STACK),
@@ -46,9 +55,9 @@ REACHES: tuple[tuple[str, str], ...] = (
     ("sys.monitoring", "a trace or profile hook"),
     ("threading.settrace", "a trace or profile hook"),
     ("threading.setprofile", "a trace or profile hook"),
-    ("gc.get_objects", "garbage-collector object access"),
-    ("gc.get_referrers", "garbage-collector object access"),
-    ("gc.get_referents", "garbage-collector object access"),
+    ("gc.get_objects", GC),
+    ("gc.get_referrers", GC),
+    ("gc.get_referents", GC),
     ("ctypes", "ctypes"),
     ("sys.addaudithook", "an audit hook"),
     ("os.write", "raw descriptors or /proc"),
@@ -56,9 +65,9 @@ REACHES: tuple[tuple[str, str], ...] = (
     ("__builtins__", "assigns to builtins"),
 )
 ATTRS = {
-    "f_back": "frame access",
-    "f_locals": "frame access",
-    "f_globals": "frame access",
+    "f_back": FRAME,
+    "f_locals": FRAME,
+    "f_globals": FRAME,
     "pluginmanager": INTERNALS,
     "hookimpl": INTERNALS,
     "hookspec": INTERNALS,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from sandbox_agent.gate import evidence
+from sandbox_agent.gate.patchchecks import internals
 from sandbox_agent.gate.tamper import scan
 from sandbox_agent.gate.tamperast import ENV, IMPORTS_PYTEST, INTERNALS, LOOKS, PATCHES, STACK
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.review.risks import tampering_risks
+from sandbox_agent.settings.tree import GateSection
 
 PATCH = """\
 diff --git a/kvparse/__init__.py b/kvparse/__init__.py
@@ -188,3 +190,19 @@ def test_a_test_file_may_import_pytest() -> None:
     assert found(patch_of("src/calc.py", ["import pytest"], context=("",))) == [
         f"src/calc.py:2: {IMPORTS_PYTEST}"
     ]
+
+
+def test_what_detects_the_test_run_is_refused_and_the_rest_named_for_review() -> None:
+    """platformdirs' Windows module is ctypes, requests aliases modules in sys.modules."""
+    review = scan(patch_of("src/windows.py", ["    import ctypes", "    sys.modules['a'] = m"]))
+    assert [h.refused for h in review] == [False, False]
+    check = internals(review, GateSection())
+    assert check.passed
+    assert check.detail.startswith("for review: src/windows.py:2: ctypes")
+    detects = scan(patch_of("calc.py", ["    if os.environ.get('PYTEST_CURRENT_TEST'): pass"]))
+    refused = internals(detects, GateSection())
+    assert not refused.passed
+    assert f"calc.py:2: {ENV}. Remove that code" in refused.detail
+    allowed = internals(detects, GateSection(allow_test_internals=True))
+    assert allowed.passed
+    assert allowed.detail == f"allowed, for review: calc.py:2: {ENV}"
