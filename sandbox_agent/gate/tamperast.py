@@ -2,8 +2,9 @@
 
 Every name is resolved to what it stands for before it is judged: ``import inspect as i``,
 ``from inspect import stack``, ``s = inspect.stack``, ``getattr(inspect, "stack")``,
-``__import__("inspect")``, ``importlib.import_module("inspect")`` and
-``sys.modules["inspect"]`` all make ``inspect.stack``. The findings are the nodes that reach
+``__import__("inspect")``, ``importlib.import_module("inspect")``,
+``sys.modules["inspect"]``, ``vars(inspect)["stack"]`` and ``inspect.__dict__["stack"]`` all
+make ``inspect.stack``. The findings are the nodes that reach
 one of :data:`REACHES` (a dotted name or its prefix), and the few shapes that are not names:
 a string naming pytest (its environment variables, its modules) in an expression that also
 reads ``sys.modules``, ``sys.argv`` or the environment; an assignment into pytest, builtins
@@ -127,8 +128,14 @@ class Resolver:
             base = self.name(node.value)
             return f"{base}.{node.attr}" if base else None
         if isinstance(node, ast.Subscript):
-            base = self.name(node.value)
             key = _const(node.slice)
+            value = node.value
+            if isinstance(value, ast.Call) and self.name(value.func) == "vars" and value.args:
+                owner = self.name(value.args[0])  # vars(inspect)["stack"]
+                return f"{owner}.{key}" if owner and key else None
+            base = self.name(value)
+            if base is not None and base.endswith(".__dict__") and key:
+                return f"{base.removesuffix('.__dict__')}.{key}"  # inspect.__dict__["stack"]
             return key if base == "sys.modules" and key else None
         if isinstance(node, ast.Call):
             called = self.name(node.func)
