@@ -1,0 +1,198 @@
+"""``sandbox-agent swebench judge``: SWE-bench predictions judged by the gate, as the harness does.
+
+``swebench judge PREDICTIONS --instances FILE --repos DIR`` (or ``--gold`` / ``--empty`` instead
+of PREDICTIONS) writes a batch's tasks (``batch/judge.py``), runs them with ``batch run`` (so
+``--workers``, ``--ray``, ``--resume``, ``--max-*``, ``--batches-dir`` mean what they mean
+there) and writes ``report.json`` in the harness's shape (``batch/judge_report.py``) beside the
+tasks. Environments: ``--env zero`` builds each as detection finds it (zero configuration),
+``--env recipe`` from the harness's spec for the instance's version (shipped as data),
+``--env auto`` (the default) zero configuration first, then the recipe for the instances whose
+environment could not run their tests. Exit codes: 0 the report was written; 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sandbox_agent.batch.judge import judge_tasks, read_predictions
+from sandbox_agent.batch.judge_report import harness_report
+from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_batch
+from sandbox_agent.cli.command import Command, Group
+from sandbox_agent.cli.output import fail
+from sandbox_agent.errors import UserError
+from sandbox_agent.text import visible
+
+__all__ = ["swebench_app"]
+
+swebench_app = typer.Typer(
+    cls=Group,
+    help="Judge SWE-bench predictions with the gate (`swebench judge PREDICTIONS`).",
+    no_args_is_help=True,
+)
+
+
+class EnvMode(StrEnum):
+    AUTO = "auto"
+    ZERO = "zero"
+    RECIPE = "recipe"
+
+
+def _instances(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read the instances ({e})") from e
+    if text.lstrip().startswith("["):
+        items = json.loads(text)
+    else:
+        items = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except ValueError as e:
+                    raise UserError(f"{path}:{number}: not a JSON object ({e})") from e
+    for number, item in enumerate(items, start=1):
+        for key in ("instance_id", "repo", "base_commit", "test_patch"):
+            if not isinstance(item, dict) or not isinstance(item.get(key), str):
+                raise UserError(f"{path}: instance {number}: {key}: missing or not text")
+    return list(items)
+
+
+def _batch(tasks: Path, repos: Path, batches: Path, extra: list[str]) -> BatchRecord | None:
+    """Run the tasks as a batch (its own process: ``batch run``); its record."""
+    command = [sys.executable, "-m", "sandbox_agent", "batch", "run", str(tasks)]
+    command += ["--format", "swebench", "--repos", str(repos), "--json"]
+    command += ["--batches-dir", str(batches), *extra]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode == 2 or not done.stdout.strip():
+        return None
+    summary = json.loads(done.stdout)
+    return find_batch(batches, str(summary["batch_id"])).read()
+
+
+def _needs_recipe(record: BatchRecord) -> list[str]:
+    """Instances whose zero-configuration environment could not run their tests."""
+    return [
+        r.id
+        for r in record.runs
+        if r.run.exit_reason in (None, "not_started")
+        or "cannot run in this environment" in str(r.run.error or "")
+    ]
+
+
+@swebench_app.command("judge", cls=Command)
+def judge(
+    predictions: Annotated[
+        Path | None,
+        typer.Argument(help="Predictions (JSON lines or a JSON list).", show_default=False),
+    ] = None,
+    instances: Annotated[
+        Path, typer.Option(help="The instances (SWE-bench's fields, JSON lines).")
+    ] = Path("instances.jsonl"),
+    repos: Annotated[Path, typer.Option(help="Directory of local clones (owner__name).")] = Path(),
+    gold: Annotated[bool, typer.Option("--gold", help="Judge each instance's own patch.")] = False,
+    empty: Annotated[bool, typer.Option("--empty", help="Judge no patch at all.")] = False,
+    env: Annotated[EnvMode, typer.Option(help="auto, zero or recipe (see --help).")] = (
+        EnvMode.AUTO
+    ),
+    workers: Annotated[int | None, typer.Option(min=1, help="Runs at once.")] = None,
+    ray: Annotated[str | None, typer.Option(help="Run on Ray (as `batch --ray`).")] = None,
+    resume: Annotated[str | None, typer.Option(help="Resume this batch (id or dir).")] = None,
+    max_cost_total: Annotated[float | None, typer.Option(min=0.0)] = None,
+    batches_dir: Annotated[Path | None, typer.Option("--batches-dir")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report.")] = False,
+) -> None:
+    """Judge PREDICTIONS (or --gold, --empty) on --instances; write report.json."""
+    try:
+        if (predictions is not None) + gold + empty != 1:
+            raise UserError("give exactly one of PREDICTIONS, --gold and --empty")
+        items = _instances(instances)
+        mode = "gold" if gold else "empty" if empty else "predictions"
+        patches = read_predictions(predictions) if predictions is not None else None
+        batches = batches_dir or default_batches_dir(os.environ)
+        key = hashlib.sha256(
+            b"".join([instances.read_bytes(), predictions.read_bytes() if predictions else b""])
+            + f"{mode} {env}".encode()
+        ).hexdigest()[:12]
+        work = batches / f"judge-{mode}-{key}"
+        extra = [f"--workers={workers}"] if workers else []
+        extra += [f"--ray={ray}"] if ray else []
+        extra += [f"--max-cost-total={max_cost_total}"] if max_cost_total is not None else []
+        first = env is EnvMode.RECIPE
+        tasks, _ = judge_tasks(items, patches, mode, work / "first", recipe=first)
+        record = _batch(tasks, repos, batches, extra + ([f"--resume={resume}"] if resume else []))
+        if record is None:
+            raise UserError(
+                f"{tasks}: the batch did not start (run it with `batch run` to see why)"
+            )
+        reports = [harness_report(record, tasks, _empty(items, patches, mode))]
+        again = _needs_recipe(record) if env is EnvMode.AUTO else []
+        if again:
+            retry = [i for i in items if i["instance_id"] in set(again)]
+            tasks2, _ = judge_tasks(retry, patches, mode, work / "recipe", recipe=True)
+            second = _batch(tasks2, repos, batches, extra)
+            if second is not None:
+                reports.append(harness_report(second, tasks2, _empty(items, patches, mode)))
+    except UserError as e:
+        raise fail(e) from e
+    report = _merge(reports)
+    report["zero_configuration_ids"] = sorted(
+        set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"])
+    )
+    report["recipe_ids"] = sorted(set(report["instances"]) - set(report["zero_configuration_ids"]))
+    path = work / "report.json"
+    path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(report))
+    else:
+        typer.echo(
+            visible(
+                f"resolved {report['resolved_instances']}, unresolved "
+                f"{report['unresolved_instances']}, error {report['error_instances']} "
+                f"of {report['total_instances']}: {path}"
+            )
+        )
+
+
+def _empty(items: list[dict[str, Any]], patches: dict[str, str] | None, mode: str) -> set[str]:
+    if mode == "empty":
+        return {str(i["instance_id"]) for i in items}
+    if mode == "gold":
+        return {str(i["instance_id"]) for i in items if not str(i.get("patch") or "").strip()}
+    assert patches is not None
+    return {k for k, v in patches.items() if not v.strip()}
+
+
+def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first report, with each later one's verdicts replacing its errors."""
+    merged = dict(reports[0])
+    instances = dict(merged["instances"])
+    for later in reports[1:]:
+        instances.update(later["instances"])
+    keys = ("resolved_ids", "unresolved_ids", "error_ids")
+    lists: dict[str, list[str]] = {k: [] for k in keys}
+    for instance_id, entry in instances.items():
+        if "tests_status" not in entry:
+            lists["error_ids"].append(instance_id)
+        elif entry["resolved"]:
+            lists["resolved_ids"].append(instance_id)
+        else:
+            lists["unresolved_ids"].append(instance_id)
+    merged.update({k: sorted(v) for k, v in lists.items()})
+    merged["instances"] = instances
+    merged["resolved_instances"] = len(lists["resolved_ids"])
+    merged["unresolved_instances"] = len(lists["unresolved_ids"])
+    merged["error_instances"] = len(lists["error_ids"])
+    merged["completed_instances"] = len(instances) - len(lists["error_ids"])
+    merged["batch_dirs"] = [r["batch_dir"] for r in reports]
+    return merged
