@@ -103,8 +103,9 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     every sandbox looks for Python), the spec's ``pre_install`` commands, its ``packages`` (a
     ``requirements.txt`` means the repository's own requirement files the harness names; an
     ``environment.yml`` is conda's and is skipped: its pins are in ``pip_packages``), its
-    ``pip_packages``, its ``install`` with the venv's Python, and pytest when none of that
-    brought it.
+    ``pip_packages``, its ``install`` with the venv's Python (an editable install that fails in
+    an isolated build, as an old pinned setuptools without PEP 660's hook does, is tried again
+    with the venv's own setuptools), and pytest when none of that brought it.
     """
     spec = _specs().get(repo, {}).get(version)
     if spec is None:
@@ -120,9 +121,11 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     pins = spec.get("pip_packages") or []
     if pins:
         steps.append(f"{PIP} " + " ".join(shlex.quote(str(p)) for p in pins))
-    install = str(spec.get("install") or "")
+    install = re.sub(r"^python ", "/opt/venv/bin/python ", str(spec.get("install") or ""))
+    if " -e " in f"{install} ":  # an old pinned setuptools has no editable hook: use the venv's
+        install += " || " + install.replace(" -e ", " --no-build-isolation -e ", 1)
     if install:
-        steps.append(re.sub(r"^python ", "/opt/venv/bin/python ", install))
+        steps.append(install)
     steps.append(f"/opt/venv/bin/python -c 'import pytest' 2>/dev/null || {PIP} pytest")
     return steps
 

@@ -48,10 +48,13 @@ def _status(tests: list[str], failed_text: str) -> dict[str, list[str]]:
     return {"success": [t for t in tests if t not in failure], "failure": failure}
 
 
-def harness_report(record: BatchRecord, tasks: Path, empty_ids: set[str]) -> dict[str, Any]:
+def harness_report(
+    record: BatchRecord | None, tasks: Path, empty_ids: set[str], unbuilt: dict[str, str]
+) -> dict[str, Any]:
     """The batch's verdicts as the harness reports them.
 
-    ``tasks``: the judge's tasks file; ``empty_ids``: the instances whose patch was empty.
+    ``tasks``: the judge's tasks file; ``empty_ids``: the instances whose patch was empty;
+    ``unbuilt``: those left out of the batch because their environment did not build (errors).
     """
     lines = {
         json.loads(raw)["instance_id"]: json.loads(raw)
@@ -63,7 +66,10 @@ def harness_report(record: BatchRecord, tasks: Path, empty_ids: set[str]) -> dic
     error: list[str] = []
     empty: list[str] = []
     instances: dict[str, Any] = {}
-    for run in record.runs:
+    for instance_id, why in unbuilt.items():
+        error.append(instance_id)
+        instances[instance_id] = {"resolved": False, "exit_reason": None, "error": why}
+    for run in record.runs if record is not None else ():
         instance_id = decode_name(run.id)
         line = lines.get(instance_id, {})
         result: dict[str, Any] = {}
@@ -90,8 +96,8 @@ def harness_report(record: BatchRecord, tasks: Path, empty_ids: set[str]) -> dic
             }
         instances[instance_id] = entry
     return {
-        "total_instances": len(lines),
-        "submitted_instances": len(record.runs),
+        "total_instances": len(lines) + len(unbuilt),
+        "submitted_instances": len(lines) + len(unbuilt),
         "completed_instances": len(resolved) + len(unresolved),
         "resolved_instances": len(resolved),
         "unresolved_instances": len(unresolved),
@@ -101,6 +107,6 @@ def harness_report(record: BatchRecord, tasks: Path, empty_ids: set[str]) -> dic
         "unresolved_ids": sorted(unresolved),
         "error_ids": sorted(error),
         "empty_patch_ids": sorted(empty),
-        "batch_dir": record.batch_dir,
+        "batch_dir": record.batch_dir if record is not None else None,
         "instances": instances,
     }

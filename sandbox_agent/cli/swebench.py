@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from enum import StrEnum
@@ -68,16 +69,40 @@ def _instances(path: Path) -> list[dict[str, Any]]:
     return list(items)
 
 
-def _batch(tasks: Path, repos: Path, batches: Path, extra: list[str]) -> BatchRecord | None:
-    """Run the tasks as a batch (its own process: ``batch run``); its record."""
-    command = [sys.executable, "-m", "sandbox_agent", "batch", "run", str(tasks)]
-    command += ["--format", "swebench", "--repos", str(repos), "--json"]
-    command += ["--batches-dir", str(batches), *extra]
-    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-    if done.returncode == 2 or not done.stdout.strip():
-        return None
-    summary = json.loads(done.stdout)
-    return find_batch(batches, str(summary["batch_id"])).read()
+MAX_SETUP_FAILURES = 50
+_FAILED_TASK = re.compile(r"task (\S+): ")
+
+
+def _batch(
+    tasks: Path, repos: Path, batches: Path, extra: list[str]
+) -> tuple[BatchRecord | None, dict[str, str]]:
+    """Run the tasks as a batch (``batch run``, its own process); its record and what it left out.
+
+    What it left out: the instances whose environment could not be built (id -> why).
+    A batch starts only when every task's environment builds; the judge drops the one a failed
+    build names (an error for that instance, as the harness's build failures are) and goes on.
+    """
+    failed: dict[str, str] = {}
+    lines = tasks.read_text(encoding="utf-8").splitlines(keepends=True)
+    while len(failed) <= MAX_SETUP_FAILURES:
+        command = [sys.executable, "-m", "sandbox_agent", "batch", "run", str(tasks)]
+        command += ["--format", "swebench", "--repos", str(repos), "--json"]
+        command += ["--batches-dir", str(batches), *extra]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 2 and done.stdout.strip():
+            summary = json.loads(done.stdout)
+            return find_batch(batches, str(summary["batch_id"])).read(), failed
+        sys.stderr.write(done.stderr[-4000:])
+        named = _FAILED_TASK.findall(done.stderr)
+        task_id = named[-1] if named else None
+        if task_id is None or not any(json.loads(x)["instance_id"] == task_id for x in lines):
+            return None, failed
+        failed[task_id] = done.stderr.strip().splitlines()[-1][:500]
+        lines = [x for x in lines if json.loads(x)["instance_id"] != task_id]
+        if not lines:
+            return None, failed
+        tasks.write_text("".join(lines), encoding="utf-8")
+    return None, failed
 
 
 def _needs_recipe(record: BatchRecord) -> list[str]:
@@ -130,19 +155,21 @@ def judge(
         extra += [f"--max-cost-total={max_cost_total}"] if max_cost_total is not None else []
         first = env is EnvMode.RECIPE
         tasks, _ = judge_tasks(items, patches, mode, work / "first", recipe=first)
-        record = _batch(tasks, repos, batches, extra + ([f"--resume={resume}"] if resume else []))
-        if record is None:
+        record, unbuilt = _batch(
+            tasks, repos, batches, extra + ([f"--resume={resume}"] if resume else [])
+        )
+        if record is None and not unbuilt:
             raise UserError(
                 f"{tasks}: the batch did not start (run it with `batch run` to see why)"
             )
-        reports = [harness_report(record, tasks, _empty(items, patches, mode))]
-        again = _needs_recipe(record) if env is EnvMode.AUTO else []
-        if again:
+        empties = _empty(items, patches, mode)
+        reports = [harness_report(record, tasks, empties, unbuilt)]
+        again = (_needs_recipe(record) if record else []) + list(unbuilt)
+        if again and env is EnvMode.AUTO:
             retry = [i for i in items if i["instance_id"] in set(again)]
             tasks2, _ = judge_tasks(retry, patches, mode, work / "recipe", recipe=True)
-            second = _batch(tasks2, repos, batches, extra)
-            if second is not None:
-                reports.append(harness_report(second, tasks2, _empty(items, patches, mode)))
+            second, unbuilt2 = _batch(tasks2, repos, batches, extra)
+            reports.append(harness_report(second, tasks2, empties, unbuilt2))
     except UserError as e:
         raise fail(e) from e
     report = _merge(reports)
@@ -194,5 +221,5 @@ def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     merged["unresolved_instances"] = len(lists["unresolved_ids"])
     merged["error_instances"] = len(lists["error_ids"])
     merged["completed_instances"] = len(instances) - len(lists["error_ids"])
-    merged["batch_dirs"] = [r["batch_dir"] for r in reports]
+    merged["batch_dirs"] = [r["batch_dir"] for r in reports if r["batch_dir"]]
     return merged
