@@ -24,7 +24,13 @@ Usage::
 
     pip download --no-deps swebench==4.1.0 -d /tmp/sb
     python benchmarks/swebench/extract.py specs /tmp/sb/swebench-4.1.0-py3-none-any.whl
-    python benchmarks/swebench/extract.py instance CLONE INSTANCE_ID REPORT_JSON >> instances.jsonl
+    python benchmarks/swebench/extract.py instances RUN_DIR CLONES_DIR psf/requests ...
+    python benchmarks/swebench/extract.py run RUN_DIR MODEL_NAME predictions.jsonl
+
+``RUN_DIR`` is a published run's folder with ``logs/<id>/report.json`` (the official harness's
+report) and ``trajs/<id>/<id>.traj.json`` (mini-swe-agent's trajectory: the submitted patch and
+the issue text), as ``gruckion/mini-swe-agent``'s ``swebench_results/20251118_gemini-3-pro-74pct``
+has them; ``CLONES_DIR`` has one clone per repository, ``owner__name``.
 """
 
 from __future__ import annotations
@@ -217,8 +223,9 @@ def instances_command(run: Path, clones: Path, repos: list[str]) -> None:
         print(f"| {instance_id} | {why} |")
 
 
-def run_command(run: Path, model: str) -> None:
-    """The run's predictions (``predictions.jsonl``) and its official labels (``labels.json``)."""
+def run_command(run: Path, model: str, predictions: Path) -> None:
+    """The run's predictions (written to ``predictions``) and its official labels (``labels.json``
+    beside this script: instance id -> resolved)."""
     preds, labels = [], {}
     for path in sorted((run / "logs").iterdir()):
         instance_id = path.name
@@ -228,10 +235,9 @@ def run_command(run: Path, model: str) -> None:
         preds.append(
             {"instance_id": instance_id, "model_name_or_path": model, "model_patch": patch}
         )
-    out = Path(sys.argv[0]).resolve().parent
-    (out / "labels.json").write_text(json.dumps(labels, indent=0, sort_keys=True) + "\n")
-    Path("/tmp/predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
-    print(f"{len(preds)} predictions in /tmp/predictions.jsonl; labels in {out}/labels.json")
+    (HERE / "labels.json").write_text(json.dumps(labels, indent=0, sort_keys=True) + "\n")
+    predictions.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    print(f"{len(preds)} predictions in {predictions}; labels in {HERE / 'labels.json'}")
 
 
 def main(argv: list[str]) -> None:
@@ -239,8 +245,8 @@ def main(argv: list[str]) -> None:
         specs_command(Path(argv[1]))
     elif argv[:1] == ["instances"] and len(argv) >= 4:
         instances_command(Path(argv[1]), Path(argv[2]), argv[3:])
-    elif argv[:1] == ["run"] and len(argv) == 3:
-        run_command(Path(argv[1]), argv[2])
+    elif argv[:1] == ["run"] and len(argv) == 4:
+        run_command(Path(argv[1]), argv[2], Path(argv[3]))
     else:
         raise SystemExit(__doc__)
 

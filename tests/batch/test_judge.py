@@ -165,7 +165,7 @@ def test_a_bad_judge_field_is_a_user_error(
 ) -> None:
     clones = tmp_path / "clones"
     git(tmp_path, "init", "-q", str(clones / "o__r"))
-    line = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "HEAD"}
+    line: dict[str, object] = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "HEAD"}
     line |= {"problem_statement": "p", **extra}
     tasks = tmp_path / "t.jsonl"
     tasks.write_text(json.dumps(line) + "\n")
