@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_agent.gate.outcomes import report_id
 from sandbox_agent.gate.testrun import TestReport, TestRun, with_text_report
 from sandbox_agent.gate.unittest_outcomes import Runner, harness_name, read_outcomes, runner_of
 from sandbox_agent.sandbox.base import ExecResult
@@ -207,3 +208,18 @@ def test_a_run_whose_output_was_cut_gets_no_report() -> None:
 def test_another_command_is_left_as_it_is() -> None:
     run = _run("make test", "test_a (t.T) ... ok\n")
     assert with_text_report(run) == run
+
+
+def test_a_name_the_harness_cut_at_a_space_finds_its_test() -> None:
+    """The harness lists ``test_x[a b]`` as ``test_x[a``: that finds the one test it cut."""
+    ids = {
+        "tests.test_r.T::test_auth[test-test-Basic dGVzdA==]",
+        "tests.test_r.T::test_auth[x-y-Basic eA==]",
+        "tests.test_r.T::test_other[a b]",
+        "tests.test_r.T::test_other[a c]",
+    }
+    cut = "tests/test_r.py::T::test_auth[test-test-Basic"
+    assert report_id(cut, ids) == "tests.test_r.T::test_auth[test-test-Basic dGVzdA==]"
+    ambiguous = "tests/test_r.py::T::test_other[a"  # two tests start so: none is chosen
+    assert report_id(ambiguous, ids) == "tests.test_r.T::test_other[a"
+    assert report_id("tests/test_r.py::T::test_none", ids) == "tests.test_r.T::test_none"
