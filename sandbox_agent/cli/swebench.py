@@ -6,8 +6,10 @@ of PREDICTIONS) writes a batch's tasks (``batch/judge.py``), runs them with ``ba
 there) and writes ``report.json`` in the harness's shape (``batch/judge_report.py``) beside the
 tasks. Environments: ``--env zero`` builds each as detection finds it (zero configuration),
 ``--env recipe`` from the harness's spec for the instance's version (shipped as data),
-``--env auto`` (the default) zero configuration first, then the recipe for the instances whose
-environment could not run their tests. Exit codes: 0 the report was written; 2 a usage error.
+``--env auto`` (the default) zero configuration first, then the recipe for the instances it did
+not resolve (an environment unlike the harness's shows as tests that cannot run or that fail
+there and pass in the harness's), whose verdict then stands. Exit codes: 0 the report was
+written; 2 a usage error.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_b
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
+from sandbox_agent.names import decode_name
 from sandbox_agent.text import visible
 
 __all__ = ["swebench_app"]
@@ -106,12 +109,15 @@ def _batch(
 
 
 def _needs_recipe(record: BatchRecord) -> list[str]:
-    """Instances whose zero-configuration environment could not run their tests."""
+    """Instances zero configuration did not resolve: judged again in the harness's recipe.
+
+    An environment that differs from the harness's shows as an error (the tests cannot run) or
+    as tests failing that pass in the harness's; the recipe's verdict then stands.
+    """
     return [
-        r.id
+        decode_name(r.id)
         for r in record.runs
-        if r.run.exit_reason in (None, "not_started")
-        or "cannot run in this environment" in str(r.run.error or "")
+        if not (r.run.gate_passed and r.run.exit_reason == "finished")
     ]
 
 
