@@ -8,7 +8,10 @@ passed (``success``) and those that did not (``failure``). Here the same, from t
 - **resolved**: the gate accepted the finish judged with the hidden tests;
 - **unresolved**: it judged and refused (a target still failing, a test broken);
 - **error**: no verdict on the tests: the run never started (the environment could not run the
-  tests at the baseline, a patch that does not apply), or ended another way (a timeout).
+  tests at the baseline, a patch that does not apply), or ended another way (a timeout);
+- **empty patch**: listed apart and not judged, as the harness does (``empty_patch_ids``).
+
+Each instance also has ``verdict``: ``resolved``, ``unresolved``, ``error`` or ``empty``.
 
 ``tests_status`` is read from the gate's last verdict (its ``targets`` and ``pass_to_pass``
 checks name every test that did not pass, with why); a test not named there passed.
@@ -43,6 +46,12 @@ def _not_passing(result: dict[str, Any]) -> str:
     return "\n".join(str(c.get("detail") or "") for c in checks if not c.get("passed"))
 
 
+def _ran_tests(result: dict[str, Any]) -> bool:
+    """Whether the last verdict ran the hidden tests (a patch refused before: no outcomes)."""
+    checks = (result.get("gate_history") or [{}])[-1].get("checks") or []
+    return any(c.get("name") in ("targets", "pass_to_pass") for c in checks)
+
+
 def _status(tests: list[str], failed_text: str) -> dict[str, list[str]]:
     failure = [t for t in tests if f"{t} (" in failed_text]
     return {"success": [t for t in tests if t not in failure], "failure": failure}
@@ -68,7 +77,12 @@ def harness_report(
     instances: dict[str, Any] = {}
     for instance_id, why in unbuilt.items():
         error.append(instance_id)
-        instances[instance_id] = {"resolved": False, "exit_reason": None, "error": why}
+        instances[instance_id] = {
+            "resolved": False,
+            "verdict": "error",
+            "exit_reason": None,
+            "error": why,
+        }
     for run in record.runs if record is not None else ():
         instance_id = decode_name(run.id)
         line = lines.get(instance_id, {})
@@ -77,23 +91,25 @@ def harness_report(
             path = Path(run.run.run_dir) / "result.json"
             if path.is_file():
                 result = json.loads(path.read_text(encoding="utf-8"))
-        if instance_id in empty_ids:
-            empty.append(instance_id)
         judged = bool(result.get("gate_history"))
         entry: dict[str, Any] = {"exit_reason": run.run.exit_reason, "error": run.run.error}
-        if not judged:
+        if instance_id in empty_ids:  # as the harness: an empty patch is not evaluated
+            empty.append(instance_id)
+            entry.update(resolved=False, verdict="empty")
+        elif not judged:
             error.append(instance_id)
-            entry["resolved"] = False
+            entry.update(resolved=False, verdict="error")
         else:
             ok = bool(run.run.gate_passed) and run.run.exit_reason == "finished"
             (resolved if ok else unresolved).append(instance_id)
-            entry["resolved"] = ok
-            failed_text = _not_passing(result)
-            f2p, p2p = _instance_lists(line)
-            entry["tests_status"] = {
-                "FAIL_TO_PASS": _status(f2p, failed_text),
-                "PASS_TO_PASS": _status(p2p, failed_text),
-            }
+            entry.update(resolved=ok, verdict="resolved" if ok else "unresolved")
+            if _ran_tests(result):
+                failed_text = _not_passing(result)
+                f2p, p2p = _instance_lists(line)
+                entry["tests_status"] = {
+                    "FAIL_TO_PASS": _status(f2p, failed_text),
+                    "PASS_TO_PASS": _status(p2p, failed_text),
+                }
         instances[instance_id] = entry
     return {
         "total_instances": len(lines) + len(unbuilt),

@@ -168,9 +168,15 @@ def judge(
             raise UserError(
                 f"{tasks}: the batch did not start (run it with `batch run` to see why)"
             )
-        empties = _empty(items, patches, mode)
+        # --empty is judged (the gate refuses no change; an environment that cannot run the
+        # tests is an error): its point is the verdict. Otherwise an empty patch is set aside.
+        empties = set() if mode == "empty" else _empty(items, patches, mode)
         reports = [harness_report(record, tasks, empties, unbuilt)]
-        again = (_needs_recipe(record) if record else []) + list(unbuilt)
+        again = [
+            i for i in (_needs_recipe(record) if record else []) + list(unbuilt) if i not in empties
+        ]
+        if mode == "empty":  # no patch resolves: only an environment that cannot run is retried
+            again = [i for i in again if reports[0]["instances"][i]["verdict"] == "error"]
         if again and env is EnvMode.AUTO:
             retry = [i for i in items if i["instance_id"] in set(again)]
             tasks2, _ = judge_tasks(retry, patches, mode, work / "recipe", recipe=True)
@@ -179,6 +185,9 @@ def judge(
     except UserError as e:
         raise fail(e) from e
     report = _merge(reports)
+    if mode == "empty":
+        report["empty_patch_ids"] = sorted(str(i["instance_id"]) for i in items)
+        report["empty_patch_instances"] = len(items)
     report["zero_configuration_ids"] = sorted(
         set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"])
     )
@@ -212,20 +221,17 @@ def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     instances = dict(merged["instances"])
     for later in reports[1:]:
         instances.update(later["instances"])
-    keys = ("resolved_ids", "unresolved_ids", "error_ids")
+    keys = ("resolved", "unresolved", "error", "empty")
     lists: dict[str, list[str]] = {k: [] for k in keys}
     for instance_id, entry in instances.items():
-        if "tests_status" not in entry:
-            lists["error_ids"].append(instance_id)
-        elif entry["resolved"]:
-            lists["resolved_ids"].append(instance_id)
-        else:
-            lists["unresolved_ids"].append(instance_id)
-    merged.update({k: sorted(v) for k, v in lists.items()})
+        lists[entry["verdict"]].append(instance_id)
+    merged.update({f"{k}_ids": sorted(v) for k, v in lists.items()})
+    merged["empty_patch_ids"] = merged.pop("empty_ids")
     merged["instances"] = instances
-    merged["resolved_instances"] = len(lists["resolved_ids"])
-    merged["unresolved_instances"] = len(lists["unresolved_ids"])
-    merged["error_instances"] = len(lists["error_ids"])
-    merged["completed_instances"] = len(instances) - len(lists["error_ids"])
+    merged["resolved_instances"] = len(lists["resolved"])
+    merged["unresolved_instances"] = len(lists["unresolved"])
+    merged["error_instances"] = len(lists["error"])
+    merged["empty_patch_instances"] = len(lists["empty"])
+    merged["completed_instances"] = len(lists["resolved"]) + len(lists["unresolved"])
     merged["batch_dirs"] = [r["batch_dir"] for r in reports if r["batch_dir"]]
     return merged
