@@ -24,11 +24,12 @@ import json
 import re
 import shlex
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.hidden import patch_files
+from sandbox_agent.gate.testrun import is_pytest
 
 __all__ = ["Mode", "harness_test_command", "judge_tasks", "read_predictions"]
 
@@ -82,6 +83,8 @@ def harness_test_command(
     if command.startswith("tox "):
         command = "pytest -rA"
     files = sorted(f for f in patch_files(test_patch) if not f.endswith(NON_TEST_EXTENSIONS) and f)
+    if is_pytest(command):  # only test modules: a fixture file given to pytest is an error here
+        files = [f for f in files if _TEST_MODULE.match(PurePosixPath(f).name)] or files
     if repo == "django/django":
         files = [
             f.removesuffix(".py").removeprefix("tests/").replace("/", ".")
@@ -94,6 +97,19 @@ def harness_test_command(
 
 
 PIP = "/opt/venv/bin/python -m pip install"
+_TEST_MODULE = re.compile(r"^(test_.*|.*_test)\.py$")
+_NEW_FILE = re.compile(r"^diff --git a/\S+ b/(\S+)\nnew file mode", re.MULTILINE)
+
+
+def adds_test_files(test_patch: str) -> bool:
+    """Whether the test patch adds a file: then the tests cannot run at the bare base commit.
+
+    The gate's first look at the baseline runs the test command on the base commit alone, where
+    a test file the hidden patch adds does not exist yet; the judge lets such a baseline be
+    broken (``[gate] allow_broken_baseline``), and the hidden tests, run with the test patch
+    applied, decide.
+    """
+    return bool(_NEW_FILE.search(test_patch))
 
 
 def recipe_steps(repo: str, version: str) -> list[str] | None:
@@ -130,14 +146,24 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     return steps
 
 
-def recipe_policy(repo: str, version: str, where: Path) -> Path | None:
-    """A policy file whose ``[environment]`` is the recipe alone (no detection)."""
-    steps = recipe_steps(repo, version)
-    if steps is None:
+def judge_policy(
+    repo: str, version: str, where: Path, *, recipe: bool, broken_baseline: bool
+) -> Path | None:
+    """The instance's policy file (``None``: nothing to say).
+
+    Its ``[environment]`` is the recipe alone (no detection) when ``recipe``; its ``[gate]``
+    allows a broken baseline when ``broken_baseline`` (:func:`adds_test_files`).
+    """
+    lines: list[str] = []
+    steps = recipe_steps(repo, version) if recipe else None
+    if steps is not None:
+        lines += ["[environment]", "auto = false", "network_during_setup = true", "setup = ["]
+        lines += [f"  {json.dumps(step)}," for step in steps]
+        lines.append("]")
+    if broken_baseline:
+        lines += ["[gate]", "allow_broken_baseline = true"]
+    if not lines:
         return None
-    lines = ["[environment]", "auto = false", "network_during_setup = true", "setup = ["]
-    lines += [f"  {json.dumps(step)}," for step in steps]
-    lines.append("]")
     where.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return where
 
@@ -232,10 +258,15 @@ def judge_tasks(
         script = _script(patch, scripts / f"{len(lines):04d}.jsonl")
         line = {k: item[k] for k in _FIELDS if k in item}
         line.update(test_command=command, model=f"scripted:{script}")
-        if recipe:
-            policy = recipe_policy(str(item["repo"]), version, script.with_suffix(".toml"))
-            if policy is not None:
-                line["policy"] = str(policy)
+        policy = judge_policy(
+            str(item["repo"]),
+            version,
+            script.with_suffix(".toml"),
+            recipe=recipe,
+            broken_baseline=adds_test_files(str(item["test_patch"])),
+        )
+        if policy is not None:
+            line["policy"] = str(policy)
         lines.append(json.dumps(line) + "\n")
     tasks = work / "tasks.jsonl"
     tasks.write_text("".join(lines), encoding="utf-8")

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from sandbox_agent.batch.judge import (
+    adds_test_files,
     harness_test_command,
     judge_tasks,
     read_predictions,
@@ -171,3 +172,22 @@ def test_a_bad_judge_field_is_a_user_error(
     tasks.write_text(json.dumps(line) + "\n")
     with pytest.raises(UserError, match=re.escape(message)):
         parse_tasks(tasks, TaskFormat.SWEBENCH, clones)
+
+
+def test_pytest_gets_only_test_modules_and_a_new_one_allows_a_broken_baseline(
+    tmp_path: Path,
+) -> None:
+    """Sphinx's test patches add fixture files under tests/roots (an .rst, a conf.py): pytest is
+    given only the test modules; a test file the patch adds does not exist at the bare base
+    commit, so that instance's baseline may be broken (the hidden tests decide)."""
+    patch = _patch("tests/roots/test-x/conf.py", "tests/roots/test-x/index.rst")
+    patch += "diff --git a/tests/test_new.py b/tests/test_new.py\nnew file mode 100644\n"
+    patch += "--- /dev/null\n+++ b/tests/test_new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    assert harness_test_command("sphinx-doc/sphinx", "5.0", patch) == "pytest -rA tests/test_new.py"
+    assert adds_test_files(patch)
+    assert not adds_test_files(_patch("tests/test_old.py"))
+    instance = {"instance_id": "sphinx-doc__sphinx-1", "repo": "sphinx-doc/sphinx"}
+    instance |= {"version": "5.0", "test_patch": patch, "base_commit": "HEAD"}
+    tasks, _ = judge_tasks([instance], None, "empty", tmp_path / "zero", recipe=False)
+    line = json.loads(tasks.read_text())
+    assert Path(line["policy"]).read_text() == "[gate]\nallow_broken_baseline = true\n"
