@@ -46,6 +46,12 @@ def _not_passing(result: dict[str, Any]) -> str:
     return "\n".join(str(c.get("detail") or "") for c in checks if not c.get("passed"))
 
 
+def _environment_failed(result: dict[str, Any]) -> bool:
+    """Whether the run stopped because its environment could not run the tests (no verdict)."""
+    checks = (result.get("gate_history") or [{}])[-1].get("checks") or []
+    return any(c.get("name") == "environment" and not c.get("passed") for c in checks)
+
+
 def _ran_tests(result: dict[str, Any]) -> bool:
     """Whether the last verdict ran the hidden tests (a patch refused before: no outcomes)."""
     checks = (result.get("gate_history") or [{}])[-1].get("checks") or []
@@ -91,7 +97,7 @@ def harness_report(
             path = Path(run.run.run_dir) / "result.json"
             if path.is_file():
                 result = json.loads(path.read_text(encoding="utf-8"))
-        judged = bool(result.get("gate_history"))
+        judged = bool(result.get("gate_history")) and not _environment_failed(result)
         entry: dict[str, Any] = {"exit_reason": run.run.exit_reason, "error": run.run.error}
         if instance_id in empty_ids:  # as the harness: an empty patch is not evaluated
             empty.append(instance_id)
