@@ -118,10 +118,11 @@ def report_id(test: str, ids: Collection[str]) -> str:
 
     As :func:`to_report_id` writes it; or, for a name the SWE-bench harness cut at its first
     space (its log parser splits pytest's summary lines on spaces: ``test_x[a b]`` is listed as
-    ``test_x[a``), the one id of the run that is that name followed by a space and the rest.
+    ``test_x[a``), an id of the run that is that name followed by a space and the rest: the
+    last in run order when there are several, as the harness's map of names keeps the last line.
     """
     exact = to_report_id(test)
     if exact in ids or " " in test:
         return exact
     longer = [i for i in ids if i.startswith(exact + " ")]
-    return longer[0] if len(longer) == 1 else exact
+    return longer[-1] if longer else exact

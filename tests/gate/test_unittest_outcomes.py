@@ -211,7 +211,7 @@ def test_another_command_is_left_as_it_is() -> None:
 
 
 def test_a_name_the_harness_cut_at_a_space_finds_its_test() -> None:
-    """The harness lists ``test_x[a b]`` as ``test_x[a``: that finds the one test it cut."""
+    """The harness lists ``test_x[a b]`` as ``test_x[a``: that finds the test it cut."""
     ids = {
         "tests.test_r.T::test_auth[test-test-Basic dGVzdA==]",
         "tests.test_r.T::test_auth[x-y-Basic eA==]",
@@ -220,6 +220,7 @@ def test_a_name_the_harness_cut_at_a_space_finds_its_test() -> None:
     }
     cut = "tests/test_r.py::T::test_auth[test-test-Basic"
     assert report_id(cut, ids) == "tests.test_r.T::test_auth[test-test-Basic dGVzdA==]"
-    ambiguous = "tests/test_r.py::T::test_other[a"  # two tests start so: none is chosen
-    assert report_id(ambiguous, ids) == "tests.test_r.T::test_other[a"
+    several = "tests/test_r.py::T::test_other[a"  # two tests start so: the last run, as the
+    ordered = ["tests.test_r.T::test_other[a b]", "tests.test_r.T::test_other[a c]"]  # harness
+    assert report_id(several, ordered) == "tests.test_r.T::test_other[a c]"
     assert report_id("tests/test_r.py::T::test_none", ids) == "tests.test_r.T::test_none"
