@@ -141,8 +141,21 @@ def fix_commit(clone: Path, number: str) -> str | None:
     return None
 
 
+_VERSION = re.compile(r"""^\s*__version__\s*=\s*['"](\d+)\.(\d+)""", re.MULTILINE)
+_VERSION_FILES = ("__init__.py", "__version__.py", "release.py", "__pkginfo__.py")
+
+
 def version_at(clone: Path, commit: str) -> str:
-    """The release line at a commit (``git describe``'s last tag, major.minor)."""
+    """The release line the code at a commit says it is (major.minor), as SWE-bench's versions
+    are: a ``__version__`` in one of the top packages' version files (``sphinx/__init__.py``
+    says ``7.2.0+`` after the 7.1 release), else the last release tag (``git describe``)."""
+    for path in _git(clone, "ls-tree", "-r", "--name-only", commit).splitlines():
+        parts = path.split("/")
+        top = len(parts) == 2 or (len(parts) == 3 and parts[0] in ("src", "lib"))
+        if top and parts[-1] in _VERSION_FILES:
+            match = _VERSION.search(_git(clone, "show", f"{commit}:{path}"))
+            if match:
+                return f"{match.group(1)}.{match.group(2)}"
     try:
         tag = _git(clone, "describe", "--tags", "--abbrev=0", commit).strip()
     except subprocess.CalledProcessError:

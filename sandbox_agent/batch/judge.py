@@ -121,7 +121,8 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     ``environment.yml`` is conda's and is skipped: its pins are in ``pip_packages``), its
     ``pip_packages``, its ``install`` with the venv's Python (an editable install that fails in
     an isolated build, as an old pinned setuptools without PEP 660's hook does, is tried again
-    with the venv's own setuptools), and pytest when none of that brought it.
+    with the venv's own setuptools; a version read from git tags is the spec's version, since
+    the workspace has no tags), and pytest when none of that brought it.
     """
     spec = _specs().get(repo, {}).get(version)
     if spec is None:
@@ -137,7 +138,9 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     pins = spec.get("pip_packages") or []
     if pins:
         steps.append(f"{PIP} " + " ".join(shlex.quote(str(p)) for p in pins))
-    install = re.sub(r"^python ", "/opt/venv/bin/python ", str(spec.get("install") or ""))
+    # the workspace has no tags: a version from git (setuptools_scm) is the spec's
+    scm = f"SETUPTOOLS_SCM_PRETEND_VERSION={version}.0 "
+    install = re.sub(r"^python ", f"{scm}/opt/venv/bin/python ", str(spec.get("install") or ""))
     if " -e " in f"{install} ":  # an old pinned setuptools has no editable hook: use the venv's
         install += " || " + install.replace(" -e ", " --no-build-isolation -e ", 1)
     if install:

@@ -216,11 +216,18 @@ def _empty(items: list[dict[str, Any]], patches: dict[str, str] | None, mode: st
 
 
 def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """The first report, with each later one's verdicts replacing its errors."""
+    """The first report, each later one's verdicts replacing its own.
+
+    An error replaces only an error: a recipe that cannot run the tests says nothing of a
+    verdict already reached.
+    """
     merged = dict(reports[0])
     instances = dict(merged["instances"])
-    for later in reports[1:]:
-        instances.update(later["instances"])
+    for later in reports[1:]:  # the recipe's verdict stands, unless it could not judge at all
+        for instance_id, entry in later["instances"].items():
+            before = instances.get(instance_id)
+            if entry["verdict"] != "error" or before is None or before["verdict"] == "error":
+                instances[instance_id] = entry
     keys = ("resolved", "unresolved", "error", "empty")
     lists: dict[str, list[str]] = {k: [] for k in keys}
     for instance_id, entry in instances.items():

@@ -69,8 +69,9 @@ def test_the_recipe_is_the_spec_read_by_one_rule() -> None:
     assert steps is not None
     assert "test ! -f requirements_test.txt || " in steps[2]
     assert steps[-2] == (
-        "/opt/venv/bin/python -m pip install -e . || "
-        "/opt/venv/bin/python -m pip install --no-build-isolation -e ."
+        "SETUPTOOLS_SCM_PRETEND_VERSION=2.14.0 /opt/venv/bin/python -m pip install -e . || "
+        "SETUPTOOLS_SCM_PRETEND_VERSION=2.14.0 /opt/venv/bin/python -m pip install "
+        "--no-build-isolation -e ."
     )
     flask = recipe_steps("pallets/flask", "2.3")
     assert flask is not None
