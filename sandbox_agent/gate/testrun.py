@@ -287,6 +287,8 @@ def with_text_report(run: TestRun) -> TestRun:
         why = f"the {runner} output was too large to read every test's outcome"
         return run.model_copy(update={"report_error": why})
     found = read_outcomes(runner, run.result.stdout + "\n" + run.result.stderr)
+    if not found:  # no line per test: judged by the exit status, as any other command
+        return run
     report = TestReport(
         ids=frozenset(found),
         skipped=frozenset(t for t, o in found.items() if o == "skipped"),

@@ -64,20 +64,37 @@ _SYMPY_STATUS: dict[str, _Outcome] = {
 
 
 def runner_of(command: str) -> Runner | None:
-    """Which of the three runners a test command runs (``None``: none of them)."""
+    """Which of the three runners a test command runs, verbosely (``None``: none of them).
+
+    Only a verbose run prints a line per test (unittest's ``-v``, Django's ``--verbosity 2`` or
+    more, SymPy's ``--verbose``); any other is judged by its exit status as before.
+    """
     try:
         words = shlex.split(command)
     except ValueError:
         return None
     for i, word in enumerate(words):
         path = PurePosixPath(word)
+        rest = words[i + 1 :]
         if path.name == "runtests.py":
-            return "django"
+            return "django" if _django_verbose(rest) else None
         if path.name == "test" and path.parent.name == "bin":
-            return "sympy"
-        if word == "-m" and words[i + 1 : i + 2] == ["unittest"]:
-            return "unittest"
+            return "sympy" if {"-v", "--verbose"} & set(rest) else None
+        if word == "-m" and rest[:1] == ["unittest"]:
+            return "unittest" if {"-v", "--verbose"} & set(rest) else None
     return None
+
+
+def _django_verbose(words: list[str]) -> bool:
+    for i, word in enumerate(words):
+        value = word.partition("=")[2] if word.startswith("--verbosity=") else None
+        if word in ("-v", "--verbosity") and i + 1 < len(words):
+            value = words[i + 1]
+        elif word.startswith("-v") and word[2:].isdigit():
+            value = word[2:]
+        if value is not None and value.isdigit() and int(value) >= 2:
+            return True
+    return False
 
 
 def harness_name(test: str) -> str:

@@ -166,6 +166,12 @@ def test_sympy_outcomes_are_bare_function_names() -> None:
         ("pytest -rA tests/test_x.py", None),
         ("make test", None),
         ("python -m unittest 'unclosed", None),
+        ("python -m unittest tests/test_calc.py", None),  # not verbose: no line per test
+        ("./tests/runtests.py admin_views", None),
+        ("./tests/runtests.py -v 1 admin_views", None),
+        ("./tests/runtests.py --verbosity=3 admin_views", "django"),
+        ("./tests/runtests.py -v2 admin_views", "django"),
+        ("bin/test sympy/core", None),
     ],
 )
 def test_runner_of_the_command(command: str, runner: str | None) -> None:
@@ -208,6 +214,8 @@ def test_a_run_whose_output_was_cut_gets_no_report() -> None:
 def test_another_command_is_left_as_it_is() -> None:
     run = _run("make test", "test_a (t.T) ... ok\n")
     assert with_text_report(run) == run
+    quiet = _run("python -m unittest -v t", "Ran 0 tests\n")  # no line per test: as before
+    assert with_text_report(quiet) == quiet
 
 
 def test_a_name_the_harness_cut_at_a_space_finds_its_test() -> None:
