@@ -28,7 +28,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_agent.errors import UserError
-from sandbox_agent.gate.hidden import patch_files
+from sandbox_agent.gate.hidden import patch_files, section_paths
+from sandbox_agent.gate.newtests import sections
 from sandbox_agent.gate.testrun import is_pytest
 
 __all__ = ["Mode", "harness_test_command", "judge_tasks", "read_predictions"]
@@ -40,10 +41,11 @@ NON_TEST_EXTENSIONS += (".pkl", ".yml", ".yaml", ".toml")
 MAX_PATCH_BYTES = 4 * 1024 * 1024
 APPLY = (
     "printf %s {blob} | base64 -d > /tmp/prediction.diff && "
-    "(git apply --verbose --reject /tmp/prediction.diff || "
+    "(git apply --verbose /tmp/prediction.diff || "
+    "git apply --verbose --reject /tmp/prediction.diff || "
     "patch --batch --fuzz=5 -p1 -i /tmp/prediction.diff)"
 )
-"""What the harness does: ``git apply``, then GNU patch with fuzz when that fails."""
+"""What the harness does: ``git apply``, with ``--reject``, then GNU patch with fuzz."""
 
 
 def _specs() -> dict[str, dict[str, dict[str, Any]]]:
@@ -258,6 +260,10 @@ def judge_tasks(
         if command is None:
             no_spec.append(instance_id)
             continue
+        # the harness checks the test patch's files out before applying it: the prediction's
+        # changes to them count for nothing (and those files are protected in the sandbox)
+        tests = patch_files(str(item["test_patch"]))
+        patch = "".join(x for x in sections(patch) if not section_paths(x) & tests)
         script = _script(patch, scripts / f"{len(lines):04d}.jsonl")
         line = {k: item[k] for k in _FIELDS if k in item}
         line.update(test_command=command, model=f"scripted:{script}")

@@ -135,7 +135,10 @@ def test_the_judge_writes_a_swebench_batch_the_batch_reads(tmp_path: Path) -> No
     ids = [i["instance_id"] for i in instances]
     clones = tmp_path / "clones"
     git(tmp_path, "init", "-q", str(clones / "psf__requests"))
-    for mode, patches in (("gold", None), ("empty", None), ("predictions", {ids[0]: "diff x"})):
+    own = _patch("requests/models.py")
+    touched = next(iter(re.findall(r"^diff --git a/(\S+)", instances[0]["test_patch"], re.M)))
+    prediction = own + _patch(touched)  # its change to the test patch's file is dropped
+    for mode, patches in (("gold", None), ("empty", None), ("predictions", {ids[0]: prediction})):
         tasks, no_spec = judge_tasks(instances, patches, mode, tmp_path / mode, recipe=True)
         assert no_spec == []
         specs = parse_tasks(tasks, TaskFormat.SWEBENCH, clones)
@@ -149,7 +152,7 @@ def test_the_judge_writes_a_swebench_batch_the_batch_reads(tmp_path: Path) -> No
             assert spec.hidden.test_patch == instance["test_patch"]
             assert spec.model is not None
             script = Path(spec.model.removeprefix("scripted:"))
-            expected = {"gold": instance["patch"], "empty": None, "predictions": "diff x"}[mode]
+            expected = {"gold": instance["patch"], "empty": None, "predictions": own}[mode]
             assert _script_patch(script) == expected
 
 
