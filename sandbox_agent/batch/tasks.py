@@ -12,7 +12,9 @@ the tasks file: ``repo``, ``task_file``, ``policy`` and the script of a ``"model
 SWE-bench format (``--format swebench``) reads ``instance_id``, ``repo`` (``owner/name``),
 ``base_commit`` and ``problem_statement``, and ``test_patch``, ``FAIL_TO_PASS`` and
 ``PASS_TO_PASS`` (lists, or JSON strings of lists as the official dataset has them) when given:
-the gate's hidden tests (``gate/hidden.py``); it ignores the other fields. Its repos are found
+the gate's hidden tests (``gate/hidden.py``); ``test_command``, ``model`` and ``policy`` when
+given (not SWE-bench's fields: ``swebench judge`` writes them, as a native line has them); it
+ignores the other fields. Its repos are found
 in a local directory of clones (``owner__name``, ``name`` or ``owner/name`` under it). A task
 id names files, so it is a safe name (``sandbox_agent.names``); an ``instance_id`` that is not
 one is escaped reversibly (``decode_name`` gives it back).
@@ -31,6 +33,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.hidden import HiddenTests
+from sandbox_agent.gate.unittest_outcomes import harness_name
 from sandbox_agent.names import encode_name, name_problem
 from sandbox_agent.run.prepare import SCRIPTED_PREFIX
 from sandbox_agent.types import Frozen
@@ -136,7 +139,7 @@ def _parse_line(
         raise UserError(f"{where}: not a JSON object (one task a line)")
     if fmt is TaskFormat.SWEBENCH:
         assert repos_dir is not None
-        return _swebench(data, where, repos_dir)
+        return _swebench(data, where, base_dir, repos_dir)
     return _native(data, where, base_dir)
 
 
@@ -157,9 +160,7 @@ def _native(data: dict[str, Any], where: str, base_dir: Path) -> TaskSpec:
             task = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise UserError(f"{where}: task_file {file}: cannot read it ({e})") from e
-    policy = None if line.policy is None else _resolve(base_dir, line.policy)
-    if policy is not None and not policy.is_file():
-        raise UserError(f"{where}: policy {policy}: no such file")
+    policy = _policy(base_dir, line.policy, where)
     return _spec(
         where,
         id=line.id,
@@ -182,7 +183,7 @@ def _model(base_dir: Path, model: str | None, where: str) -> str | None:
     return f"{SCRIPTED_PREFIX}{script}"
 
 
-def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
+def _swebench(data: dict[str, Any], where: str, base_dir: Path, repos_dir: Path) -> TaskSpec:
     for key in ("instance_id", "repo", "base_commit", "problem_statement"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise UserError(f"{where}: {key}: missing or not a non-empty string")
@@ -202,7 +203,25 @@ def _swebench(data: dict[str, Any], where: str, repos_dir: Path) -> TaskSpec:
         task=data["problem_statement"],
         base=data["base_commit"],
         hidden=_hidden(data, where),
+        test_command=_optional_text(data, "test_command", where),
+        model=_model(base_dir, _optional_text(data, "model", where), where),
+        policy=_policy(base_dir, _optional_text(data, "policy", where), where),
     )
+
+
+def _policy(base_dir: Path, value: str | None, where: str) -> Path | None:
+    policy = None if value is None else _resolve(base_dir, value)
+    if policy is not None and not policy.is_file():
+        raise UserError(f"{where}: policy {policy}: no such file")
+    return policy
+
+
+def _optional_text(data: dict[str, Any], key: str, where: str) -> str | None:
+    """A field SWE-bench's files do not have, that ``swebench judge`` writes: absent or text."""
+    value = data.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise UserError(f"{where}: {key}: not a non-empty string")
+    return value
 
 
 def _hidden(data: dict[str, Any], where: str) -> HiddenTests | None:
@@ -225,7 +244,11 @@ def _hidden(data: dict[str, Any], where: str) -> HiddenTests | None:
 
 
 def _test_list(value: Any, key: str, where: str) -> tuple[str, ...]:
-    """A list of test ids, given as a list or as a JSON string of one."""
+    """A list of test ids, given as a list or as a JSON string of one.
+
+    A unittest name in Python 3.11's spelling is folded into the older one the gate reads
+    (``unittest_outcomes.harness_name``), so a list made on either matches a run on either.
+    """
     if value is None:
         return ()
     if isinstance(value, str):
@@ -235,7 +258,7 @@ def _test_list(value: Any, key: str, where: str) -> tuple[str, ...]:
             raise UserError(f"{where}: {key}: not a JSON list of test ids ({e})") from e
     if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
         raise UserError(f"{where}: {key}: not a list of test ids (non-empty strings)")
-    return tuple(value)
+    return tuple(harness_name(t) for t in value)
 
 
 def _swebench_id(instance_id: str, where: str) -> str:

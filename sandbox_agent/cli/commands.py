@@ -76,6 +76,11 @@ COMMANDS: dict[str, Entry] = {
         "Run many tasks at once under one budget (`batch TASKS.jsonl`, `batch show BATCH`).",
         "batch_app",
     ),
+    "swebench": Entry(
+        "swebench",
+        "Judge SWE-bench predictions with the gate (`swebench judge PREDICTIONS`).",
+        "swebench_app",
+    ),
     "sandbox": Entry("sandbox", "Manage the sandbox image."),
 }
 """Every top-level command, in the order ``--help`` lists them: what a user starts with first."""

@@ -14,7 +14,7 @@ failure (``verdict.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 from sandbox_agent.gate.testrun import TestReport
@@ -111,3 +111,18 @@ def to_report_id(test: str) -> str:
     if len(parts) == 1:
         return f"::{parts[0]}"
     return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
+
+
+def report_id(test: str, ids: Collection[str]) -> str:
+    """The id of ``test`` (a node id or a report id) among the ids of a run.
+
+    As :func:`to_report_id` writes it; or, for a name the SWE-bench harness cut at its first
+    space (its log parser splits pytest's summary lines on spaces: ``test_x[a b]`` is listed as
+    ``test_x[a``), an id of the run that is that name followed by a space and the rest: the
+    last in run order when there are several, as the harness's map of names keeps the last line.
+    """
+    exact = to_report_id(test)
+    if exact in ids or " " in test:
+        return exact
+    longer = [i for i in ids if i.startswith(exact + " ")]
+    return longer[-1] if longer else exact

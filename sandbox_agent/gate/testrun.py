@@ -19,6 +19,7 @@ import defusedxml.ElementTree
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import harness, ownmodules
 from sandbox_agent.gate.harness import PYCACHE, HarnessRecord, Interpreter, Invocation
+from sandbox_agent.gate.unittest_outcomes import read_outcomes, runner_of
 from sandbox_agent.sandbox.base import ExecResult, Sandbox
 from sandbox_agent.sandbox.gitops import MODEL_GIT_ENV, NO_EXEC_CONFIG
 from sandbox_agent.types import Frozen, GateCheck
@@ -213,8 +214,8 @@ def run_tests(
     if pin is not None:
         return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins, env)
     if not is_pytest(command):
-        result = _exec(sandbox, env + command, timeout_s)
-        return TestRun(label=label, command=command, result=result)
+        result = _exec(sandbox, env + command, timeout_s, MAX_REPORT_BYTES)
+        return with_text_report(TestRun(label=label, command=command, result=result))
     report = f"{REPORT_DIR}/{uuid.uuid4().hex}.xml"
     opts = f"-p no:cacheprovider --junitxml={report} -o junit_family=xunit2"
     opts += " " + " ".join(harness.GATE_OPTIONS)
@@ -270,6 +271,31 @@ def _run_pinned(
     if isinstance(record, str):
         return run.model_copy(update={"harness_error": record})
     return run.model_copy(update={"harness": record})
+
+
+def with_text_report(run: TestRun) -> TestRun:
+    """A run of unittest, Django's or SymPy's runner with its text's report; others as they are.
+
+    The text is read by ``unittest_outcomes.py``.
+    A run whose output was cut in the middle (too large to keep whole) gets no report but a
+    ``report_error``: tests missing from the text would read as not run.
+    """
+    runner = runner_of(run.command)
+    if runner is None or run.result is None or run.result.timed_out:
+        return run
+    if run.result.stdout_dropped or run.result.stderr_dropped:
+        why = f"the {runner} output was too large to read every test's outcome"
+        return run.model_copy(update={"report_error": why})
+    found = read_outcomes(runner, run.result.stdout + "\n" + run.result.stderr)
+    if not found:  # no line per test: judged by the exit status, as any other command
+        return run
+    report = TestReport(
+        ids=frozenset(found),
+        skipped=frozenset(t for t, o in found.items() if o == "skipped"),
+        failures=tuple(Failure(id=t, message="") for t, o in found.items() if o == "failed"),
+        order=tuple(found),
+    )
+    return run.model_copy(update={"report": report})
 
 
 def _read_report(

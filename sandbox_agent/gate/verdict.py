@@ -24,7 +24,7 @@ from sandbox_agent.gate.outcomes import (
     collection_error,
     in_module,
     match,
-    to_report_id,
+    report_id,
 )
 from sandbox_agent.types import GateCheck
 
@@ -109,7 +109,7 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
 
 def _kept_problem(test: str, seen: Observed) -> str | None:
     """Why a test that must pass with the patch does not (``None``: it passes)."""
-    now = seen.now.get(to_report_id(test))
+    now = seen.now.get(report_id(test, seen.now))
     if now is None:
         return f"{test} (did not run)"
     return None if now == "passed" else f"{test} ({now} with the patch)"
@@ -197,7 +197,7 @@ def _fails_on_base(test_id: str, on_base: Outcomes, modules: Sequence[str]) -> b
 
 
 def _target_problem(target: str, seen: Observed, out: Judgement) -> str | None:
-    test_id = to_report_id(target)
+    test_id = report_id(target, seen.now)
     now = seen.now.get(test_id)
     if now is None and seen.with_new is not None:
         now = seen.with_new.get(test_id)
