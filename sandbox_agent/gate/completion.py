@@ -24,6 +24,7 @@ from typing import Protocol
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import (
+    baseline_cache,
     evidence,
     exitproof,
     feedback,
@@ -75,6 +76,7 @@ class CompletionGate:
         redact: Callable[[str], str] = str,
         baseline_in_copy: bool = False,
         hidden_tests: HiddenTests | None = None,
+        baselines: baseline_cache.BaselineCache | None = None,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -111,6 +113,8 @@ class CompletionGate:
         self.runner: Runner | Unresolved | None = None
         """The runner a command without a per-test report names, to run new test files with
         (``runners.py``); ``None`` for pytest."""
+        self.baselines = baselines
+        """Where the baseline's outcomes are kept and found again (``baseline_cache.py``)."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -133,19 +137,26 @@ class CompletionGate:
         if pin is None and not is_pytest(self.test_command):  # read before the model acts
             kind = exitproof.path_kind(self.sandbox)
             self.runner = runners.resolve(self.test_command, self.sandbox.baseline_file, kind)
+        seen, self.baseline = baseline_cache.run_or_reuse(
+            self.baselines, (self.config, self.pin, self.pin_note, self.hidden), self._baseline_runs
+        )
+        self.seen_baseline = seen
+        if self.pin is not None and self.pin.own:  # say how the rest was pinned
+            record = self.baseline.harness
+            self.pin_note = ownmodules.note(self.pin.own, record.pytest if record else None)
+        return seen
+
+    def _baseline_runs(self) -> tuple[TestRun, TestRun]:
+        """The baseline's runs: the one the model is told of, and the one finishes are judged by."""
         if self.baseline_in_copy:
             with self.judge("") as copy:
                 seen = self._run_tests(copy, "baseline (the original code)", None)
         else:
             seen = self._run_tests(self.sandbox, "baseline", None)
-        self.baseline = self.seen_baseline = seen
-        if self.hidden is not None:  # judged against; never returned, so never told
-            with self._copy("") as copy:
-                self.baseline = self._run_tests(copy, "baseline with the hidden tests", None)
-        if self.pin is not None and self.pin.own:  # say how the rest was pinned
-            record = self.baseline.harness
-            self.pin_note = ownmodules.note(self.pin.own, record.pytest if record else None)
-        return seen
+        if self.hidden is None:
+            return seen, seen
+        with self._copy("") as copy:  # judged against; never returned, so never told
+            return seen, self._run_tests(copy, "baseline with the hidden tests", None)
 
     def check(self, finish: Finish) -> GateVerdict:
         attempt = len(self.verdicts) + 1
