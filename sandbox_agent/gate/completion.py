@@ -33,6 +33,7 @@ from sandbox_agent.gate import (
     outcomes,
     ownmodules,
     patchchecks,
+    rerun,
     runners,
     streamed,
     tamper,
@@ -268,10 +269,10 @@ class CompletionGate:
         ran = exitproof.runnable(self.runner, self.new_files)
         if ran and isinstance(self.runner, Runner):
             command = self.runner.command(ran)
-            runs.with_new = self._run_copy(patch, f"{label}: your new tests", command)
+            runs.with_new = self._run_copy(patch, f"{label}: your new tests", (), command)
             if self.config.require == "proof":
                 on_base = f"{label}: your new tests, baseline code"
-                runs.new_on_base = self._run_copy(only, on_base, command)
+                runs.new_on_base = self._run_copy(only, on_base, (), command)
         elif self.new_files and self.config.require == "proof":
             runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         return runs
@@ -285,18 +286,22 @@ class CompletionGate:
         changed = [t for t, n in pairs.items() if was[t] != got[n]]
         if not changed:
             return
-        runs.base_again = self._run_copy("", f"{label}: the baseline again (flaky?)")
+        only = rerun.selection(changed) if self.pin is not None else ()
+        which = f"the {len(changed)} changed test(s)" if only else "the suite"
+        runs.base_again = self._run_copy("", f"{label}: {which} on the baseline again", only)
         if any(was[t] == "passed" for t in changed):
-            runs.now_again = self._run_copy(patch, f"{label}: the patch again (flaky?)")
+            runs.now_again = self._run_copy(patch, f"{label}: {which} with the patch again", only)
 
-    def _run_copy(self, patch: str, label: str, command: str | None = None) -> TestRun:
+    def _run_copy(
+        self, patch: str, label: str, only: tuple[str, ...] = (), command: str | None = None
+    ) -> TestRun:
         with self._copy(patch) as copy:
-            return self._run_tests(copy, label, self._named_plugins(), command)
+            return self._run_tests(copy, label, self._named_plugins(), command, only)
 
     def _judge(self, runs: Runs) -> list[GateCheck]:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
-        made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
+        made = runs.made()  # the reruns of changed tests too: under the same harness
         checks = [tests_check(runs.now, rule), *runs.outcome_checks()]
         if runs.with_new is not None and self._no_baseline_report:  # run with the runner
             checks.append(exitproof.new_tests_check(runs.with_new))
@@ -372,8 +377,12 @@ class CompletionGate:
         label: str,
         named_plugins: tuple[str, ...] | None,
         command: str | None = None,
+        only: tuple[str, ...] = (),
     ) -> TestRun:
-        """Run the test command (or ``command``: the new files with the runner) and log it."""
+        """Run the test command (or ``command``: the new files with the runner) and log it.
+
+        ``only``: just these tests (``rerun.py``), under the pin.
+        """
         run = streamed.settle(
             run_tests(
                 sandbox,
@@ -383,6 +392,7 @@ class CompletionGate:
                 self.pin,
                 named_plugins,
                 ignore_tree_bytecode=self.config.allow_harness_changes,
+                only=only,
             )
         )
         if self.log_path is not None:
