@@ -27,6 +27,7 @@ from sandbox_agent.gate import (
     baseline_cache,
     evidence,
     exitproof,
+    failfast,
     feedback,
     hidden,
     newtests,
@@ -229,10 +230,36 @@ class CompletionGate:
             first = checks if self.hidden is not None else checks[-2:]
             if not all(c.passed for c in first):
                 return checks, None
-            full = self._run_tests(copy, label, self._named_plugins())
+            refused, deciding = self._decide_early(copy, changed, label)
+            if refused is not None:  # no proof among the tests that can prove it: at once
+                return checks + refused, deciding
+            full = self._run_tests(copy, label, self._named_plugins()) if not deciding else None
+        if full is None:  # in a fresh copy: the deciding tests wrote in that one
+            full = self._run_copy(patch.text, label)
         runs = self._runs(patch.text, added, full, label)
         checks += self._judge(runs)
         return checks, runs.now
+
+    def _decide_early(
+        self, copy: Sandbox, changed: tuple[str, ...], label: str
+    ) -> tuple[list[GateCheck] | None, TestRun | None]:
+        """The refusal the tests that can prove the finish make, and their run (``failfast``).
+
+        ``(None, None)`` where it does not apply or nothing was run.
+        """
+        base = self.baseline
+        if not self.config.fail_fast or self.hidden is not None or self.pin is None:
+            return None, None
+        if base is None or base.report is None:
+            return None, None
+        targets = self.config.targets
+        only = failfast.deciding(base, targets, changed)
+        first = None
+        if only:
+            which = f"{label}: the tests that can prove it"
+            first = self._run_tests(copy, which, self._named_plugins(), None, only)
+        rule = self.config.require
+        return failfast.refusal(base, first, rule, targets, changed), first
 
     def _runs(self, patch: str, added: tuple[str, ...], full: TestRun, label: str) -> Runs:
         """The baseline's tests alone, the new tests apart, and the flaky reruns."""
