@@ -33,6 +33,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from sandbox_agent import __version__
+from sandbox_agent.gate.harness import UsedFiles
 from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.testrun import Pin, TestRun
 from sandbox_agent.settings.tree import GateSection
@@ -109,6 +110,13 @@ class Entry(Frozen):
     """The baseline the model is told of."""
     judged: TestRun
     """What a finish is judged against (with hidden tests: the baseline with them)."""
+    used: tuple[UsedFiles | None, UsedFiles | None]
+    """The files each run used (``seen``'s, ``judged``'s): a harness record's dump leaves them
+    out (they are not part of its fingerprint), and ``harness_files`` protects them."""
+
+    def runs(self) -> tuple[TestRun, TestRun]:
+        """``seen`` and ``judged`` whole: each harness record with the files its run used."""
+        return _with_used(self.seen, self.used[0]), _with_used(self.judged, self.used[1])
 
 
 class BaselineSource(Frozen):
@@ -178,6 +186,7 @@ class BaselineCache:
                 "made_at": time.time(),
                 "seen": seen,
                 "judged": judged,
+                "used": tuple(r.harness.used if r.harness else None for r in (seen, judged)),
             }
         )
         body = entry.model_dump_json(by_alias=True)
@@ -257,11 +266,17 @@ def run_or_reuse(
     wanted = cache.material(*settings)
     entry = cache.load(wanted) if wanted is not None else None
     if entry is not None:  # the same tree, image, command, harness and gate: no test runs
-        return entry.seen, entry.judged
+        return entry.runs()
     seen, judged = run()
     if wanted is not None:
         cache.save(wanted, seen, judged)
     return seen, judged
+
+
+def _with_used(run: TestRun, used: UsedFiles | None) -> TestRun:
+    if run.harness is None or used is None:
+        return run
+    return run.model_copy(update={"harness": run.harness.model_copy(update={"used": used})})
 
 
 def _mac(secret: bytes, body: str) -> str:

@@ -16,6 +16,7 @@ import pytest
 
 from sandbox_agent.gate import baseline_cache
 from sandbox_agent.gate.baseline_cache import BaselineCache, run_or_reuse
+from sandbox_agent.gate.harness import HarnessRecord, UsedFiles
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
 from sandbox_agent.settings.tree import GateSection
@@ -115,6 +116,29 @@ def test_an_edited_entry_is_refused_and_the_baseline_runs_again(
     assert why in again.source.note
     assert run_or_reuse(_cache(tmp_path), SETTINGS, runs)  # recomputed and kept: good again
     assert runs.calls == 2
+
+
+def test_the_kept_runs_are_whole_the_files_the_baseline_used_included(tmp_path: Path) -> None:
+    used = UsedFiles(collected=("tests/test_t.py",), config=("setup.cfg",), data=("tests/d.json",))
+    record = HarnessRecord(
+        python="/opt/venv/bin/python",
+        python_version="3.11.2",
+        pytest="/opt/venv/lib/python3.11/site-packages/pytest/__init__.py",
+        pytest_version="8.3.0",
+        rootdir="./.",
+        inifile="./setup.cfg",
+        ini={"addopts": ["--cov=x"]},
+        plugins=(("pytest_cov", "/opt/venv/lib/python3.11/site-packages/pytest_cov/plugin.py"),),
+        entry_points=("pytest_cov",),
+        used=used,  # what harness_files protects: a dump of the record leaves it out
+    )
+    made = _run().model_copy(update={"harness": record, "channel": '{"t": "end", "exit": 1}\n'})
+    run_or_reuse(_cache(tmp_path), SETTINGS, Counted(made))
+    seen, judged = run_or_reuse(_cache(tmp_path), SETTINGS, Counted(_run(failing=())))
+    assert seen == made
+    assert judged == made
+    assert judged.harness is not None
+    assert judged.harness.used.protected == used.protected
 
 
 def test_an_entry_with_its_mac_redone_under_another_secret_is_refused(tmp_path: Path) -> None:
