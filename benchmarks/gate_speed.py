@@ -13,7 +13,7 @@ project, in one sandbox on the project's environment, one after another:
   run) on the same commit, and of it the cache entry's look-up and check;
 - premature finish: a change that is not the fix (a comment), refused; with ``fail_fast`` on
   (now) and off (the whole suite, as before);
-- accepted finish: the fix; with ``fail_fast`` on and off.
+- accepted finish: the fix; with ``fail_fast`` off and on (the premature ones' order reversed).
 
 Every gate time is ``gate.check`` whole: the patch, the copies and containers, every test run.
 """
@@ -142,7 +142,7 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
             assert not verdict.passed, "a premature finish was accepted"
             rows.append((f"premature finish refused ({label})", spent, ""))
         sandbox.write_file(p.file, original.replace(p.broken, p.fixed, 1))
-        for label, g in (("fail_fast on", again), ("fail_fast off", off)):
+        for label, g in (("fail_fast off", off), ("fail_fast on", again)):  # the other order
             spent, verdict = timed(partial(g.check, FINISH))
             assert verdict.passed, verdict.feedback
             rows.append((f"accepted finish ({label})", spent, ""))
