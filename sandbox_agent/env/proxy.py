@@ -1,13 +1,13 @@
 """The pull-through proxy builds download through: an HTTPS proxy on the Docker bridge's address.
 
-A build gets ``HTTPS_PROXY=http://sa:<token>@<bridge gateway>:<port>``. For a ``CONNECT`` to an
-intercepted host (``files.pythonhosted.org``) the proxy speaks TLS itself, with the local CA's
-certificate, and answers each ``GET`` from the verified store (``downloads.Store``), fetching
-from PyPI on a miss; a path that names no hash is relayed from PyPI and not stored. A
-``CONNECT`` to any other host on port 443 is tunnelled as it is, only to a public address (the
-host's own services and private networks are refused: the proxy runs on the host). Every request
-must carry the build's token, so another container on the bridge cannot use it. Nothing a
-client sends is written anywhere: there is no method that stores.
+A build gets ``HTTPS_PROXY=http://sa:<token>@<bridge address>:<port>`` (``env/bridge.py``).
+For a ``CONNECT`` to an intercepted host (``files.pythonhosted.org``) the proxy speaks TLS
+itself, with the local CA's certificate, and answers each ``GET`` from the verified store
+(``downloads.Store``), fetching from PyPI on a miss; a path that names no hash is relayed from
+PyPI and not stored. A ``CONNECT`` to any other host on port 443 is tunnelled as it is, only to
+a public address (the host's own services and private networks are refused: the proxy runs on
+the host). Every request must carry the build's token, so another container on the bridge
+cannot use it. Nothing a client sends is written anywhere: there is no method that stores.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from sandbox_agent.env import hostca
+from sandbox_agent.env import bridge, hostca
 from sandbox_agent.env.downloads import (
     INTERCEPTED,
     PYPI_FILES,
@@ -79,18 +79,24 @@ def for_build(
 
     The cache is off (and the build downloads directly, as before) when the host has its own
     HTTPS proxy (the proxy does not chain), no CA bundle to append to, no ``openssl``, or
-    cannot listen on the bridge's address (a remote engine). ``bound``: the store's
-    (``downloads.Store``).
+    cannot listen on the bridge's address (``env/bridge.py``: a remote engine); the build log
+    says which. ``bound``: the store's (``downloads.Store``).
     """
     try:
-        address, store, tls, ca = _setup(client, host_env, bound)
-        server = ProxyServer(address, store, tls)  # a remote engine's bridge: cannot bind
-    except (DownloadCacheError, OSError, docker.errors.DockerException, KeyError, IndexError) as e:
+        address, source, store, tls, ca = _setup(client, host_env, bound)
+    except DownloadCacheError as e:
         say(f"download cache: off ({e}); setup downloads directly")
         yield {}, b""
         return
+    try:
+        server = ProxyServer(address, store, tls)
+    except OSError as e:  # the host has no such address: a remote engine, or the bridge is down
+        why = bridge.cannot_listen(address, source, e, host_env.get("DOCKER_HOST"))
+        say(f"download cache: off ({why}); setup downloads directly")
+        yield {}, b""
+        return
     with serving(server):
-        say(f"download cache: {store.root} (verified files only), through {address}")
+        say(f"download cache: {store.root} (verified files only), through {address} ({source})")
         yield {"HTTPS_PROXY": server.url, "https_proxy": server.url}, ca
         served = ", ".join(f"{n} {k}" for k, n in server.served.items())
         say(f"download cache: {served}")
@@ -98,18 +104,32 @@ def for_build(
 
 def _setup(
     client: docker.DockerClient, host_env: Mapping[str, str], bound: int | None
-) -> tuple[str, Store, ssl.SSLContext, bytes]:
+) -> tuple[str, str, Store, ssl.SSLContext, bytes]:
+    """The bridge's address (and its source), the store, the proxy's TLS and the CA to trust.
+
+    Raises:
+        DownloadCacheError: why the cache cannot run, in words a user can act on.
+    """
     if host_env.get("HTTPS_PROXY") or host_env.get("https_proxy"):
         raise DownloadCacheError("the host's HTTPS proxy is used")
     bundle = hostca.host_bundle(host_env)
     if bundle is None:
-        raise DownloadCacheError("no host CA bundle to add the cache's certificate to")
+        raise DownloadCacheError(
+            "no CA bundle on this host to add the cache's certificate to: install "
+            "ca-certificates, or point SSL_CERT_FILE at a bundle"
+        )
+    try:
+        address, source = bridge.host_address(client)
+    except docker.errors.DockerException as e:
+        raise DownloadCacheError(f"the Docker engine did not say its bridge's address: {e}") from e
     root = cache_root(host_env)
-    root.mkdir(parents=True, exist_ok=True)
-    store = Store(root, ssl.create_default_context(cafile=str(bundle)), bound)
-    ca, cert, key = local_ca(root)
-    config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    return str(config["Gateway"]), store, server_tls(str(cert), str(key)), ca.read_bytes()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        store = Store(root, ssl.create_default_context(cafile=str(bundle)), bound)
+        ca, cert, key = local_ca(root)
+        return address, source, store, server_tls(str(cert), str(key)), ca.read_bytes()
+    except (OSError, ssl.SSLError) as e:
+        raise DownloadCacheError(f"cannot use the cache directory {root}: {e}") from e
 
 
 @contextlib.contextmanager

@@ -25,14 +25,17 @@ from typing import Protocol
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import (
+    baseline_cache,
     evidence,
     exitproof,
+    failfast,
     feedback,
     hidden,
     newtests,
     outcomes,
     ownmodules,
     patchchecks,
+    rerun,
     runners,
     streamed,
     tamper,
@@ -76,6 +79,7 @@ class CompletionGate:
         redact: Callable[[str], str] = str,
         baseline_in_copy: bool = False,
         hidden_tests: HiddenTests | None = None,
+        baselines: baseline_cache.BaselineCache | None = None,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -114,6 +118,8 @@ class CompletionGate:
         self.runner: Runner | Unresolved | None = None
         """The runner a command without a per-test report names, to run new test files with
         (``runners.py``); ``None`` for pytest."""
+        self.baselines = baselines
+        """Where the baseline's outcomes are kept and found again (``baseline_cache.py``)."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -136,19 +142,26 @@ class CompletionGate:
         if pin is None and not is_pytest(self.test_command):  # read before the model acts
             kind = exitproof.path_kind(self.sandbox)
             self.runner = runners.resolve(self.test_command, self.sandbox.baseline_file, kind)
+        seen, self.baseline = baseline_cache.run_or_reuse(
+            self.baselines, (self.config, self.pin, self.pin_note, self.hidden), self._baseline_runs
+        )
+        self.seen_baseline = seen
+        if self.pin is not None and self.pin.own:  # say how the rest was pinned
+            record = self.baseline.harness
+            self.pin_note = ownmodules.note(self.pin.own, record.pytest if record else None)
+        return seen
+
+    def _baseline_runs(self) -> tuple[TestRun, TestRun]:
+        """The baseline's runs: the one the model is told of, and the one finishes are judged by."""
         if self.baseline_in_copy:
             with self.judge("") as copy:
                 seen = self._run_tests(copy, "baseline (the original code)", None)
         else:
             seen = self._run_tests(self.sandbox, "baseline", None)
-        self.baseline = self.seen_baseline = seen
-        if self.hidden is not None:  # judged against; never returned, so never told
-            with self._copy("") as copy:
-                self.baseline = self._run_tests(copy, "baseline with the hidden tests", None)
-        if self.pin is not None and self.pin.own:  # say how the rest was pinned
-            record = self.baseline.harness
-            self.pin_note = ownmodules.note(self.pin.own, record.pytest if record else None)
-        return seen
+        if self.hidden is None:
+            return seen, seen
+        with self._copy("") as copy:  # judged against; never returned, so never told
+            return seen, self._run_tests(copy, "baseline with the hidden tests", None)
 
     def check(self, finish: Finish) -> GateVerdict:
         attempt = len(self.verdicts) + 1
@@ -224,10 +237,36 @@ class CompletionGate:
             first = checks if self.hidden is not None else checks[-3:]
             if not all(c.passed for c in first):
                 return checks, None
-            full = self._run_tests(copy, label, self._named_plugins())
+            refused, deciding = self._decide_early(copy, changed, label)
+            if refused is not None:  # no proof among the tests that can prove it: at once
+                return checks + refused, deciding
+            full = self._run_tests(copy, label, self._named_plugins()) if not deciding else None
+        if full is None:  # in a fresh copy: the deciding tests wrote in that one
+            full = self._run_copy(patch.text, label)
         runs = self._runs(patch.text, added, full, label)
         checks += self._judge(runs)
         return checks, runs.now
+
+    def _decide_early(
+        self, copy: Sandbox, changed: tuple[str, ...], label: str
+    ) -> tuple[list[GateCheck] | None, TestRun | None]:
+        """The refusal the tests that can prove the finish make, and their run (``failfast``).
+
+        ``(None, None)`` where it does not apply or nothing was run.
+        """
+        base = self.baseline
+        if not self.config.fail_fast or self.hidden is not None or self.pin is None:
+            return None, None
+        if base is None or base.report is None:
+            return None, None
+        targets = self.config.targets
+        only = failfast.deciding(base, targets, changed)
+        first = None
+        if only:
+            which = f"{label}: the tests that can prove it"
+            first = self._run_tests(copy, which, self._named_plugins(), None, only)
+        rule = self.config.require
+        return failfast.refusal(base, first, rule, targets, changed), first
 
     def _runs(self, patch: str, added: tuple[str, ...], full: TestRun, label: str) -> Runs:
         """The baseline's tests alone, the new tests apart, and the flaky reruns."""
@@ -264,10 +303,10 @@ class CompletionGate:
         ran = exitproof.runnable(self.runner, self.new_files)
         if ran and isinstance(self.runner, Runner):
             command = self.runner.command(ran)
-            runs.with_new = self._run_copy(patch, f"{label}: your new tests", command)
+            runs.with_new = self._run_copy(patch, f"{label}: your new tests", (), command)
             if self.config.require == "proof":
                 on_base = f"{label}: your new tests, baseline code"
-                runs.new_on_base = self._run_copy(only, on_base, command)
+                runs.new_on_base = self._run_copy(only, on_base, (), command)
         elif self.new_files and self.config.require == "proof":
             runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
         return runs
@@ -281,18 +320,22 @@ class CompletionGate:
         changed = [t for t, n in pairs.items() if was[t] != got[n]]
         if not changed:
             return
-        runs.base_again = self._run_copy("", f"{label}: the baseline again (flaky?)")
+        only = rerun.selection(changed) if self.pin is not None else ()
+        which = f"the {len(changed)} changed test(s)" if only else "the suite"
+        runs.base_again = self._run_copy("", f"{label}: {which} on the baseline again", only)
         if any(was[t] == "passed" for t in changed):
-            runs.now_again = self._run_copy(patch, f"{label}: the patch again (flaky?)")
+            runs.now_again = self._run_copy(patch, f"{label}: {which} with the patch again", only)
 
-    def _run_copy(self, patch: str, label: str, command: str | None = None) -> TestRun:
+    def _run_copy(
+        self, patch: str, label: str, only: tuple[str, ...] = (), command: str | None = None
+    ) -> TestRun:
         with self._copy(patch) as copy:
-            return self._run_tests(copy, label, self._named_plugins(), command)
+            return self._run_tests(copy, label, self._named_plugins(), command, only)
 
     def _judge(self, runs: Runs) -> list[GateCheck]:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
-        made = [r for r in (runs.now, runs.with_new, runs.new_on_base) if r is not None]
+        made = runs.made()  # the reruns of changed tests too: under the same harness
         checks = [tests_check(runs.now, rule), *runs.outcome_checks()]
         if runs.with_new is not None and self._no_baseline_report:  # run with the runner
             checks.append(exitproof.new_tests_check(runs.with_new))
@@ -368,8 +411,12 @@ class CompletionGate:
         label: str,
         named_plugins: tuple[str, ...] | None,
         command: str | None = None,
+        only: tuple[str, ...] = (),
     ) -> TestRun:
-        """Run the test command (or ``command``: the new files with the runner) and log it."""
+        """Run the test command (or ``command``: the new files with the runner) and log it.
+
+        ``only``: just these tests (``rerun.py``), under the pin.
+        """
         run = streamed.settle(
             run_tests(
                 sandbox,
@@ -379,6 +426,7 @@ class CompletionGate:
                 self.pin,
                 named_plugins,
                 ignore_tree_bytecode=self.config.allow_harness_changes,
+                only=only,
             )
         )
         if self.log_path is not None:

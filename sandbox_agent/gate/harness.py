@@ -279,6 +279,7 @@ pluggy.PluginManager.register = registering
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]
 probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
+probe.ONLY[:] = cfg["only"]
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
@@ -297,13 +298,15 @@ def pinned_command(
     run_dir: str,
     named_plugins: tuple[str, ...] | None,
     own: tuple[str, ...] = (),
+    only: tuple[str, ...] = (),
 ) -> str:
     """The bash command that runs the tests under the pinned harness.
 
     ``named_plugins``: ``None`` for the baseline run (entry-point plugins autoload as usual);
     else autoloading is off and exactly these entry-point plugins are loaded, by name.
     ``own``: harness modules that are the project under test (``ownmodules``), imported from
-    the workspace's install before the rest of the harness.
+    the workspace's install before the rest of the harness. ``only``: run just these tests
+    (``rerun.py``: the probe deselects the others; empty: every test).
     """
     args = [*invocation.args, "-p", "no:cacheprovider", *GATE_OPTIONS]
     env = ["PYTHONDONTWRITEBYTECODE=1"]
@@ -321,6 +324,7 @@ def pinned_command(
         "args": args,
         "audit": named_plugins is None,  # what was used is read at the baseline only
         "own": list(own),
+        "only": list(only),
     }
     words = [
         *invocation.assignments,

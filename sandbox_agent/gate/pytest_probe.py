@@ -35,6 +35,10 @@ PHASE = ["config"]
 REGISTERED: list[tuple[str, Any]] = []
 """Filled by the boot script's wrapper of ``PluginManager.register``: every registration as
 it happened, including plugins unregistered later."""
+ONLY: list[str] = []
+"""Set by the boot script for a rerun of some tests (the flaky check): report ids, or
+``module::function`` (every parameter set of it), or ``::module`` (all of a module); empty:
+every test runs. The others are deselected, and test files none of them is in not collected."""
 _CONFIG: list[Any] = []
 _COLLECTED: set[str] = set()
 
@@ -240,3 +244,49 @@ def pytest_sessionfinish(session: Any) -> None:
     with open(tmp, "w", encoding="utf-8") as out:  # noqa: PTH123 -- standalone, stdlib only
         json.dump(data, out)
     os.replace(tmp, OUTPUT_PATH)  # noqa: PTH105
+
+
+def _wanted(test_id: str) -> bool:
+    """Whether a test of this report id is one of :data:`ONLY` (by id, function or module)."""
+    classname, _, name = test_id.rpartition("::")
+    function = f"{classname}::{name.partition('[')[0]}"
+    return any(
+        w in (test_id, function) or (w.startswith("::") and _within(classname, w[2:])) for w in ONLY
+    )
+
+
+def _within(classname: str, module: str) -> bool:
+    return classname == module or classname.startswith(module + ".")
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    """For a rerun of some tests: every other test is deselected, as ``-k`` would."""
+    if not ONLY:
+        return
+    kept = [item for item in items if _wanted(junit_id(item.nodeid))]
+    dropped = [item for item in items if not _wanted(junit_id(item.nodeid))]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
+if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this name from 7 on
+
+    def pytest_ignore_collect(collection_path: Any, config: Any) -> bool | None:
+        """For a rerun of some tests: a test module none of them is in is not even imported."""
+        if not ONLY or collection_path.suffix != ".py" or collection_path.name in _ALWAYS:
+            return None
+        try:
+            rel = collection_path.relative_to(config.rootpath).as_posix()
+        except ValueError:
+            return None
+        module = junit_id(f"{rel}::x").rpartition("::")[0]
+        modules = {w.rpartition("::")[0] or w[2:] for w in ONLY}
+        if any(_within(m, module) for m in modules if m):
+            return None
+        return True
+
+
+_ALWAYS = ("conftest.py", "__init__.py")
+"""Never left out of a rerun's collection: they configure the tests (a package's
+``__init__.py`` is its collector)."""

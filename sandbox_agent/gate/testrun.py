@@ -203,16 +203,19 @@ def run_tests(
     named_plugins: tuple[str, ...] | None = None,
     *,
     ignore_tree_bytecode: bool = False,
+    only: tuple[str, ...] = (),
 ) -> TestRun:
     """Run the test command in the sandbox; for pytest, read back its JUnit XML report.
 
     With ``pin``, pytest runs under the pinned harness, which also records itself; with
     ``named_plugins`` too, entry-point plugins are not autoloaded: exactly these are loaded.
     ``ignore_tree_bytecode``: no ``__pycache__`` in the tree is read (``PYTHONPYCACHEPREFIX``).
+    ``only``: with ``pin``, just these tests run (``rerun.py``); empty: all of them.
     """
     env = _GATE_ENV + (_IGNORE_TREE_BYTECODE if ignore_tree_bytecode else "")
     if pin is not None:
-        return _run_pinned(sandbox, command, timeout_s, label, pin, named_plugins, env)
+        named = (named_plugins, only)
+        return _run_pinned(sandbox, command, timeout_s, label, pin, named, env)
     if not is_pytest(command):
         result = _exec(sandbox, env + command, timeout_s, MAX_REPORT_BYTES)
         return with_text_report(TestRun(label=label, command=command, result=result))
@@ -237,9 +240,10 @@ def _run_pinned(
     timeout_s: float,
     label: str,
     pin: Pin,
-    named_plugins: tuple[str, ...] | None,
+    selection: tuple[tuple[str, ...] | None, tuple[str, ...]],
     env: str,
 ) -> TestRun:
+    named_plugins, only = selection
     run_dir = f"{REPORT_DIR}/{uuid.uuid4().hex}"
     probe = f"{run_dir}/probe/{harness.PROBE_MODULE}.py"
     setup = _exec(
@@ -250,7 +254,12 @@ def _run_pinned(
     if setup is None or setup.exit_code != 0:
         return TestRun(label=label, command=command, result=None)
     pinned = harness.pinned_command(
-        pin.invocation, pin.interpreter, run_dir=run_dir, named_plugins=named_plugins, own=pin.own
+        pin.invocation,
+        pin.interpreter,
+        run_dir=run_dir,
+        named_plugins=named_plugins,
+        own=pin.own,
+        only=only,
     )
     result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
     if result is None:

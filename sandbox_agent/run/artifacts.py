@@ -20,6 +20,7 @@ from pydantic_core import PydanticSerializationError
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.baseline import BaselineDiagnosis
+from sandbox_agent.gate.baseline_cache import BaselineSource
 from sandbox_agent.names import child_path, name_problem
 from sandbox_agent.sandbox.base import Omitted
 from sandbox_agent.types import Frozen, GateOutcome, Usage
@@ -29,6 +30,7 @@ PATCH_FILE = "patch.diff"
 TRACE_FILE = "trace.jsonl"
 GATE_LOG = "gate.log"
 ENV_LOGS = "env-logs"
+BASELINES = "baselines"
 """The one directory of every environment build log, beside the runs directory."""
 
 
@@ -102,6 +104,9 @@ class RunRecord(Frozen):
     baseline: BaselineDiagnosis | None = None
     """What the baseline test run said: whether the tests could run, and the gate's strength
     (``weak`` when they already passed before any change)."""
+    baseline_source: BaselineSource | None = None
+    """Where the baseline's outcomes came from: run now, or taken from the cache (and from
+    which run), with why it ran when it was not (``gate/baseline_cache.py``)."""
     changed_paths: tuple[str, ...] | None = None
     """Every path the patch touches (both names of a rename), as git in the sandbox listed them
     when the patch was taken; ``apply`` refuses a patch that touches any other."""
@@ -143,6 +148,11 @@ def new_run_id() -> str:
 def env_logs_dir(runs_dir: Path) -> Path:
     """Where every environment build log is: ``env-logs`` beside the runs directory."""
     return runs_dir.parent / ENV_LOGS
+
+
+def baselines_dir(runs_dir: Path) -> Path:
+    """Where the baselines' outcomes are kept (``gate/baseline_cache.py``): beside the runs."""
+    return runs_dir.parent / BASELINES
 
 
 def state_dir(env: Mapping[str, str]) -> Path:

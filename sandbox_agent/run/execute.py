@@ -31,6 +31,7 @@ from sandbox_agent.gate.baseline import (
     declared_in,
     local_modules,
 )
+from sandbox_agent.gate.baseline_cache import BaselineCache
 from sandbox_agent.gate.completion import CompletionGate, Gate
 from sandbox_agent.gate.evidence import gather
 from sandbox_agent.policy.engine import RuleEngine
@@ -82,6 +83,8 @@ class Run:
         approver: Approver | None,
         warn: Warn | None = None,
         wrap_budget: WrapBudget | None = None,
+        *,
+        baselines: BaselineCache | None = None,
     ) -> None:
         self.p, self.sandbox, self.run_dir, self.run_id = prepared, sandbox, run_dir, run_id
         self.settings = prepared.settings
@@ -118,6 +121,7 @@ class Run:
             redact=self.redactor.text,
             baseline_in_copy=True,  # nothing the baseline's tests write reaches the workspace
             hidden_tests=prepared.options.hidden_tests,
+            baselines=baselines,
         )
 
     def _initial_record(self) -> RunRecord:
@@ -180,6 +184,7 @@ class Run:
     def _before_loop(self) -> list[ModelFeedback]:
         _restore_generated(self.sandbox)
         run = self.gate.run_baseline()
+        self._say_baseline_source()
         diagnosis = declared_in(
             classify_baseline(run, local_modules(self.p.repo.root)),
             ((step.command, step.why) for step in self.p.plan.steps),
@@ -209,6 +214,19 @@ class Run:
         if resumes is not None:  # the earlier baseline note is in the conversation already
             return [ModelFeedback(kind="notice", content=resume_notice(resumes, note))]
         return [ModelFeedback(kind="notice", content=note), *self._revision_notes()]
+
+    def _say_baseline_source(self) -> None:
+        """Where the baseline came from: the record names the run it was taken from."""
+        cache = self.gate.baselines
+        if cache is None:
+            return
+        source = cache.source
+        self.record = self.record.model_copy(update={"baseline_source": source})
+        self.run_dir.write_record(self.record)
+        if source.cached and self.gate.baseline is not None:
+            said = f"===== baseline: {source.note} (key {source.key}) =====\n"
+            with self.run_dir.gate_log_path.open("a", encoding="utf-8") as log:
+                log.write(said + self.redactor.text(self.gate.baseline.log_text()))
 
     def _revision_notes(self) -> list[ModelFeedback]:
         """For ``revise``: what the earlier run did and what the reviewer wants changed."""

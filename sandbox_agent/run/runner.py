@@ -25,9 +25,16 @@ from sandbox_agent.errors import (
     SandboxError,
     UserError,
 )
+from sandbox_agent.gate.baseline_cache import BaselineCache
 from sandbox_agent.models.prices import require_one_call, require_price_for_cap
 from sandbox_agent.models.stream import OnText
-from sandbox_agent.run.artifacts import RunDir, RunRecord, env_logs_dir, new_run_id
+from sandbox_agent.run.artifacts import (
+    RunDir,
+    RunRecord,
+    baselines_dir,
+    env_logs_dir,
+    new_run_id,
+)
 from sandbox_agent.run.execute import Run, WrapBudget
 from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
 from sandbox_agent.run.resume import check_environment, check_tree
@@ -235,7 +242,23 @@ def run_fix(
             with sandbox:
                 run_dir = RunDir.create(prepared.runs_dir, run_id)
                 _link_parent(options, run_id, warn)
-                run = Run(prepared, sandbox, run_dir, run_id, listener, approver, warn, wrap_budget)
+                baselines = BaselineCache(
+                    baselines_dir(prepared.runs_dir),
+                    sandbox.snapshot_key,
+                    prepared.env.image_id,
+                    run_id,
+                )
+                run = Run(
+                    prepared,
+                    sandbox,
+                    run_dir,
+                    run_id,
+                    listener,
+                    approver,
+                    warn,
+                    wrap_budget,
+                    baselines=baselines,
+                )
                 retries.trace = run.trace
                 record = run.execute()
                 _report_replay(prepared, record, warn)

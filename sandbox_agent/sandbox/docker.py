@@ -49,7 +49,7 @@ from sandbox_agent.sandbox.incontainer.wire import (
 from sandbox_agent.sandbox.launch import Copied, copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.runtime import require_runtime
-from sandbox_agent.sandbox.snapcache import Snapshot
+from sandbox_agent.sandbox.snapcache import UNSHARED_MARK, Snapshot
 from sandbox_agent.sandbox.workspace import (
     TreeStatus,
     Workspace,
@@ -122,6 +122,12 @@ class DockerSandbox(ExecutorCalls):
     def read_only(self) -> tuple[str, ...] | None:
         """The baseline's paths mounted read-only: ``.git`` and the protected ones."""
         return self._read_only
+
+    @property
+    def snapshot_key(self) -> str | None:
+        """The content key of the snapshot it is layered on (``None``: a copy, or not shared)."""
+        key = self._layered.snapshot.key if self._layered is not None else None
+        return None if key is None or UNSHARED_MARK in key else key
 
     @property
     def workspace(self) -> Path:

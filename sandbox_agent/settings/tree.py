@@ -284,6 +284,10 @@ class GateSection(_Section):
     ] = ()
     """Test ids (``tests/test_x.py::test_y``) that must fail at the baseline and pass with the
     patch (SWE-bench's FAIL_TO_PASS), whatever ``require`` says."""
+    fail_fast: Annotated[bool, Rule(Merge.FALSE)] = True
+    """Run the tests that can prove a finish first (targets, the baseline's failing tests, the
+    tests of the files the patch touches) and refuse at once when they show no proof; the
+    whole suite runs only for a finish that may have its proof (``gate/failfast.py``)."""
 
 
 class EnvironmentSection(_Section):

@@ -19,7 +19,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from sandbox_agent.env import downloads, proxy
+from sandbox_agent.env import bridge, downloads, proxy
+from sandbox_agent.env.bridge import address_of, host_address, interface_address
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.downloads import Store, cache_root, local_ca, pypi_digest
 from sandbox_agent.env.hostca import host_bundle
@@ -200,3 +201,62 @@ def test_the_bound_is_the_settings_and_reaches_the_plan(tmp_path: Path) -> None:
 def _split(path: Path) -> str:
     name = path.name
     return f"{name[:2]}/{name[2:4]}/{name[4:]}"
+
+
+NO_GATEWAY = {  # Debian's docker.io 20.10: the bridge lists its subnet, no Gateway key
+    "IPAM": {"Driver": "default", "Options": None, "Config": [{"Subnet": "172.17.0.0/16"}]},
+    "Options": {"com.docker.network.bridge.name": "docker0"},
+}
+
+
+def test_the_bridges_address_is_found_without_a_gateway_key() -> None:
+    with_gateway = {"IPAM": {"Config": [{"Subnet": "10.9.0.0/16", "Gateway": "10.9.0.254"}]}}
+    assert address_of(with_gateway, lambda _: None)[0] == "10.9.0.254"
+    asked: list[str] = []
+
+    def interface(name: str) -> str | None:
+        asked.append(name)
+        return "172.17.5.1"
+
+    found = address_of(NO_GATEWAY, interface)
+    assert found == ("172.17.5.1", "the address of docker0 on this host")
+    assert asked == ["docker0"]
+    # an interface address outside the subnet is not the bridge's: the subnet's first address
+    assert address_of(NO_GATEWAY, lambda _: "192.168.1.7")[0] == "172.17.0.1"
+    assert address_of(NO_GATEWAY, lambda _: None)[0] == "172.17.0.1"
+    for broken in ({}, {"IPAM": {"Config": None}}, {"IPAM": {"Config": [{"Subnet": "x"}]}}):
+        with pytest.raises(DownloadCacheError, match="names no IPv4 gateway or subnet"):
+            address_of(broken, lambda _: None)
+
+
+@pytest.mark.docker
+def test_on_this_engine_the_bridges_address_is_one_the_host_listens_on(
+    docker_client: docker.DockerClient,
+) -> None:
+    address, _ = host_address(docker_client)
+    with socket.socket() as s:
+        s.bind((address, 0))  # the host has it: the proxy can listen there
+    config = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    if "Gateway" not in config:  # this engine is the one the issue is about
+        assert address == interface_address("docker0") or address.endswith(".1")
+
+
+@pytest.mark.docker
+def test_an_address_the_host_does_not_have_turns_the_cache_off_saying_why(
+    tmp_path: Path, docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def remote(_: docker.DockerClient) -> tuple[str, str]:  # an engine on another machine
+        return "192.0.2.10", "the bridge network's Gateway"
+
+    monkeypatch.setattr(bridge, "host_address", remote)
+    home = {"XDG_CACHE_HOME": str(tmp_path), "SSL_CERT_FILE": str(host_bundle(os.environ))}
+    said: list[str] = []
+    with proxy.for_build(
+        docker_client, {**home, "DOCKER_HOST": "tcp://build-box:2375"}, said.append
+    ) as (variables, _):
+        assert variables == {}
+    assert len(said) == 1
+    assert said[0].startswith("download cache: off (cannot listen on 192.0.2.10, the bridge")
+    assert "DOCKER_HOST=tcp://build-box:2375" in said[0]
+    assert "download_cache = false" in said[0]
+    assert "'Gateway'" not in said[0]

