@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -48,6 +49,7 @@ RAN: dict[str, list[list[Any]]] = {}
 """Report id of a failed test -> ``[file, first line, last line]`` of each workspace function
 its call ran (``TRACE`` only)."""
 _CALLED: set[Any] = set()
+_RAISED = re.compile(r"^(?:E\s+)?([A-Za-z_]\w*(?:Error|Exception)): (.*)$", re.MULTILINE)
 _RUNNING: dict[str, list[list[Any]]] = {}
 
 INI_KEYS = (
@@ -239,9 +241,14 @@ def pytest_runtest_logreport(report: Any) -> None:
 def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
     """What a test or a collector raised: an assertion, or an error of the environment."""
     info = getattr(call, "excinfo", None)
-    if info is not None:
-        key = junit_id(report.nodeid)
-        ERRORS.setdefault(key, [str(info.typename), str(info.value)[:300]])
+    if info is None:
+        return
+    kind, message = str(info.typename), str(info.value)
+    if kind == "CollectError":  # a module that failed to import: the error pytest wraps
+        found = _RAISED.findall(message)
+        if found:
+            kind, message = found[-1]
+    ERRORS.setdefault(junit_id(report.nodeid), [kind, message[:300]])
 
 
 @pytest.hookimpl(hookwrapper=True)
