@@ -194,9 +194,35 @@ def _pytest(
     found = _python_import(run, output, local)
     if found is not None:
         return found if ran else _no_test_ran_said(found, output)
+    if not ran and _own_names_missing(run, local):
+        return None  # a failing baseline: the task may be to add what the tests import
     if code in (3, 4) and (ran or _RUNNER_ERROR.search(output) or _USAGE.search(output)):
         return _runner_error(run, code, output)
     return _nothing_ran(run, output)
+
+
+_OWN_MISSING = (
+    re.compile(r"cannot import name '\w+' from '([\w.]+)'"),
+    re.compile(r"module '([\w.]+)' has no attribute '\w+'"),
+    re.compile(r"No module named '([\w.]+)\.\w+'"),
+)
+
+
+def _own_names_missing(run: TestRun, local: frozenset[str]) -> bool:
+    """Every test module failed to import a name (or submodule) of the project's own modules.
+
+    ``from calc import mul`` where ``calc`` is the project's: the name is what the task adds,
+    so the baseline fails (the model is called); a third-party module missing stays broken.
+    """
+    modules = failed_modules(run)
+    if not modules:
+        return False
+    for named in modules:
+        reason = named.partition(" (")[2]
+        owners = [m.group(1) for p in _OWN_MISSING if (m := p.search(reason))]
+        if not owners or owners[0].split(".")[0] not in local:
+            return False
+    return True
 
 
 def _no_test_ran_said(found: BaselineDiagnosis, output: str) -> BaselineDiagnosis:
