@@ -360,9 +360,11 @@ REVISE_NOTE = (
 _RULE_NOTE = {
     "proof": (
         "The completion gate accepts `finish` when no test that passes now fails, and a test "
-        "proves your change: a test failing now passes, or a new test module you add fails "
+        "proves your change: a test failing now passes, or a test you add or change fails "
         "without your change and passes with it. Tests failing now for other reasons may keep "
-        "failing. You may add new test files; existing test files stay as they are."
+        "failing, unless they fail by an assertion in code your change touches. You may add "
+        "tests to existing test files or new ones: the existing tests are judged from their "
+        "original content."
     ),
     "all": "The completion gate accepts `finish` only when this command passes.",
     "no-regression": (
