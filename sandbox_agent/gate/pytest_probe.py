@@ -7,7 +7,9 @@ then names it with ``-p``. It imports nothing of sandbox-agent's.
 At the end of the session it writes, as JSON, what decides how the tests ran: the interpreter,
 where pytest was loaded from, the ini file and the ini values that select and shape the tests,
 every registered plugin with the file it came from, the distributions that provided plugins,
-and the modules loaded from the workspace before the project's own code could run.
+and the modules loaded from the workspace before the project's own code could run. Beside it
+(``failures.json``): what each failing test or collector raised, and at the baseline which
+workspace functions each failing test's call ran (``relevance.py``).
 """
 
 from __future__ import annotations
