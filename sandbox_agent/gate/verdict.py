@@ -38,8 +38,9 @@ MAX_NAMED = 10
 """Tests named in one check's detail (the evidence keeps more)."""
 
 NO_PROOF = (
-    "no test shows your change works: add a regression test that fails without it (a new test "
-    "module that fails on the baseline's code and passes with your change)"
+    "no test shows your change works: add a regression test that fails without it (in the "
+    "existing test file or a new one: it must fail on the baseline's code and pass with your "
+    "change)"
 )
 
 
