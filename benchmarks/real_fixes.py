@@ -311,6 +311,15 @@ def table(rows: list[FixRow]) -> str:
         lines.append(
             "| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |"
         )
+    if not any(r.harmless for r in rows):  # --as-written: the fix, and the source alone
+        fixed = sum(1 for r in rows if r.fix.startswith("accepted"))
+        refused = sum(1 for r in rows if r.refusal.startswith("refused"))
+        lines += [
+            "",
+            f"The fix as the commit wrote it passed on {fixed} of {len(rows)} projects; the "
+            f"source change alone was refused on {refused}.",
+        ]
+        return "\n".join(lines)
     both = sum(
         1 for r in rows if r.fix.startswith("accepted") and r.harmless.startswith("accepted")
     )
