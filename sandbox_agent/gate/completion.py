@@ -404,8 +404,11 @@ class CompletionGate:
         return record.entry_points if record is not None else ()
 
     def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
+        """Test data in a test file is judged from its original too: not harness."""
+        record = self._seen_harness
+        data = set(record.used.data) if record is not None else set()
         return patchchecks.harness_files(
-            changed,
+            tuple(p for p in changed if not (self.is_test(p) and p in data)),
             copy,
             baseline=self.sandbox,
             record=self._seen_harness,

@@ -267,3 +267,29 @@ def test_a_javascript_test_change_that_passes_on_the_baseline_proves_nothing(
     sandbox.write_file("index.js", JS_BUGGY.replace("a - b", "a + b"))
     sandbox.write_file("test/test.js", JS_TESTS.replace("calc.mul(2, 3), 6", "1, 1"))
     assert "proof" in failed(gate.check(FINISH))
+
+
+def test_test_data_the_baseline_read_may_change_with_its_test(tmp_path: Path) -> None:
+    reading = (
+        "import json\nimport pathlib\n\nimport calc\n\n\n"
+        "def test_add_cases():\n"
+        "    path = pathlib.Path(__file__).parent / 'data' / 'cases.json'\n"
+        "    for a, b, want in json.loads(path.read_text()):\n"
+        "        assert calc.add(a, b) == want\n"
+    )
+    sandbox = calc_sandbox(tmp_path, {"tests/test_calc.py": reading})
+    (sandbox.root / "tests" / "data").mkdir()
+    (sandbox.root / "tests" / "data" / "cases.json").write_text("[[1, 0, 1]]\n")
+    gate = calc_gate(sandbox, "python -m pytest -q", {})
+    gate.is_protected = lambda path: path.endswith("conftest.py")
+    gate.is_test = is_test
+    gate.run_baseline()
+    sandbox.write_file("calc.py", FIXED)
+    sandbox.write_file("tests/data/cases.json", "[[1, 0, 1], [1, 2, 3]]\n")
+    sandbox.write_file(
+        "tests/test_calc.py", reading.replace("def test_add_cases", "def test_add_data")
+    )
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.proven_by_new_tests == ("tests.test_calc::test_add_data",)
