@@ -88,6 +88,9 @@ write instead. Where the commit's whole test module cannot run twice (marshmallo
 register by class name in one global registry, so a copy of ``tests/test_schema.py`` makes two
 of its own tests fail with "Multiple classes with name ..."), the test the commit changed,
 alone in a new file."""
+IN_PLACE = frozenset({"marshmallow-code/marshmallow"})
+"""Projects whose ``WRITTEN_TESTS`` only worked around a copy of the test module: written as
+the commit wrote them under ``--as-written``."""
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.")
 _SOURCE = re.compile(r"\.(py|js|mjs|cjs|ts)$")
 TASK = "Fix the bug the project's fix commit fixed; add a regression test."
@@ -146,9 +149,18 @@ def _write(path: str, content: str) -> dict[str, Any]:
 
 
 def fix_actions(
-    repo: Path, sha: str, *, with_tests: bool, written: dict[str, str] | None = None
+    repo: Path,
+    sha: str,
+    *,
+    with_tests: bool,
+    written: dict[str, str] | None = None,
+    as_written: bool = False,
 ) -> list[dict[str, Any]]:
-    """The scripted model's turns: write what the commit wrote, then finish."""
+    """The scripted model's turns: write what the commit wrote, then finish.
+
+    ``as_written``: a test file the commit changed is written at its own path (the gate judges
+    the baseline's tests from their originals and the change as the model's tests).
+    """
     actions: list[dict[str, Any]] = []
     if with_tests and written:
         actions += [_write(path, text) for path, text in written.items()]
@@ -161,7 +173,8 @@ def fix_actions(
         if not is_test(path):
             actions.append(_write(path, content))
         elif with_tests:
-            actions.append(_write(path if status == "A" else regression_name(path), content))
+            keep = status == "A" or as_written
+            actions.append(_write(path if keep else regression_name(path), content))
     return [*actions, {"type": "finish", "answer": f"applied {sha[:12]}"}]
 
 
@@ -227,8 +240,12 @@ def _baseline(row: FixRow, record: dict[str, Any]) -> None:
     row.baseline_counts = counts(blocks[1] if len(blocks) > 1 else text)
 
 
-def measure_fix(mirror: Path, work: Path, *, refuse: set[str]) -> FixRow:
-    """Clone at the fix's parent, plan, build twice, then the three runs."""
+def measure_fix(mirror: Path, work: Path, *, refuse: set[str], as_written: bool = False) -> FixRow:
+    """Clone at the fix's parent, plan, build twice, then the three runs.
+
+    ``as_written``: the commit's test changes in place (its own existing test file), the
+    fix without its test refused on every project, no harmless run.
+    """
     owner_name = (mirror.parent.name if mirror.name == "repo" else mirror.name).replace("+", "/")
     row = FixRow(name=owner_name, sha=FIXES[owner_name])
     repo = work / owner_name.replace("/", "+")
@@ -248,10 +265,20 @@ def measure_fix(mirror: Path, work: Path, *, refuse: set[str]) -> FixRow:
         repo,
         work,
         "fix",
-        fix_actions(repo, row.sha, with_tests=True, written=WRITTEN_TESTS.get(row.name)),
+        fix_actions(
+            repo,
+            row.sha,
+            with_tests=True,
+            written=None if as_written and row.name in IN_PLACE else WRITTEN_TESTS.get(row.name),
+            as_written=as_written,
+        ),
     )
     _baseline(row, record)
     row.fix = verdict(record)
+    if as_written:
+        record, _ = _fix_run(repo, work, "untested", fix_actions(repo, row.sha, with_tests=False))
+        row.refusal = verdict(record)
+        return row
     record, _ = _fix_run(
         repo, work, "harmless", harmless_actions(repo, row.sha), "--require", "no-regression"
     )
@@ -284,6 +311,15 @@ def table(rows: list[FixRow]) -> str:
         lines.append(
             "| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |"
         )
+    if not any(r.harmless for r in rows):  # --as-written: the fix, and the source alone
+        fixed = sum(1 for r in rows if r.fix.startswith("accepted"))
+        refused = sum(1 for r in rows if r.refusal.startswith("refused"))
+        lines += [
+            "",
+            f"The fix as the commit wrote it passed on {fixed} of {len(rows)} projects; the "
+            f"source change alone was refused on {refused}.",
+        ]
+        return "\n".join(lines)
     both = sum(
         1 for r in rows if r.fix.startswith("accepted") and r.harmless.startswith("accepted")
     )
@@ -303,13 +339,18 @@ def main(argv: list[str] | None = None) -> None:
         "--refusals", default="", help="comma-separated projects (owner/name) to also refuse"
     )
     parser.add_argument("--fixes", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--as-written",
+        action="store_true",
+        help="write the commit's test changes into its existing test files (issue 36)",
+    )
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="real-fixes-"))
     work.mkdir(parents=True, exist_ok=True)
     rows: list[FixRow] = []
     refuse = set(filter(None, args.refusals.split(",")))
     for mirror in args.mirrors:
-        rows.append(measure_fix(mirror, work, refuse=refuse))
+        rows.append(measure_fix(mirror, work, refuse=refuse, as_written=args.as_written))
         r = rows[-1]
         print(
             f"{r.name}: fix={r.fix[:80]} | harmless={r.harmless[:60]} | refusal={r.refusal[:60]}",

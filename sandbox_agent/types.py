@@ -260,6 +260,9 @@ class GateEvidence(Frozen):
     """Tests the model added that already pass on the baseline's code: they prove nothing."""
     new_test_files: tuple[str, ...] = ()
     """Files the patch adds that hold tests (shown for review)."""
+    changed_test_files: tuple[str, ...] = ()
+    """Test files of the baseline the patch changes or deletes (shown for review): their
+    changed tests are the model's; the baseline's tests were judged from the originals."""
 
 
 class GateOutcome(Frozen):

@@ -103,6 +103,7 @@ def apply_run(
         target = repo or Path(record.repo)
         patch, recorded, part = revision_part(record, runs_dir, target, patch)
         message = f"sandbox-agent: {record.task.strip().splitlines()[0][:60]}"
+        _test_changes(record)
         plan = None
         if patch.strip():
             plan = apply_patch(
@@ -128,6 +129,26 @@ def _applied(plan: ApplyPlan | None, target: Path, branch: str | None, part: str
     how = "three-way" if plan.three_way else "exactly"
     on = f" on new branch {safe(branch)}" if branch else ""
     return f"applied {how}{on}: {len(plan.paths)} path(s) in {where}{part}"
+
+
+def _test_changes(record: RunRecord) -> None:
+    """The test files the run added or changed, to read: they were the model's own tests."""
+    finishes = [g for g in record.gate_history if g.phase == "finish" and g.evidence]
+    evidence = finishes[-1].evidence if finishes else None
+    if evidence is None or not (evidence.changed_test_files or evidence.new_test_files):
+        return
+    err.print(
+        "test changes (the model's own tests; the gate judged the baseline's tests from "
+        "their original files):",
+        markup=False,
+        highlight=False,
+    )
+    for label, paths in (
+        ("changed", evidence.changed_test_files),
+        ("new", evidence.new_test_files),
+    ):
+        for path in paths:
+            err.print(f"  {label:<8} {visible(path)}", markup=False, highlight=False)
 
 
 def _review_these(plan: ApplyPlan, run_id: str, *, yes: bool) -> None:

@@ -153,6 +153,7 @@ def _evidence_lists(evidence: GateEvidence) -> list[Text]:
         ("pre-existing failures", evidence.pre_existing, "dim"),
         ("flaky", evidence.flaky, "dim"),
         ("new test files", evidence.new_test_files, "yellow"),
+        ("changed test files (originals judged)", evidence.changed_test_files, "yellow"),
     )
     lines = []
     for label, ids, style in named:

@@ -194,9 +194,35 @@ def _pytest(
     found = _python_import(run, output, local)
     if found is not None:
         return found if ran else _no_test_ran_said(found, output)
+    if not ran and _own_names_missing(run, local):
+        return None  # a failing baseline: the task may be to add what the tests import
     if code in (3, 4) and (ran or _RUNNER_ERROR.search(output) or _USAGE.search(output)):
         return _runner_error(run, code, output)
     return _nothing_ran(run, output)
+
+
+_OWN_MISSING = (
+    re.compile(r"cannot import name '\w+' from '([\w.]+)'"),
+    re.compile(r"module '([\w.]+)' has no attribute '\w+'"),
+    re.compile(r"No module named '([\w.]+)\.\w+'"),
+)
+
+
+def _own_names_missing(run: TestRun, local: frozenset[str]) -> bool:
+    """Every test module failed to import a name (or submodule) of the project's own modules.
+
+    ``from calc import mul`` where ``calc`` is the project's: the name is what the task adds,
+    so the baseline fails (the model is called); a third-party module missing stays broken.
+    """
+    modules = failed_modules(run)
+    if not modules:
+        return False
+    for named in modules:
+        reason = named.partition(" (")[2]
+        owners = [m.group(1) for p in _OWN_MISSING if (m := p.search(reason))]
+        if not owners or owners[0].split(".")[0] not in local:
+            return False
+    return True
 
 
 def _no_test_ran_said(found: BaselineDiagnosis, output: str) -> BaselineDiagnosis:
@@ -334,9 +360,11 @@ REVISE_NOTE = (
 _RULE_NOTE = {
     "proof": (
         "The completion gate accepts `finish` when no test that passes now fails, and a test "
-        "proves your change: a test failing now passes, or a new test module you add fails "
+        "proves your change: a test failing now passes, or a test you add or change fails "
         "without your change and passes with it. Tests failing now for other reasons may keep "
-        "failing. You may add new test files; existing test files stay as they are."
+        "failing, unless they fail by an assertion in code your change touches. You may add "
+        "tests to existing test files or new ones: the existing tests are judged from their "
+        "original content."
     ),
     "all": "The completion gate accepts `finish` only when this command passes.",
     "no-regression": (

@@ -39,12 +39,20 @@ from sandbox_agent.gate import (
     runners,
     streamed,
     tamper,
+    testchanges,
     verdict,
 )
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.runners import Runner, Unresolved
-from sandbox_agent.gate.runs import Runs, first_and_disagreeing, harness_check, tests_check
+from sandbox_agent.gate.runs import (
+    Runs,
+    collected_check,
+    first_and_disagreeing,
+    harness_check,
+    tests_check,
+)
+from sandbox_agent.gate.testchanges import TestChanges
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings.tree import GateSection
@@ -75,6 +83,7 @@ class CompletionGate:
         *,
         is_protected: Callable[[str], bool],
         judge: Judge,
+        is_test: Callable[[str], bool] | None = None,
         log_path: Path | None = None,
         redact: Callable[[str], str] = str,
         baseline_in_copy: bool = False,
@@ -87,6 +96,9 @@ class CompletionGate:
         self.config = config
         self.test_command: str = config.test_command
         self.is_protected = is_protected
+        self.is_test = is_test or (lambda path: False)
+        """``[paths] tests``: files the model may change; the gate judges the baseline's tests
+        from their originals and the patch's test changes as the model's (``testchanges.py``)."""
         self.log_path = log_path
         self.redact = redact
         """Applied to what ``gate.log`` keeps (test output can print secrets)."""
@@ -115,6 +127,8 @@ class CompletionGate:
         """The new test files of the last patch judged."""
         self.tampering: list[tamper.Hit] = []
         """What the last patch's added lines hold of in-process tampering (``tamper.py``)."""
+        self.changed_tests: tuple[str, ...] = ()
+        """The baseline's test files the last patch judged changes (the model's tests)."""
         self.runner: Runner | Unresolved | None = None
         """The runner a command without a per-test report names, to run new test files with
         (``runners.py``); ``None`` for pytest."""
@@ -204,25 +218,30 @@ class CompletionGate:
             tampering=tuple(map(str, self.tampering)),
         )
         if self.judgement is None:
-            update = {"rule": self.config.require, "new_test_files": self.new_files}
+            update = {
+                "rule": self.config.require,
+                "new_test_files": self.new_files,
+                "changed_test_files": self.changed_tests,
+            }
             return found.model_copy(update=update)
-        return evidence.with_judgement(found, self.judgement, self.config.require, self.new_files)
+        return evidence.with_judgement(
+            found, self.judgement, self.config.require, self.new_files, self.changed_tests
+        )
 
     def _checks(self, attempt: int) -> tuple[list[GateCheck], TestRun | None]:
         # Nothing the model left running may touch the workspace from here on; the patch is
         # taken once, and it is what is checked, judged in a clean copy and saved.
         self.judged, self.judgement, self.new_files, self.tampering = None, None, (), []
+        self.changed_tests = ()
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
-        added = tuple(  # only these can be new test files
-            p
-            for p in changed
-            if (self.is_protected(p) or p.endswith(".py")) and self.sandbox.baseline_file(p) is None
-        )
+        added = tuple(p for p in changed if self.sandbox.baseline_file(p) is None)
         checks = [
             patchchecks.diff(changed, self.config),
-            patchchecks.protected(changed, added, self.is_protected, self._seen_harness),
+            patchchecks.protected(
+                changed, added, self.is_protected, self._seen_harness, is_test=self.is_test
+            ),
         ]
         if patch.omitted:  # not in the patch, so not in the clean copy either: said, not refused
             checks.append(patchchecks.omitted(patch))
@@ -240,11 +259,19 @@ class CompletionGate:
             refused, deciding = self._decide_early(copy, changed, label)
             if refused is not None:  # no proof among the tests that can prove it: at once
                 return checks + refused, deciding
-            full = self._run_tests(copy, label, self._named_plugins()) if not deciding else None
-        if full is None:  # in a fresh copy: the deciding tests wrote in that one
-            full = self._run_copy(patch.text, label)
-        runs = self._runs(patch.text, added, full, label)
-        checks += self._judge(runs)
+            if deciding is None:
+                full = self._run_tests(copy, label, self._named_plugins())
+            else:  # in a fresh copy: the deciding tests wrote in this one
+                full = self._run_copy(patch.text, label)
+            model = self._test_changes(changed, full, copy)
+        split = newtests.split(patch.text, model.files)
+        if set(split[2]) != set(model.files):  # fail closed: a test change not told apart
+            why = "test file(s) whose change could not be told apart from the patch: "
+            missing = sorted(set(model.files) - set(split[2]))
+            checks.append(GateCheck(name="tests", passed=False, detail=why + ", ".join(missing)))
+            return checks, None
+        runs = self._runs(split, model, full, label)
+        checks += self._judge(runs, model, split[0])
         return checks, runs.now
 
     def _decide_early(
@@ -268,47 +295,73 @@ class CompletionGate:
         rule = self.config.require
         return failfast.refusal(base, first, rule, targets, changed), first
 
-    def _runs(self, patch: str, added: tuple[str, ...], full: TestRun, label: str) -> Runs:
-        """The baseline's tests alone, the new tests apart, and the flaky reruns."""
+    def _test_changes(self, changed: tuple[str, ...], full: TestRun, copy: Sandbox) -> TestChanges:
+        """The patch's test files and which tests in them are the model's.
+
+        A ``[paths] tests`` glob names them, or a pytest run (the baseline's, or the patch's for
+        a new file) collected from them; with hidden tests none (judged by the hidden tests
+        alone, as SWE-bench judges).
+        """
+        if self.hidden is not None:
+            return TestChanges()
+        collected = {*_collected(self.baseline), *_collected(full)}
+        base = self.baseline.report if self.baseline is not None else None
+        if base is not None and full.report is not None:  # an unpinned run's new modules
+            fresh = [t for t in full.report.ids if t not in base.ids]
+            collected.update(newtests.new_test_files(changed, lambda p: False, fresh))
+        files = testchanges.test_files(changed, is_test=self._is_test_file, collected=collected)
+        return testchanges.gather(files, self.sandbox.baseline_file, copy)
+
+    def _runs(
+        self, split: tuple[str, str, tuple[str, ...]], model: TestChanges, full: TestRun, label: str
+    ) -> Runs:
+        """The baseline's tests from their original files, the model's apart, the flaky reruns.
+
+        The model's tests run with the whole patch and on the baseline's code with the test
+        changes alone.
+        """
+        without, only, _ = split
+        self.new_files, self.changed_tests = model.added, model.changed
         runs = Runs(full=full, now=full)
         base = self.baseline.report if self.baseline is not None else None
         if base is None and full.report is None:  # no per-test report: exit statuses prove
-            return self._exit_runs(runs, patch, added, label)
+            return self._exit_runs(runs, split, model, label)
         if base is None or full.report is None:
             return runs
-        fresh = [t for t in full.report.ids if t not in base.ids]
-        files = newtests.new_test_files(added, self.is_protected, fresh)
-        if self.hidden is not None:  # judged by the hidden tests alone, as SWE-bench judges
-            files = ()
-        without, only, self.new_files = newtests.split(patch, files)
-        if self.new_files:
-            runs.now = self._run_copy(without, f"{label}: the baseline's tests")
+        if model.files:
+            runs.now = self._run_copy(without, f"{label}: the baseline's tests, original files")
             runs.with_new = full
-            runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
+            runs.new_on_base = self._run_copy(only, f"{label}: your tests, baseline code")
         if runs.now.report is not None:
             self._rerun_changed(runs, base, runs.now.report, without, label)
         return runs
 
-    def _exit_runs(self, runs: Runs, patch: str, added: tuple[str, ...], label: str) -> Runs:
-        """Without a report: the new test files with the patch, and alone on the baseline's code.
+    def _exit_runs(
+        self, runs: Runs, split: tuple[str, str, tuple[str, ...]], model: TestChanges, label: str
+    ) -> Runs:
+        """Without a report: the command on the baseline's test files; the model's apart.
+
+        The model's test files (new and changed) run with the patch, and alone on the
+        baseline's code.
 
         With a known runner (``runners.py``) they run with it: with the patch (every rule) and
-        on the baseline's code (``proof``); else, under ``proof``, the command runs on the
-        baseline's code with only them added.
+        on the baseline's code (``proof``); else the command runs with the patch, and under
+        ``proof`` on the baseline's code with only the test changes.
         """
-        files = newtests.new_test_files(added, self.is_protected, ())
-        if self.hidden is not None:  # judged by the hidden tests alone
-            files = ()
-        _, only, self.new_files = newtests.split(patch, files)
-        ran = exitproof.runnable(self.runner, self.new_files)
-        if ran and isinstance(self.runner, Runner):
-            command = self.runner.command(ran)
-            runs.with_new = self._run_copy(patch, f"{label}: your new tests", (), command)
-            if self.config.require == "proof":
-                on_base = f"{label}: your new tests, baseline code"
-                runs.new_on_base = self._run_copy(only, on_base, (), command)
-        elif self.new_files and self.config.require == "proof":
-            runs.new_on_base = self._run_copy(only, f"{label}: your new tests, baseline code")
+        without, only, _ = split
+        if not model.files:
+            return runs
+        runs.now = self._run_copy(without, f"{label}: the baseline's tests, original files")
+        ran = exitproof.runnable(self.runner, model.files)
+        command = self.runner.command(ran) if ran and isinstance(self.runner, Runner) else None
+        patch = self.judged.text if self.judged is not None else ""
+        if command is None:  # the command itself, with the whole patch
+            runs.with_new = runs.full
+        else:
+            runs.with_new = self._run_copy(patch, f"{label}: your tests", command=command)
+        if self.config.require == "proof":
+            on_base = f"{label}: your tests, baseline code"
+            runs.new_on_base = self._run_copy(only, on_base, command=command)
         return runs
 
     def _rerun_changed(
@@ -332,7 +385,7 @@ class CompletionGate:
         with self._copy(patch) as copy:
             return self._run_tests(copy, label, self._named_plugins(), command, only)
 
-    def _judge(self, runs: Runs) -> list[GateCheck]:
+    def _judge(self, runs: Runs, model: TestChanges, code_patch: str) -> list[GateCheck]:
         """The rule's checks of the runs, and the harness of each."""
         rule = self.config.require
         made = runs.made()  # the reruns of changed tests too: under the same harness
@@ -341,7 +394,7 @@ class CompletionGate:
             checks.append(exitproof.new_tests_check(runs.with_new))
         elif runs.with_new is not None and rule == "all":
             checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
-        seen = runs.observed(self.baseline, self.new_files)
+        seen = runs.observed(self.baseline, self.new_files, model, code_patch)
         targets = self.config.targets + (self.hidden.fail_to_pass if self.hidden else ())
         keep = self.hidden.pass_to_pass if self.hidden else ()
         if seen is not None:
@@ -360,7 +413,7 @@ class CompletionGate:
                 self.baseline,
                 runs.now,
                 runs.new_on_base,
-                self.new_files,
+                model.files,
                 runner=self.runner,
                 with_new=runs.with_new,
             )
@@ -368,7 +421,14 @@ class CompletionGate:
         if self.pin is not None:
             base = self._baseline_harness
             checks += first_and_disagreeing(made, lambda run: harness_check(run, base))
+            checks += collected_check(runs.now, base)
         return checks
+
+    def _is_test_file(self, path: str) -> bool:
+        """A ``[paths] tests`` file, or a new file under the protect globs (a strict policy's)."""
+        return self.is_test(path) or (
+            self.is_protected(path) and self.sandbox.baseline_file(path) is None
+        )
 
     @property
     def _no_baseline_report(self) -> bool:
@@ -396,8 +456,11 @@ class CompletionGate:
         return record.entry_points if record is not None else ()
 
     def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
+        """Test data in a test file is judged from its original too: not harness."""
+        record = self._seen_harness
+        data = set(record.used.data) if record is not None else set()
         return patchchecks.harness_files(
-            changed,
+            tuple(p for p in changed if not (self.is_test(p) and p in data)),
             copy,
             baseline=self.sandbox,
             record=self._seen_harness,
@@ -433,3 +496,8 @@ class CompletionGate:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
         return run
+
+
+def _collected(run: TestRun | None) -> tuple[str, ...]:
+    """The files a pinned run collected tests from (none for an unpinned one)."""
+    return run.harness.used.collected if run is not None and run.harness is not None else ()

@@ -64,7 +64,11 @@ def gather(
 
 
 def with_judgement(
-    found: GateEvidence, judged: Judgement, rule: Rule, new_files: tuple[str, ...]
+    found: GateEvidence,
+    judged: Judgement,
+    rule: Rule,
+    new_files: tuple[str, ...],
+    changed_files: tuple[str, ...] = (),
 ) -> GateEvidence:
     """The evidence of a finish, from the verdict's sorting of every test."""
 
@@ -86,6 +90,7 @@ def with_judgement(
             "proven_by_new_tests": ids(judged.proving),
             "new_tests_not_proving": ids(judged.not_proving),
             "new_test_files": new_files[:MAX_IDS],
+            "changed_test_files": changed_files[:MAX_IDS],
             "strength": judged_strength,
         }
     )

@@ -34,8 +34,9 @@ MAX_OUTPUT_CHARS = 1_500
 """Of a failing new-test run's output, the tail put in the check's detail."""
 
 NO_PROOF = (
-    "no test shows your change works: add a regression test file (a new file where the "
-    "project's tests live) that makes `{command}` fail without your change and pass with it; "
+    "no test shows your change works: add a regression test (in the test file the project's "
+    "tests live in, or a new file beside it) that makes `{command}` fail without your change "
+    "and pass with it; "
     "this runner gives no per-test report, so its exit status is the proof"
 )
 

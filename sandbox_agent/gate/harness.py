@@ -89,7 +89,6 @@ class UsedFiles(Frozen):
         """Each file the patch may not change, with why."""
         out = dict.fromkeys(self.data, "read as test data by the baseline's run")
         out.update(dict.fromkeys(self.config, "read as configuration by the baseline's run"))
-        out.update(dict.fromkeys(self.collected, "a test module the baseline's run collected"))
         return out
 
 
@@ -277,6 +276,7 @@ def registering(self, plugin, name=None):
     return got
 pluggy.PluginManager.register = registering
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]
+probe.FAILURES_PATH, probe.TRACE = cfg["failures"], cfg["audit"]
 probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
@@ -319,6 +319,7 @@ def pinned_command(
         "probe": PROBE_MODULE,
         "output": f"{run_dir}/harness.json",
         "junit": f"{run_dir}/junit.xml",
+        "failures": f"{run_dir}/failures.json",
         "launcher": invocation.launcher,
         "script": interpreter.script or "",
         "args": args,

@@ -37,13 +37,21 @@ def protected(
     added: tuple[str, ...],
     is_protected: Callable[[str], bool],
     record: HarnessRecord | None,
+    *,
+    is_test: Callable[[str], bool] = lambda path: False,
 ) -> GateCheck:
-    """A baseline file under the protect globs may not change; a new test file may be added."""
+    """A baseline file under the protect globs may not change; a test file may.
+
+    A test file (``is_test``) may be added or changed: it is judged as the model's test. A
+    new file named like one that changes how the tests run is refused.
+    """
     shadowed = _shadowed(record)
     problems = []
-    for path in sorted(p for p in changed if is_protected(p)):
-        if path not in added:
+    for path in sorted(p for p in changed if is_protected(p) or is_test(p)):
+        if path not in added and is_protected(path):
             problems.append(f"{path} (a protected file of the baseline)")
+        elif path not in added:
+            continue  # a changed test file: the model's test, the original judges the baseline
         elif (why := harnessfiles.new_test_file_problem(path, shadowed)) is not None:
             problems.append(f"{path} ({why})")
     return GateCheck(

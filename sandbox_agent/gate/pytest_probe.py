@@ -7,13 +7,16 @@ then names it with ``-p``. It imports nothing of sandbox-agent's.
 At the end of the session it writes, as JSON, what decides how the tests ran: the interpreter,
 where pytest was loaded from, the ini file and the ini values that select and shape the tests,
 every registered plugin with the file it came from, the distributions that provided plugins,
-and the modules loaded from the workspace before the project's own code could run.
+and the modules loaded from the workspace before the project's own code could run. Beside it
+(``failures.json``): what each failing test or collector raised, and at the baseline which
+workspace functions each failing test's call ran (``relevance.py``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -41,6 +44,19 @@ ONLY: list[str] = []
 every test runs. The others are deselected, and test files none of them is in not collected."""
 _CONFIG: list[Any] = []
 _COLLECTED: set[str] = set()
+FAILURES_PATH = ""
+"""Set by the boot script: where each failure's exception and (at the baseline) the workspace
+functions a failing test ran are written."""
+TRACE = False
+"""Set by the boot script at the baseline: record which workspace functions each test runs."""
+ERRORS: dict[str, list[str]] = {}
+"""Report id -> ``[exception type, message]`` of each test or collector that raised."""
+RAN: dict[str, list[list[Any]]] = {}
+"""Report id of a failed test -> ``[file, first line, last line]`` of each workspace function
+its call ran (``TRACE`` only)."""
+_CALLED: set[Any] = set()
+_RAISED = re.compile(r"^(?:E\s+)?([A-Za-z_]\w*(?:Error|Exception)): (.*)$", re.MULTILINE)
+_RUNNING: dict[str, list[list[Any]]] = {}
 
 INI_KEYS = (
     "addopts",
@@ -223,6 +239,77 @@ def pytest_itemcollected(item: Any) -> None:
 def pytest_runtest_logreport(report: Any) -> None:
     """Each phase's outcome leaves the process as the phase ends."""
     send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
+    ran = _RUNNING.pop(report.nodeid, None) if report.when == "call" else None
+    if ran is not None and report.failed:
+        RAN[junit_id(report.nodeid)] = ran
+
+
+def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
+    """What a test or a collector raised: an assertion, or an error of the environment."""
+    info = getattr(call, "excinfo", None)
+    if info is None:
+        return
+    kind, message = str(info.typename), str(info.value)
+    if kind == "CollectError":  # a module that failed to import: the error pytest wraps
+        found = _RAISED.findall(message)
+        if found:
+            kind, message = found[-1]
+    ERRORS.setdefault(junit_id(report.nodeid), [kind, message[:300]])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: Any) -> Any:
+    """At the baseline: the workspace functions the test's call runs (its coverage)."""
+    if not TRACE:
+        yield
+        return
+    _CALLED.clear()
+    stop = _trace()
+    try:
+        yield
+    finally:
+        stop()
+        _RUNNING[item.nodeid] = _functions(_CALLED)
+
+
+def _trace() -> Any:
+    """Start recording each code object that starts; returns the function that stops it."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:  # before Python 3.12: the profile hook's call events
+        sys.setprofile(lambda frame, event, arg: _CALLED.add(frame.f_code))
+        return lambda: sys.setprofile(None)
+    tool = next((i for i in (4, 3, 2) if monitoring.get_tool(i) is None), None)
+    if tool is None:
+        return lambda: None
+    monitoring.use_tool_id(tool, "sandbox-agent-gate")
+    event = monitoring.events.PY_START
+
+    def started(code: Any, offset: int) -> Any:
+        _CALLED.add(code)
+        return monitoring.DISABLE
+
+    monitoring.register_callback(tool, event, started)
+    monitoring.set_events(tool, event)
+    monitoring.restart_events()
+
+    def stop() -> None:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, event, None)
+        monitoring.free_tool_id(tool)
+
+    return stop
+
+
+def _functions(codes: set[Any]) -> list[list[Any]]:
+    """``[file, first line, last line]`` of each code object from the workspace."""
+    out = set()
+    for code in list(codes):
+        rel = _inside(code.co_filename) if code.co_filename.startswith("/") else None
+        if rel is None:
+            continue
+        lines = [line for _, _, line in code.co_lines() if line]
+        out.add((rel, code.co_firstlineno, max(lines, default=code.co_firstlineno)))
+    return [list(f) for f in sorted(out)]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -237,6 +324,9 @@ def pytest_collectreport(report: Any) -> None:
 
 def pytest_sessionfinish(session: Any) -> None:
     """Write the record (conftest plugins are registered by now)."""
+    if FAILURES_PATH:
+        with open(FAILURES_PATH, "w", encoding="utf-8") as out:  # noqa: PTH123
+            json.dump({"errors": ERRORS, "ran": RAN}, out)
     if not OUTPUT_PATH:
         return
     data = record(session.config)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sandbox_agent.gate import harness, newtests, outcomes, verdict
+from sandbox_agent.gate import harness, newtests, outcomes, relevance, verdict
 from sandbox_agent.gate.harness import HarnessRecord
+from sandbox_agent.gate.relevance import Relevance
+from sandbox_agent.gate.testchanges import TestChanges
 from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.types import GateCheck
 
@@ -44,6 +46,25 @@ def harness_check(run: TestRun, base: HarnessRecord | None) -> GateCheck:
     return GateCheck(name="harness", passed=True, detail=f"{base.fingerprint} as at baseline")
 
 
+def collected_check(run: TestRun, base: HarnessRecord | None) -> list[GateCheck]:
+    """The baseline's tests ran from exactly the files the baseline's run collected.
+
+    A file the patch adds that pytest collects (a root doctest file, a ``testing/`` module)
+    is the model's test, judged apart: never in the run that judges the baseline's tests.
+    """
+    if run.harness is None or base is None:
+        return []
+    extra = sorted(set(run.harness.used.collected) - set(base.used.collected))
+    if not extra:
+        return []
+    detail = (
+        "the baseline's tests ran with files the baseline's run did not collect: "
+        + ", ".join(extra[:10])
+        + " (a new file pytest collects must be a test file: rename or move it)"
+    )
+    return [GateCheck(name="baseline_tests", passed=False, detail=detail)]
+
+
 def first_and_disagreeing(
     made: list[TestRun], check: Callable[[TestRun], GateCheck]
 ) -> list[GateCheck]:
@@ -77,11 +98,15 @@ class Runs:
         return first_and_disagreeing(streamed, TestRun.outcome_check)
 
     def observed(
-        self, baseline: TestRun | None, new_files: tuple[str, ...]
+        self,
+        baseline: TestRun | None,
+        new_files: tuple[str, ...],
+        model: TestChanges | None = None,
+        changed_code: str = "",
     ) -> verdict.Observed | None:
         """The outcomes of every run, or ``None`` without a report of the baseline and now."""
         base = baseline.report if baseline is not None else None
-        if base is None or self.now.report is None:
+        if baseline is None or base is None or self.now.report is None:
             return None
         return verdict.Observed(
             base=outcomes.outcomes(base),
@@ -91,6 +116,23 @@ class Runs:
             with_new=_outcomes_of(self.with_new),
             new_on_base=_outcomes_of(self.new_on_base),
             new_modules=tuple(newtests.dotted(f) for f in new_files if f.endswith(".py")),
+            model=model,
+            relevance=self._relevance(baseline, changed_code),
+        )
+
+    def _relevance(self, baseline: TestRun, changed_code: str) -> Relevance:
+        """The patch's code changes and how the tests failed.
+
+        ``changed_code``: the patch without its test files. The failures: at the baseline
+        (traced when the harness is pinned), and the model's tests' on the baseline's code.
+        """
+        changed, added = relevance.of_patch(changed_code)
+        return Relevance(
+            changed=changed,
+            added_names=added,
+            base_errors=baseline.errors,
+            base_ran=baseline.ran if baseline.harness is not None else None,
+            model_errors=self.new_on_base.errors if self.new_on_base is not None else {},
         )
 
 

@@ -8,6 +8,7 @@ and xfailed ones, and the failures shown to the model first.
 
 from __future__ import annotations
 
+import json
 import shlex
 import uuid
 import xml.etree.ElementTree as ET
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import defusedxml
 import defusedxml.ElementTree
+from pydantic import Field
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import harness, ownmodules
@@ -88,6 +90,12 @@ class TestRun(Frozen):
     """What a pinned run streamed to the gate's channel as it ran (``streamed.py``)."""
     outcome_problems: tuple[str, ...] = ()
     """How the streamed outcomes, the report, the exit status and the session's end disagree."""
+    errors: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    """Report id -> ``(exception type, message)`` of each test or collector that raised
+    (pinned runs; ``relevance.py``)."""
+    ran: dict[str, tuple[tuple[str, int, int], ...]] = Field(default_factory=dict)
+    """At the baseline: report id of a failed test -> ``(file, first, last line)`` of each
+    workspace function its call ran."""
 
     @property
     def passed(self) -> bool:
@@ -276,7 +284,7 @@ def _run_pinned(
     else:
         record = harness.parse_record(raw.stdout)
     run = _read_report(sandbox, command, label, result, f"{run_dir}/junit.xml")
-    run = run.model_copy(update={"channel": channel})
+    run = run.model_copy(update={"channel": channel, **_failures(sandbox, run_dir)})
     if isinstance(record, str):
         return run.model_copy(update={"harness_error": record})
     return run.model_copy(update={"harness": record})
@@ -305,6 +313,23 @@ def with_text_report(run: TestRun) -> TestRun:
         order=tuple(found),
     )
     return run.model_copy(update={"report": report})
+
+
+def _failures(sandbox: Sandbox, run_dir: str) -> dict[str, object]:
+    """What the probe wrote of each failure (what raised, and at the baseline what ran)."""
+    raw = _exec(sandbox, f"cat {run_dir}/failures.json", 60.0, MAX_REPORT_BYTES)
+    if raw is None or raw.exit_code != 0 or raw.stdout_dropped:
+        return {}
+    try:
+        data = json.loads(raw.stdout)
+        errors = {str(k): (str(v[0]), str(v[1])) for k, v in data.get("errors", {}).items()}
+        ran = {
+            str(k): tuple((str(f), int(a), int(b)) for f, a, b in v)
+            for k, v in data.get("ran", {}).items()
+        }
+    except (ValueError, TypeError, AttributeError, IndexError):
+        return {}
+    return {"errors": errors, "ran": ran}
 
 
 def _read_report(

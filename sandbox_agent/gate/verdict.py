@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sandbox_agent.gate import relevance
+from sandbox_agent.gate.newtests import dotted
 from sandbox_agent.gate.outcomes import (
     Outcome,
     collected_now,
@@ -26,6 +28,8 @@ from sandbox_agent.gate.outcomes import (
     match,
     report_id,
 )
+from sandbox_agent.gate.relevance import Relevance
+from sandbox_agent.gate.testchanges import TestChanges
 from sandbox_agent.types import GateCheck
 
 Rule = Literal["proof", "all", "no-regression"]
@@ -34,8 +38,9 @@ MAX_NAMED = 10
 """Tests named in one check's detail (the evidence keeps more)."""
 
 NO_PROOF = (
-    "no test shows your change works: add a regression test that fails without it (a new test "
-    "module that fails on the baseline's code and passes with your change)"
+    "no test shows your change works: add a regression test that fails without it (in the "
+    "existing test file or a new one: it must fail on the baseline's code and pass with your "
+    "change)"
 )
 
 
@@ -57,6 +62,21 @@ class Observed:
     """The baseline's code with only the model's new test files added."""
     new_modules: tuple[str, ...] = ()
     """Dotted modules of the new test files (``tests.test_regression``)."""
+    model: TestChanges | None = None
+    """The patch's test changes: which tests of changed test files are the model's."""
+    relevance: Relevance | None = None
+    """What the patch changes and how tests failed (``relevance.py``): whether a proof by the
+    model's tests alone proves the task."""
+
+    def is_model_test(self, test_id: str) -> bool:
+        if any(in_module(test_id, m) for m in self.new_modules):
+            return True
+        return self.model is not None and self.model.is_model_test(test_id)
+
+    @property
+    def model_modules(self) -> tuple[str, ...]:
+        files = self.model.files if self.model is not None else ()
+        return (*self.new_modules, *(dotted(f) for f in files))
 
 
 @dataclass
@@ -75,6 +95,11 @@ class Judgement:
     failing_new: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
     """``id (why)`` of each target not shown to go from failing to passing."""
+    weak: list[str] = field(default_factory=list)
+    """Of ``proving``: tests that failed on the baseline's code only for a name the patch adds."""
+    standing: list[str] = field(default_factory=list)
+    """``id (why)``: baseline tests failing by an assertion, still failing, that run what the
+    patch changes: they block a proof by the model's tests alone (``relevance.py``)."""
     not_kept: list[str] = field(default_factory=list)
     """``id (why)`` of each test that must pass with the patch (SWE-bench's PASS_TO_PASS) and
     does not."""
@@ -102,6 +127,9 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
             _transition(out, test_id, was, seen.now[now_id], seen)
     out.new_tests = [t for t in seen.now if t not in accounted and collection_error(t) is None]
     _new_tests(out, seen)
+    if seen.relevance is not None and out.proving and not out.fail_to_pass and not targets:
+        all_weak = len(out.weak) == len(out.proving)
+        out.standing = relevance.standing(out.pre_existing, seen.relevance, weak=all_weak)
     out.targets = [p for t in targets if (p := _target_problem(t, seen, out)) is not None]
     out.not_kept = [p for t in keep if (p := _kept_problem(t, seen)) is not None]
     return out
@@ -172,17 +200,21 @@ def _what(test_id: str, now: Outcome, seen: Observed) -> str:
 
 def _new_tests(out: Judgement, seen: Observed) -> None:
     """The model's new tests: they must pass with the patch; those failing without it prove."""
-    if seen.with_new is None or not seen.new_modules:
+    modules = seen.model_modules
+    if seen.with_new is None or not modules:
         return
     on_base = seen.new_on_base or {}
     for test_id, outcome in seen.with_new.items():
-        if not any(in_module(test_id, m) for m in seen.new_modules):
+        if not seen.is_model_test(test_id):
             continue
         out.new_tests.append(test_id)
         if outcome == "failed":
             out.failing_new.append(test_id)
-        elif outcome == "passed" and _fails_on_base(test_id, on_base, seen.new_modules):
+        elif outcome == "passed" and _fails_on_base(test_id, on_base, modules):
             out.proving.append(test_id)
+            module = next((m for m in modules if in_module(test_id, m)), None)
+            if seen.relevance is not None and relevance.is_weak(test_id, module, seen.relevance):
+                out.weak.append(test_id)
         elif outcome == "passed":
             out.not_proving.append(test_id)
 
@@ -259,14 +291,22 @@ def _proof(found: Judgement) -> GateCheck:
             passed=True,
             detail=_named("failing at the baseline, passing now: ", found.fail_to_pass),
         )
+    if found.proving and found.standing:
+        return GateCheck(name="proof", passed=False, detail=_standing(found))
     if found.proving:
+        weak = _named(
+            "; these fail on the baseline's code only because a name your change adds is "
+            "missing (weak proof): ",
+            found.weak,
+        )
         return GateCheck(
             name="proof",
             passed=True,
             detail=_named(
                 "tests you added fail on the baseline's code and pass with your change: ",
                 found.proving,
-            ),
+            )
+            + weak,
         )
     detail = NO_PROOF
     if found.not_proving:
@@ -275,6 +315,24 @@ def _proof(found: Judgement) -> GateCheck:
             found.not_proving,
         )
     return GateCheck(name="proof", passed=False, detail=detail)
+
+
+def _standing(found: Judgement) -> str:
+    """Why a proof by the model's tests alone does not prove the task."""
+    said = (
+        "only the model's tests"
+        if not found.weak
+        else "only tests that fail on the baseline's code because a name your change adds is "
+        "missing"
+    )
+    return _named(
+        f"the task is not shown done: {said} prove your change, while tests of the baseline "
+        "that fail by an assertion still fail and run code your change touches: ",
+        found.standing,
+    ) + (
+        " (make them pass; a test failing for an unrelated reason blocks only when it runs "
+        "what you changed; the user can name the tests that must pass with [gate] targets)"
+    )
 
 
 def _named(prefix: str, ids: Sequence[str]) -> str:

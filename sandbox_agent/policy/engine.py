@@ -114,6 +114,11 @@ class RuleEngine:
         rel = path.removeprefix("./")
         return any(glob_match(rel, g) for g in self.policy.paths.protect)
 
+    def is_test(self, path: str) -> bool:
+        """Whether a ``[paths] tests`` glob names a repo-relative path (a test file)."""
+        rel = path.removeprefix("./")
+        return any(glob_match(rel, g) for g in self.policy.paths.tests)
+
     def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
         """Decide on one tool call (``bash``, ``apply_patch`` and the file tools), parsed once.
 

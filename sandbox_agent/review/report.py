@@ -187,6 +187,10 @@ def _named_lists(evidence: GateEvidence) -> str:
         ("pre-existing failures (not blocking)", evidence.pre_existing),
         ("flaky (vary without the change)", evidence.flaky),
         ("new test files", evidence.new_test_files),
+        (
+            "changed test files (the model's tests; the originals judged)",
+            evidence.changed_test_files,
+        ),
     )
     return "".join(
         f"<p>{esc(label)}:</p><ul>"

@@ -116,6 +116,7 @@ class Run:
             sandbox,
             self.settings.gate,
             is_protected=self.engine.is_protected,
+            is_test=self.engine.is_test,
             judge=self._judge_copy,
             log_path=run_dir.gate_log_path,
             redact=self.redactor.text,

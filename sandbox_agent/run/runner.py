@@ -110,7 +110,8 @@ def sigterm_interrupts() -> Iterator[None]:
 def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
     """The container for this run: the image, ``[sandbox]``, and the protected paths.
 
-    The protected paths (``[paths] protect``) are read-only mounts in every container it makes.
+    The protected paths (``[paths] protect``) are read-only mounts in every container it makes;
+    the test files (``[paths] tests``) too in the gate's clean copies.
     """
     base = prepared.plan.base
     return DockerSandboxConfig(
@@ -118,6 +119,7 @@ def sandbox_config(prepared: Prepared, env: EnvImage) -> DockerSandboxConfig:
         extra_env=dict(env.container_env),
         limits=prepared.settings.sandbox,
         protect=prepared.settings.paths.protect,
+        judge_protect=prepared.settings.paths.tests,
         from_sandbox_image=base.kind == "image" and base.image == DEFAULT_IMAGE,
         copy_on_write=True,
         gate_copy_at_start=True,  # the baseline is judged in a clean copy before the first turn

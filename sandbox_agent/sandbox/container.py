@@ -99,6 +99,10 @@ class DockerSandboxConfig(Frozen):
     protect: tuple[str, ...] = ()
     """Globs (the merged ``[paths] protect``) whose paths at the baseline are read-only mounts
     in the container; ``.git`` always is (see ``sandbox.protect``)."""
+    judge_protect: tuple[str, ...] = ()
+    """More globs (``[paths] tests``) read-only in the gate's clean copies only: the model may
+    change test files in its workspace, but code under test cannot rewrite a test file while
+    the gate's tests run (a patch that changes one gets a copy where it is written first)."""
     copy_on_write: bool = False
     """Layer the workspace over a cached snapshot of the tree (``sandbox.overlay``), so a
     repeat of a commit, or of the same uncommitted changes (``sandbox.treekey``), starts in a

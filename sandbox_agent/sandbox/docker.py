@@ -289,7 +289,10 @@ class DockerSandbox(ExecutorCalls):
     ) -> cow.Standby[DockerSandbox]:
         """A clean copy of ``snapshot`` to make for the sandbox ``run_id`` (not begun)."""
         limits = base.limits.model_copy(update={"network": False})
-        config = base.model_copy(update={"limits": limits, "gate_copy_at_start": False})
+        protect = (*base.protect, *base.judge_protect)
+        config = base.model_copy(
+            update={"limits": limits, "gate_copy_at_start": False, "protect": protect}
+        )
         run_id = f"{run_id}-gate"
 
         def make() -> DockerSandbox:
@@ -362,7 +365,8 @@ class DockerSandbox(ExecutorCalls):
             if made is not None:
                 made.close()
         limits = self.config.limits.model_copy(update={"network": False})
-        config = self.config.model_copy(update={"limits": limits})
+        protect = (*self.config.protect, *self.config.judge_protect)
+        config = self.config.model_copy(update={"limits": limits, "protect": protect})
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
         try:
             export_baseline(self._ws, source / "tree")

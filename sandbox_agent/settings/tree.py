@@ -149,9 +149,12 @@ class PathsSection(_Section):
     """Globs (relative to the repo root) ``read_file`` may read."""
     write: Annotated[tuple[str, ...], Rule(Merge.NARROWER)] = ("**",)
     """Globs ``write_file``/``edit_file`` and shell writes may change."""
+    tests: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
+    """Globs of test files. The model may change and add them; the gate judges the baseline's
+    tests from their original content and the patch's test changes as the model's own tests."""
     protect: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
-    """Globs of the baseline's files nothing may change: tests, CI configuration, the policy
-    file, lock files. They are read-only in the sandbox; a new file is judged by
+    """Globs of the baseline's files nothing may change: ``conftest.py``, CI configuration, the
+    policy file, lock files. They are read-only in the sandbox; a new file is judged by
     ``protect_new``."""
     protect_new: Annotated[tuple[str, ...], Rule(Merge.UNION)] = ()
     """Globs of files nothing may create: those that would change how the baseline's tests run

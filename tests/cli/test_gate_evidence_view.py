@@ -15,6 +15,7 @@ EVIDENCE = GateEvidence(
     rule="proof",
     proven_by_new_tests=("tests.test_add::test_add",),
     new_test_files=("tests/test_add.py",),
+    changed_test_files=("tests/test_calc.py",),
     pre_existing=("tests.test_calc::test_prints",),
     flaky=("tests.test_timing::test_fast",),
     broken=(),
@@ -34,6 +35,7 @@ def test_show_names_the_rule_and_each_kind_of_test(tmp_path: Path) -> None:
     assert "pre-existing failures: tests.test_calc::test_prints" in text
     assert "flaky: tests.test_timing::test_fast" in text
     assert "new test files: tests/test_add.py" in text
+    assert "changed test files (originals judged): tests/test_calc.py" in text
 
 
 def test_the_report_names_the_rule_and_each_kind_of_test() -> None:

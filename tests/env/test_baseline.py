@@ -14,6 +14,7 @@ from sandbox_agent.gate.baseline import (
 )
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
+from tests.gate.calc import calc_gate, calc_sandbox
 
 COLLECTION_ERROR = """
 ==================================== ERRORS ====================================
@@ -323,3 +324,26 @@ def test_a_baseline_that_timed_out_is_broken_since_no_finish_could_be_judged() -
     assert "did not finish within 600 s" in diagnosis.message
     assert "[gate] timeout_s" in diagnosis.fix
     assert "--allow-broken-baseline" in diagnosis.fix
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdict"),
+    [
+        ("from calc import div\n\n\ndef test_div():\n    assert div(6, 3) == 2\n", "tests_fail"),
+        (
+            "import calc\n\ndiv = calc.div\n\n\ndef test_div():\n    assert div(6, 3) == 2\n",
+            "tests_fail",
+        ),
+        ("import not_installed_xyz\n\n\ndef test_x():\n    pass\n", "broken_environment"),
+        ("from json import not_there\n\n\ndef test_x():\n    pass\n", "broken_environment"),
+    ],
+    ids=["own_name", "own_attribute", "third_party_module", "third_party_name"],
+)
+def test_a_missing_name_of_the_projects_own_is_a_failing_baseline(
+    tmp_path: Path, tests: str, verdict: str
+) -> None:
+    """Every test module fails to import; real pytest runs it (the gate's pinned baseline)."""
+    sandbox = calc_sandbox(tmp_path, {"tests/test_calc.py": tests})
+    gate = calc_gate(sandbox, "python -m pytest -q", {})
+    found = classify_baseline(gate.run_baseline(), local_modules(sandbox.root))
+    assert found.verdict == verdict, found.message

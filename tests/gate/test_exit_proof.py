@@ -59,7 +59,7 @@ def test_the_same_fix_without_its_test_is_refused_with_what_to_do(
     verdict = gate.check(FINISH)
     assert not verdict.passed
     detail = failed(verdict)["proof"]
-    assert detail.startswith("no test shows your change works: add a regression test file")
+    assert detail.startswith("no test shows your change works: add a regression test (in the")
     assert "its exit status is the proof" in detail
 
 

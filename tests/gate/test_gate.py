@@ -114,39 +114,59 @@ def test_protected_path_changed_through_bash_is_rejected(
     assert "tests/data.txt" in verdict.feedback
 
 
-def test_a_collected_test_module_is_harness(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+def test_a_weakened_test_is_judged_from_its_original(
+    sandbox: TempDirSandbox, tmp_path: Path
+) -> None:
     gate = make_gate(sandbox, tmp_path)
     sandbox.write_file("test_mod.py", TESTS.replace("assert last([7]) == 7", "pass"))
     sandbox.write_file("mod.py", FIXED)
     verdict = gate.check(FINISH)
-    assert failed(gate) == ["harness_files"]
-    assert "test_mod.py (a test module the baseline's run collected)" in verdict.feedback
+    assert verdict.passed, verdict.feedback  # the fix is real: the original test says so
+    assert verdict.evidence is not None
+    assert verdict.evidence.fail_to_pass == ("test_mod::test_last", "test_mod::test_single")
+    assert verdict.evidence.changed_test_files == ("test_mod.py",)
 
 
-def test_deleted_test_is_rejected_by_the_count(sandbox: TempDirSandbox, tmp_path: Path) -> None:
-    gate = make_gate(sandbox, tmp_path, allow_harness_changes=True)  # the layer below
+def test_a_weakened_test_without_the_fix_proves_nothing(
+    sandbox: TempDirSandbox, tmp_path: Path
+) -> None:
+    gate = make_gate(sandbox, tmp_path)
+    sandbox.write_file("test_mod.py", TESTS.replace("assert last([7]) == 7", "pass"))
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["proof"]
+    assert verdict.evidence is not None
+    assert verdict.evidence.pre_existing == ("test_mod::test_last", "test_mod::test_single")
+
+
+def test_a_deleted_test_breaks_nothing_and_proves_nothing(
+    sandbox: TempDirSandbox, tmp_path: Path
+) -> None:
+    gate = make_gate(sandbox, tmp_path)
     sandbox.write_file(
         "test_mod.py", TESTS.replace("def test_single():\n    assert last([7]) == 7\n\n", "")
     )
+    verdict = gate.check(FINISH)
+    assert failed(gate) == ["proof"]  # judged from the original: still failing, not gone
+    assert verdict.evidence is not None
+    assert verdict.evidence.pre_existing == ("test_mod::test_last", "test_mod::test_single")
     sandbox.write_file("mod.py", FIXED)
     verdict = gate.check(FINISH)
-    assert failed(gate) == ["regressions"]
-    assert "do not now: test_mod::test_single (gone)" in verdict.feedback
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert "test_mod::test_single" in verdict.evidence.fail_to_pass
 
 
-def test_newly_skipped_test_is_rejected(sandbox: TempDirSandbox, tmp_path: Path) -> None:
-    # the layer below; and the whole suite runs, though no test can prove this finish
-    gate = make_gate(sandbox, tmp_path, allow_harness_changes=True, fail_fast=False)
+def test_newly_skipped_tests_are_judged_unskipped(sandbox: TempDirSandbox, tmp_path: Path) -> None:
+    # the whole suite runs (no early refusal), so the evidence sorts every baseline test
+    gate = make_gate(sandbox, tmp_path, fail_fast=False)
     skipping = "import pytest\n" + TESTS.replace(
         "def test_single", "@pytest.mark.skip\ndef test_single"
     ).replace("def test_last", "@pytest.mark.xfail\ndef test_last")
     sandbox.write_file("test_mod.py", skipping)
     verdict = gate.check(FINISH)
-    assert failed(gate) == ["regressions", "proof"]
-    assert (
-        "test_mod::test_last (newly skipped), test_mod::test_single (newly skipped)"
-        in verdict.feedback
-    )
+    assert failed(gate) == ["proof"]
+    assert verdict.evidence is not None
+    assert verdict.evidence.pre_existing == ("test_mod::test_last", "test_mod::test_single")
 
 
 def test_gate_timeout_is_a_rejection(sandbox: TempDirSandbox, tmp_path: Path) -> None:

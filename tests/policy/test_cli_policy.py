@@ -62,8 +62,10 @@ def test_check_json_is_exactly_one_object(repo: Path) -> None:
 def test_check_knows_new_test_files_from_the_repos_own(repo: Path) -> None:
     (repo / "tests").mkdir()
     (repo / "tests" / "test_app.py").write_text("def test_x(): pass\n")
+    (repo / "tests" / "conftest.py").write_text("")
     for command, decision in [
-        ("echo x > tests/test_app.py", "deny"),
+        ("echo x > tests/test_app.py", "allow"),  # the gate judges the baseline's from originals
+        ("echo x > tests/conftest.py", "deny"),
         ("echo x > tests/test_new.py", "allow"),
         ("echo x > tests/conftest.py", "deny"),
     ]:

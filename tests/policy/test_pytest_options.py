@@ -50,7 +50,7 @@ def test_basetemp_reason_names_the_directory_and_the_glob(engine: RuleEngine) ->
     decision = engine.check_command("pytest --basetemp=src")
     assert "`src`" in decision.reason
     assert "deletes" in decision.reason
-    assert "**/test_*.py" in decision.reason
+    assert "**/conftest.py" in decision.reason
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ TABLE: dict[str, Row] = {
     "commands.examples.deny": Row((), 1, None, ["curl x"]),
     "paths.read": Row(("**",), 1, None, ["src/**"]),  # nothing is wider than the default
     "paths.write": Row(("**",), 1, None, ["src/**"]),
+    "paths.tests": Row((), 1, None, ["docs/**"]),
     "paths.protect": Row((), 1, None, ["docs/**"]),
     "paths.protect_new": Row((), 1, None, ["docs/**"]),
     "paths.allow_outside": Row((), 1, ["/etc/**"]),

@@ -29,7 +29,8 @@ FIX = """\
 *** End Patch"""
 
 BREAKS = FIX.replace("+    for line in text.splitlines():", "+    for line in text.splitlines()")
-PROTECTED = "*** Begin Patch\n*** Delete File: tests/test_parser.py\n*** End Patch"
+# test files are the model's to change; a new conftest.py changes how every test runs
+PROTECTED = "*** Begin Patch\n*** Add File: tests/conftest.py\n+import os\n*** End Patch"
 
 
 def patch(call_id: str, text: str) -> dict[str, object]:
@@ -68,7 +69,7 @@ def test_apply_patch_fixes_the_demo_and_the_gate_accepts(
     assert "apply_patch" in started.tools
     seen = {e.observation.tool_call_id: e for e in events if isinstance(e, ObservationEvent)}
     assert seen["p1"].observation.kind == "policy_denied"
-    assert "the patch touches `tests/test_parser.py`" in (seen["p1"].content.text or "")
+    assert "the patch touches `tests/conftest.py`" in (seen["p1"].content.text or "")
     assert seen["p2"].observation.kind == "syntax_error"
     assert "`kvparse/parser.py` would not parse (line 7, column 34: expected ':')" in (
         seen["p2"].content.text or ""

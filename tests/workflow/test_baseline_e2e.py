@@ -132,22 +132,21 @@ def test_files_setup_generates_in_the_repo_are_there_in_every_run_and_not_in_the
     assert record.changed_paths == ("kvparse/parser.py",)
 
 
-def test_a_baseline_where_no_test_ran_stops_before_any_model_call(
+def test_a_missing_name_of_the_projects_own_is_a_failing_baseline_and_the_model_is_called(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
+    """Every test module fails on a name the project's own code lacks: a bug, not the
+    environment (issue 36 item 5); the model is told which modules failed and why."""
     repo = demo_repo(tmp_path)
     init = repo / "kvparse" / "__init__.py"
     init.write_text(init.read_text() + "from kvparse.parser import parse_everything\n")
     git(repo, "commit", "-qam", "an import every test module fails on")
-    with pytest.raises(BrokenBaselineError) as info:
-        fix(tmp_path, repo, workspace_root, bash("ls"), FINISH)
-    message = str(info.value)
-    assert "no test ran (every test module failed to collect: tests/test_parser.py" in message
-    assert "parse_everything" in message
+    record = fix(tmp_path, repo, workspace_root, bash("ls"), FINISH, max_steps=3)
     run_dir = only_run(tmp_path)
-    assert model_turns(run_dir) == 0
+    assert model_turns(run_dir) >= 1
     baseline = run_dir.read_record().gate_history[0]
-    assert any(c.name == "environment" and not c.passed for c in baseline.checks)
+    assert not any(c.name == "environment" and not c.passed for c in baseline.checks)
+    assert not record.gate_passed  # nothing was fixed
 
 
 def test_a_usage_error_says_pytests_words_the_file_and_the_plugin(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -83,12 +82,12 @@ def test_protected_test_changed_through_bash_is_rejected(
     )
     assert not record.gate_passed
     assert record.exit_reason == "max_steps_exceeded"
-    # tests/ is a read-only mount: the write fails, so the import (and every test) fails and
-    # the protected file is not in the patch at all
+    # The model may change test files in its workspace, but the gate judges the baseline's
+    # tests from their originals, in a copy where the test files are read-only mounts: the
+    # write at import fails there, so the import (and every test) fails.
     assert "regressions" in failed_checks(Path(record.run_dir))[0]
-    assert "Read-only file system" in (Path(record.run_dir) / "trace.jsonl").read_text()
-    patch = Path(record.patch_path).read_text() if record.patch_path else ""
-    assert "a/tests/test_parser.py" not in patch
+    log = (Path(record.run_dir) / "gate.log").read_text()
+    assert "Read-only file system" in log
 
 
 def unprotected_tests_repo(tmp_path: Path) -> Path:
@@ -120,25 +119,34 @@ def unprotected_tests_repo(tmp_path: Path) -> Path:
     ],
     ids=["deleted", "skipped"],
 )
-def test_weakened_unprotected_tests_are_rejected_as_regressions(
+def test_weakened_tests_whatever_their_names_are_judged_from_their_originals(
     tmp_path: Path, workspace_root: Path, docker_client: object, command: str, problem: str
 ) -> None:
-    """A collected test module is harness whatever its name; allowed, the count still holds."""
+    """A collected test module is a test file whatever its name: the original judges."""
     repo = unprotected_tests_repo(tmp_path)
-    policy = tmp_path / "mine.toml"  # the user's own file: trusted to loosen the gate
+    policy = tmp_path / "mine.toml"
     policy.write_text(
-        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\n'
-        "max_attempts = 1\nallow_harness_changes = true\n"
+        'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\nmax_attempts = 1\n'
     )
     record = fix(
-        tmp_path, repo, workspace_root, FIX_EDIT, bash(command), FINISH, policy_file=policy
+        tmp_path, repo, workspace_root, bash(command), FINISH, policy_file=policy, max_steps=3
     )
-    assert not record.gate_passed
-    assert failed_checks(Path(record.run_dir)) == [["regressions"]]
+    assert not record.gate_passed  # the weakened test proves nothing, breaks nothing
+    assert failed_checks(Path(record.run_dir)) == [["proof"]]
     last = RunDir(Path(record.run_dir)).read_record().gate_history[-1]
-    assert problem in json.dumps([c.model_dump() for c in last.checks])
-    allowed = {c.name: c.detail for c in last.checks}["harness_files"]
-    assert allowed == "allowed: checks/check_parser.py (a test module the baseline's run collected)"
+    assert last.evidence is not None
+    assert last.evidence.changed_test_files == ("checks/check_parser.py",)
+    assert problem.split(" (")[0] not in " ".join(last.evidence.broken)
+    fixed = fix(
+        tmp_path,
+        repo,
+        workspace_root,
+        FIX_EDIT,
+        bash(command),
+        FINISH,
+        policy_file=policy,
+    )
+    assert fixed.gate_passed  # the fix is real: the original tests say so
 
 
 def gate_policy(tmp_path: Path, test_command: str, *, timeout_s: int) -> Path:

@@ -79,4 +79,4 @@ def test_a_new_test_file_is_run_with_the_commands_runner_and_proves_the_fix(
         "fails; with your change it passes"
     ) in proof.detail
     log = Path(record.gate_log_path).read_text()
-    assert "your new tests, baseline code: python -m unittest tests/test_add_zero.py" in log
+    assert "your tests, baseline code: python -m unittest tests/test_add_zero.py" in log
