@@ -263,7 +263,13 @@ class CompletionGate:
                 full = self._run_tests(copy, label, self._named_plugins())
             else:  # in a fresh copy: the deciding tests wrote in this one
                 full = self._run_copy(patch.text, label)
-            model = self._test_changes(changed, full, copy)
+            model = (  # with hidden tests none: judged by the hidden tests alone, as SWE-bench
+                testchanges.of_patch(
+                    changed, self.baseline, full, self._is_test_file, self.sandbox, copy
+                )
+                if self.hidden is None
+                else TestChanges()
+            )
         split = newtests.split(patch.text, model.files)
         if set(split[2]) != set(model.files):  # fail closed: a test change not told apart
             why = "test file(s) whose change could not be told apart from the patch: "
@@ -294,23 +300,6 @@ class CompletionGate:
             first = self._run_tests(copy, which, self._named_plugins(), None, only)
         rule = self.config.require
         return failfast.refusal(base, first, rule, targets, changed), first
-
-    def _test_changes(self, changed: tuple[str, ...], full: TestRun, copy: Sandbox) -> TestChanges:
-        """The patch's test files and which tests in them are the model's.
-
-        A ``[paths] tests`` glob names them, or a pytest run (the baseline's, or the patch's for
-        a new file) collected from them; with hidden tests none (judged by the hidden tests
-        alone, as SWE-bench judges).
-        """
-        if self.hidden is not None:
-            return TestChanges()
-        collected = {*_collected(self.baseline), *_collected(full)}
-        base = self.baseline.report if self.baseline is not None else None
-        if base is not None and full.report is not None:  # an unpinned run's new modules
-            fresh = [t for t in full.report.ids if t not in base.ids]
-            collected.update(newtests.new_test_files(changed, lambda p: False, fresh))
-        files = testchanges.test_files(changed, is_test=self._is_test_file, collected=collected)
-        return testchanges.gather(files, self.sandbox.baseline_file, copy)
 
     def _runs(
         self, split: tuple[str, str, tuple[str, ...]], model: TestChanges, full: TestRun, label: str
@@ -496,8 +485,3 @@ class CompletionGate:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
         return run
-
-
-def _collected(run: TestRun | None) -> tuple[str, ...]:
-    """The files a pinned run collected tests from (none for an unpinned one)."""
-    return run.harness.used.collected if run is not None and run.harness is not None else ()

@@ -21,8 +21,10 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from sandbox_agent.gate import newtests
 from sandbox_agent.gate.newtests import dotted
 from sandbox_agent.gate.patchchecks import UNREADABLE, read_bytes
+from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.sandbox.base import Sandbox
 
 ALL = "*"
@@ -88,6 +90,34 @@ def gather(
             continue
         tests |= model_tests(path, _text(before), _text(after))
     return TestChanges(added=tuple(added), changed=tuple(changed), tests=frozenset(tests))
+
+
+def of_patch(
+    changed: tuple[str, ...],
+    baseline: TestRun | None,
+    full: TestRun,
+    is_test: Callable[[str], bool],
+    original: Sandbox,
+    copy: Sandbox,
+) -> TestChanges:
+    """The patch's test files and which tests in them are the model's.
+
+    A ``[paths] tests`` glob (``is_test``) names them, or a pytest run (the baseline's, or the
+    patch's ``full`` run for a new file) collected from them; ``original`` gives the baseline's
+    content, ``copy`` the patch's.
+    """
+    collected = {*_collected(baseline), *_collected(full)}
+    base = baseline.report if baseline is not None else None
+    if base is not None and full.report is not None:  # an unpinned run's new modules
+        fresh = [t for t in full.report.ids if t not in base.ids]
+        collected.update(newtests.new_test_files(changed, lambda p: False, fresh))
+    files = test_files(changed, is_test=is_test, collected=collected)
+    return gather(files, original.baseline_file, copy)
+
+
+def _collected(run: TestRun | None) -> tuple[str, ...]:
+    """The files a pinned run collected tests from (none for an unpinned one)."""
+    return run.harness.used.collected if run is not None and run.harness is not None else ()
 
 
 def _text(data: bytes | None) -> str | None:
