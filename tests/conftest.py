@@ -6,6 +6,8 @@ tests that talk to a model start their own local server and pass its URL explici
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from hypothesis import settings
 
@@ -15,9 +17,6 @@ from tests.sandbox.conftest import docker_client, workspace_root
 
 __all__ = ["docker_client", "workspace_root"]
 
-# `--shard K/N` and `--record-durations`: the parallel shards `.ci/test` runs.
-pytest_plugins = ["tests.shard"]
-
 DUMMY_KEY = "sk-dummy-test-key-never-valid"
 
 # Property tests: a small profile by default (every run, CI included), a large one on demand:
@@ -25,6 +24,18 @@ DUMMY_KEY = "sk-dummy-test-key-never-valid"
 settings.register_profile("default", max_examples=60, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile("default")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGINT delivered in this process (pytest-xdist's controller and each worker alike).
+
+    A pytest started with `&` from a non-interactive shell inherits SIGINT ignored, and so do
+    its workers and every program a test starts: the interrupt tests would then wait out their
+    sleeps, and Ctrl-C would not stop a worker. A handler (not SIG_DFL) so Python raises
+    KeyboardInterrupt and the session's finalizers still remove their containers.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
