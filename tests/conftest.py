@@ -38,6 +38,22 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _minutes_long(item: pytest.Item) -> bool:
+    return item.path.name.endswith("_e2e.py") or item.get_closest_marker("ray") is not None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end modules (`*_e2e.py`, and the Ray cluster's) first, else as collected.
+
+    They take minutes each where most modules take seconds (benchmarks/ci_time.md): started
+    first, pytest-xdist's workers share out the many short modules after them, instead of one
+    of them running alone at the end. `.ci/test` passes `--no-loadscope-reorder` so that xdist
+    keeps this order (by default it starts the modules with the most tests first, which sends
+    these, with a few tests each, last).
+    """
+    items.sort(key=lambda item: not _minutes_long(item))
+
+
 @pytest.fixture(autouse=True)
 def _no_real_model_service(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY_KEY)
