@@ -6,6 +6,8 @@ tests that talk to a model start their own local server and pass its URL explici
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from hypothesis import settings
 
@@ -15,9 +17,6 @@ from tests.sandbox.conftest import docker_client, workspace_root
 
 __all__ = ["docker_client", "workspace_root"]
 
-# `--shard K/N` and `--record-durations`: the parallel shards `.ci/test` runs.
-pytest_plugins = ["tests.shard"]
-
 DUMMY_KEY = "sk-dummy-test-key-never-valid"
 
 # Property tests: a small profile by default (every run, CI included), a large one on demand:
@@ -25,6 +24,34 @@ DUMMY_KEY = "sk-dummy-test-key-never-valid"
 settings.register_profile("default", max_examples=60, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile("default")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGINT delivered in this process (pytest-xdist's controller and each worker alike).
+
+    A pytest started with `&` from a non-interactive shell inherits SIGINT ignored, and so do
+    its workers and every program a test starts: the interrupt tests would then wait out their
+    sleeps, and Ctrl-C would not stop a worker. A handler (not SIG_DFL) so Python raises
+    KeyboardInterrupt and the session's finalizers still remove their containers.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _minutes_long(item: pytest.Item) -> bool:
+    return item.path.name.endswith("_e2e.py") or item.get_closest_marker("ray") is not None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end modules (`*_e2e.py`, and the Ray cluster's) first, else as collected.
+
+    They take minutes each where most modules take seconds (benchmarks/ci_time.md): started
+    first, pytest-xdist's workers share out the many short modules after them, instead of one
+    of them running alone at the end. `.ci/test` passes `--no-loadscope-reorder` so that xdist
+    keeps this order (by default it starts the modules with the most tests first, which sends
+    these, with a few tests each, last).
+    """
+    items.sort(key=lambda item: not _minutes_long(item))
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from docker.types import Mount
 from sandbox_agent.env import cache, hostca, layers, proxy
 from sandbox_agent.env.base import resolve_base
 from sandbox_agent.env.choose import PROBE_TIMEOUT_S, choose
-from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, image_env, run_step
+from sandbox_agent.env.container import build_container, commit, image_env, run_step
 from sandbox_agent.env.limits import SANITISE
 from sandbox_agent.env.model import VENV, EnvImage, EnvPlan
 from sandbox_agent.env.stream import BuildLog, run_in
@@ -229,7 +229,7 @@ def _steps_and_commit(
         test_command, note = _run_all(client, cid, plan, env, log, len(prefix))
         labels = {
             **(base.get("Config", {}).get("Labels") or {}),
-            BUILD_LABEL: "",
+            engine.BUILD_LABEL: "",
             **origin,
             cache.TEST_LABEL: test_command or "",
             cache.NOTE_LABEL: note,

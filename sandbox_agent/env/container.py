@@ -8,8 +8,6 @@ the same hardened container (no capability but :data:`BUILD_CAPABILITIES`, the l
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -22,14 +20,7 @@ from sandbox_agent.env.limits import BUILD_CAPABILITIES, broken_limit, raise_lim
 from sandbox_agent.env.model import BuildLimits, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
 from sandbox_agent.errors import EnvBuildError
-
-BUILD_LABEL = "sandbox-agent.env-build"
-"""Label on a build container: ``<hostname>:<pid>`` of the process building it."""
-
-
-def owner_label() -> str:
-    """This process as ``<hostname>:<pid>`` (the value of :data:`BUILD_LABEL`)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+from sandbox_agent.sandbox.engine import BUILD_LABEL, owner_label
 
 
 def image_env(attrs: dict[str, Any]) -> list[str]:

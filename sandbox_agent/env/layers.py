@@ -22,10 +22,11 @@ import docker.errors
 from docker.types import Mount
 
 from sandbox_agent.env import cache
-from sandbox_agent.env.container import BUILD_LABEL, build_container, commit, run_step
+from sandbox_agent.env.container import build_container, commit, run_step
 from sandbox_agent.env.model import EnvPlan, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
 from sandbox_agent.errors import SandboxError
+from sandbox_agent.sandbox.engine import BUILD_LABEL
 
 LAYER_REPO = "sandbox-agent-layer"
 LAYER_LABEL = "sandbox-agent.layer"

@@ -294,10 +294,14 @@ class RuleEngine:
                 reason="what the policy can read is allowed, and the rest is known only when it "
                 "runs; the sandbox's limits hold whatever it turns out to be",
             )
+        outside = self.paths.reached_outside(facts)
         return Decision(
             decision="allow",
             rule="; ".join(unique) or "built-in: commands.allow_env",
-            reason="every program matches an allow rule and every path stays in the workspace",
+            reason="every program matches an allow rule; outside the workspace it "
+            + ", ".join(outside)
+            if outside
+            else "every program matches an allow rule and every path stays in the workspace",
         )
 
     def check_path(self, path: object, *, write: bool) -> Decision:

@@ -30,6 +30,7 @@ BOUNDARY = "built-in: workspace boundary"
 STATIC = "built-in: static analysis"
 _MAX_CWDS = 16
 _BASELINE = "built-in: protected at the baseline"
+_STREAMS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 
 
 def deny(reason: str, rule: str | None = None) -> Decision:
@@ -194,14 +195,49 @@ class PathChecker:
                     )
         return None
 
+    def reached_outside(self, facts: Effects) -> list[str]:
+        """What a command reaches outside the workspace, each with the setting allowing it.
+
+        E.g. "reads `/etc/passwd` (`paths.read_outside` `/**`, preset default)": the reason of
+        an allowed command says this rather than that every path stays in the workspace. The
+        standard streams (``/dev/null``, ...) are left out. Empty when every path is inside.
+        """
+        cwds = self._cwds(facts)
+        found: dict[str, None] = {}
+        for verb, raws in (("reads", facts.reads), ("writes", facts.writes + facts.trees)):
+            for word in (word for raw in raws for word in expand_braces(raw)):
+                for cwd in cwds:
+                    resolved = resolve(word, cwd, self.home)
+                    if resolved is None or resolved in _STREAMS or _descriptor(resolved):
+                        continue
+                    if inside(resolved, self.workspace):
+                        continue
+                    allowing = self._allowing(resolved, read=verb == "reads")
+                    if allowing is not None:
+                        found[f"{verb} `{resolved}` ({allowing})"] = None
+        return list(found)
+
+    def _allowing(self, resolved: str, *, read: bool) -> str | None:
+        """The ``[paths]`` pattern letting a command reach ``resolved`` outside the workspace.
+
+        With its origin ("`paths.read_outside` `/**`, preset default"); None when none does.
+        """
+        paths = self.policy.paths
+        keys = [("allow_outside", paths.allow_outside)]
+        if read:
+            keys.append(("read_outside", paths.read_outside))
+        for key, patterns in keys:
+            for pattern in patterns:
+                if resolved == pattern or glob_match(resolved.lstrip("/"), pattern.lstrip("/")):
+                    origin = self.policy.origin(f"paths.{key}", pattern)
+                    return f"`paths.{key}` `{pattern}`, {origin}"
+        return None
+
     def _outside(self, raw: str, resolved: str | None, read: bool = False) -> Decision | None:
         if resolved is not None and inside(resolved, self.workspace):
             return None
-        if resolved is not None:
-            paths = self.policy.paths
-            for pattern in paths.allow_outside + (paths.read_outside if read else ()):
-                if resolved == pattern or glob_match(resolved.lstrip("/"), pattern.lstrip("/")):
-                    return None
+        if resolved is not None and self._allowing(resolved, read=read) is not None:
+            return None
         where = f"`{resolved}`" if resolved else "a place the policy cannot know"
         return deny(
             f"`{raw}` resolves to {where}, outside the workspace {self.workspace}; "

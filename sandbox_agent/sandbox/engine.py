@@ -23,6 +23,15 @@ WORKSPACE_LABEL = "sandbox-agent.workspace"
 """Label on every container: the host path of its workspace directory."""
 OWNER_LABEL = "sandbox-agent.owner"
 """Label on every container: ``<hostname>:<pid>`` of the process that started it."""
+BUILD_LABEL = "sandbox-agent.env-build"
+"""Label on an environment build's container: ``<hostname>:<pid>`` of the process building it
+(:func:`owner_label`). Images committed from it carry it emptied, and so do their containers."""
+
+
+def owner_label() -> str:
+    """This process as ``<hostname>:<pid>`` (the value of :data:`BUILD_LABEL`)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
 
 START_HINT = (
     "start the engine (`sudo systemctl start docker`, or `.ci/docker-up` in this repo), "

@@ -1,5 +1,8 @@
 """Remove what crashed runs left behind: labelled containers and old workspace directories.
 
+The containers are runs' (``RUN_LABEL``) and environment builds' (``BUILD_LABEL``, one a
+build killed mid-step leaves running).
+
 A container or workspace whose owning process (same host, pid alive) still runs is kept unless
 ``include_live`` is set, so ``gc`` is safe beside a running ``fix``.
 """
@@ -18,10 +21,11 @@ from pathlib import Path
 
 import docker
 import docker.errors
+from docker.models.containers import Container
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import overlay, snapcache
-from sandbox_agent.sandbox.engine import OWNER_LABEL, RUN_LABEL, WORKSPACE_LABEL
+from sandbox_agent.sandbox.engine import BUILD_LABEL, OWNER_LABEL, RUN_LABEL, WORKSPACE_LABEL
 from sandbox_agent.sandbox.workspace import OWNER_FILE, WORKSPACE_PREFIX, remove_workspace
 
 ORPHAN_MIN_AGE_S = 3600.0
@@ -74,20 +78,35 @@ def _label_owner_alive(owner: str) -> bool:
     return pid.isdigit() and _owner_alive(host, int(pid))
 
 
+def _labelled(client: docker.DockerClient, label: str) -> list[Container]:
+    try:
+        # ignore_removed: another run may remove its container between listing and reading it
+        return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"listing containers failed: {e}", op="gc") from e
+
+
 def _collect_containers(
     client: docker.DockerClient, report: GcReport, *, include_live: bool, dry_run: bool
 ) -> None:
-    try:
-        # ignore_removed: another run may remove its container between listing and reading it
-        containers = client.containers.list(
-            all=True, filters={"label": RUN_LABEL}, ignore_removed=True
-        )
-    except docker.errors.DockerException as e:
-        raise SandboxError(f"listing containers failed: {e}", op="gc") from e
-    for container in containers:
+    """Runs' containers, and environment builds'.
+
+    An empty build label is an environment image's, passed on to a container started from it:
+    no build's.
+    """
+    runs = _labelled(client, RUN_LABEL)
+    builds = [
+        c
+        for c in _labelled(client, BUILD_LABEL)
+        if c.labels.get(BUILD_LABEL) and RUN_LABEL not in c.labels
+    ]
+    for container in [*runs, *builds]:
         labels = container.labels
-        if not include_live and _label_owner_alive(labels.get(OWNER_LABEL, "")):
-            report.kept.append(f"container {container.name}: its process still runs")
+        build = RUN_LABEL not in labels
+        owner = labels.get(BUILD_LABEL if build else OWNER_LABEL, "")
+        if not include_live and _label_owner_alive(owner):
+            whose = "its build's process" if build else "its process"
+            report.kept.append(f"container {container.name}: {whose} still runs")
             continue
         if not dry_run:
             with contextlib.suppress(docker.errors.NotFound):
@@ -142,7 +161,7 @@ def collect_garbage(
     include_live: bool = False,
     dry_run: bool = False,
 ) -> GcReport:
-    """Remove leftover containers (by label) and workspaces (by name prefix).
+    """Remove leftover containers (runs' and builds', by label) and workspaces (by name prefix).
 
     Args:
         client: A connected client, or ``None`` to clean workspaces only.

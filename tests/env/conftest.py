@@ -18,10 +18,10 @@ import docker
 import pytest
 
 from sandbox_agent.env.build import ensure_environment
-from sandbox_agent.env.container import BUILD_LABEL, owner_label
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.model import EnvImage
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
+from sandbox_agent.sandbox.engine import BUILD_LABEL, owner_label
 from sandbox_agent.settings.tree import EnvironmentSection
 
 TOKEN = uuid.uuid4().hex[:12]

@@ -33,6 +33,34 @@ def test_check_prints_one_line_with_decision_rule_reason(repo: Path) -> None:
     assert result.stderr.strip() == "preset default: no policy file names a preset"
 
 
+def test_a_read_outside_the_workspace_is_named_with_the_setting_that_allows_it(
+    repo: Path,
+) -> None:
+    """The default preset reads anywhere in the container: the reason says so, not "stays"."""
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", "cat /etc/passwd"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == (
+        "allow: every program matches an allow rule; outside the workspace it reads "
+        "`/etc/passwd` (`paths.read_outside` `/**`, preset default) [rule: preset default: *]"
+    )
+
+
+def test_a_write_outside_names_the_setting_and_a_read_inside_is_not_listed(repo: Path) -> None:
+    command = "sort README.md /etc/hosts > /tmp/sorted"
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", command])
+    assert result.stdout.strip() == (
+        "allow: every program matches an allow rule; outside the workspace it reads "
+        "`/etc/hosts` (`paths.read_outside` `/**`, preset default), writes `/tmp/sorted` "
+        "(`paths.allow_outside` `/tmp/**`, preset base) [rule: preset default: *]"
+    )
+
+
+def test_under_strict_the_same_read_is_refused(repo: Path) -> None:
+    (repo / ".sandbox-agent.toml").write_text('extends = "strict"\n')
+    result = runner.invoke(policy_app, ["check", "--repo", str(repo), "--", "cat /etc/passwd"])
+    assert result.stdout.startswith("deny: `/etc/passwd` resolves to `/etc/passwd`, outside")
+
+
 def test_check_names_the_preset_a_file_chose(repo: Path) -> None:
     child = FIXTURES / "chain_child.toml"  # extends chain_parent.toml, which extends node
     result = runner.invoke(
