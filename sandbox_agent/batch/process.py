@@ -137,4 +137,10 @@ class ExecWorker:
 def start_worker(launch: Launch, log_path: Path) -> WorkerProcess:
     """Start a worker of the given kind, its stderr appended to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    return ForkedWorker(log_path) if launch == "fork" else ExecWorker(log_path)
+    if launch == "fork":
+        try:
+            return ForkedWorker(log_path)
+        except OSError as e:  # the fork server's socket under a long $TMPDIR (over 107 bytes)
+            with log_path.open("a", encoding="utf-8") as log:
+                log.write(f"the fork server could not start ({e}); the worker is executed\n")
+    return ExecWorker(log_path)

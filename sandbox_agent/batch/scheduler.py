@@ -15,7 +15,7 @@ import queue
 import signal
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ __all__ = [
     "default_workers",
     "result_run",
     "run_batch",
+    "run_child",
 ]
 
 
@@ -111,6 +112,19 @@ def result_run(task_id: str, result: ChildResult, node: str | None = None) -> Ba
     return BatchRun(id=task_id, state="failed", run=RunSummary(error=result.error), node=node)
 
 
+def run_child(run: Callable[[], ChildResult], task_id: str, events: queue.Queue[Event]) -> None:
+    """Run one task's worker and put its ``ended`` event, whatever happens.
+
+    A run whose start raises ends with that error: the scheduler waits for every task's
+    ``ended``, so a thread that died without one would hang the batch.
+    """
+    try:
+        result = run()
+    except Exception as e:
+        result = ChildResult(error=f"the run could not start or be followed: {e!r}")
+    events.put(Event(task_id, "ended", run=result_run(task_id, result)))
+
+
 class LocalBackend:
     """Each task in a worker process on this machine, relayed by one thread."""
 
@@ -130,11 +144,12 @@ class LocalBackend:
             child_path(self.logs_dir, task_id, "task id", suffix=".log"),
         )
 
-        def work() -> None:
-            result = child.run()
-            events.put(Event(task_id, "ended", run=result_run(task_id, result)))
-
-        thread = threading.Thread(target=work, name=f"batch-{task_id}", daemon=True)
+        thread = threading.Thread(
+            target=run_child,
+            args=(child.run, task_id, events),
+            name=f"batch-{task_id}",
+            daemon=True,
+        )
         with self._lock:
             self._children.append(child)
             self._threads.append(thread)
