@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from sandbox_agent.agent.replay import REPLAY_PREFIX
 from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
@@ -91,6 +92,7 @@ def _run(
 
     approver = ask if sys.stdin.isatty() else None
     try:
+        options = _replay_by_id(options)
         record = run_fix(
             options,
             os.environ,
@@ -117,6 +119,25 @@ def _run(
             repo = safe(shlex.quote(record.repo))
             out.print(f"apply:  sandbox-agent apply {safe(record.run_id)} --repo {repo}")
     return record
+
+
+def _replay_by_id(options: FixOptions) -> FixOptions:
+    """``--model replay:RUN`` with a run id or id prefix: the run's directory, found as by ``show``.
+
+    A path that exists is taken as it is (a run directory or a ``trace.jsonl``).
+
+    Raises:
+        UserError: no run, or several, match.
+    """
+    spec = options.overrides.get("--model")
+    if not isinstance(spec, str) or not spec.startswith(REPLAY_PREFIX):
+        return options
+    run = spec.removeprefix(REPLAY_PREFIX)
+    if not run or Path(run).exists():
+        return options
+    found = find_any_run(options.runs_dir, run).path
+    overrides = {**options.overrides, "--model": f"{REPLAY_PREFIX}{found}"}
+    return options.model_copy(update={"overrides": overrides})
 
 
 def _exit_code(record: RunRecord) -> int:

@@ -55,6 +55,8 @@ class Revision(Frozen):
     feedback: str = Field(min_length=1)
     recorded_base_url: str | None = None
     """The endpoint the earlier run says it used: compared with the user's, never used."""
+    recorded_model: str | None = None
+    """The model the earlier run says it used: kept only at the user's own endpoint."""
 
 
 class Resumption(Frozen):
@@ -78,6 +80,8 @@ class Resumption(Frozen):
     """``--force``: go on although the baseline or the environment changed."""
     recorded_base_url: str | None = None
     """The endpoint the earlier run says it used: compared with the user's, never used."""
+    recorded_model: str | None = None
+    """The model the earlier run says it used: kept only at the user's own endpoint."""
 
 
 class FixOptions(Frozen):
@@ -137,6 +141,8 @@ class Prepared:
     """Told the model's text as it streams (the live view); ``None``: calls are not streamed."""
     repo_tree: str | None = None
     """sha256 of the repository's files (``tree_digest``), once the runner took it."""
+    notes: tuple[str, ...] = ()
+    """What the user should know of how the settings were chosen (the runner warns them)."""
 
     @property
     def test_command(self) -> str:
@@ -193,6 +199,7 @@ def prepare(
         settings = settings.model_copy(update={"gate": gate})
     api_key = env.get("OPENAI_API_KEY", "")
     base_url = settings.model.base_url or env.get("OPENAI_BASE_URL") or None
+    settings, notes = _parent_model(options, settings, base_url)
     if not settings.model.name.startswith(SCRIPTED_PREFIX):  # a script calls no endpoint
         _same_endpoint(options, base_url)
     model = _model(settings, base_url, api_key, on_retry, on_text)
@@ -210,7 +217,50 @@ def prepare(
         base_url=base_url,
         on_retry=on_retry,
         on_text=on_text,
+        notes=notes,
     )
+
+
+def _parent_model(
+    options: FixOptions, settings: Policy, base_url: str | None
+) -> tuple[Policy, tuple[str, ...]]:
+    """The earlier run's model name, kept at the user's own endpoint when ``--model`` is not given.
+
+    The key goes nowhere the user did not configure: only the name is the run's.
+
+    A scripted or replayed model is never taken from a run directory (it names a file to read),
+    and a run made at another endpoint keeps the user's model (``_same_endpoint`` then stops
+    unless ``--base-url`` names the endpoint).
+
+    Raises:
+        UserError: the recorded name is not a valid model name.
+    """
+    parent = options.parent
+    if parent is None or options.overrides.get("--model") is not None:
+        return settings, ()
+    name = parent.recorded_model
+    if not name or name.startswith((SCRIPTED_PREFIX, REPLAY_PREFIX)):
+        return settings, ()
+    if (parent.recorded_base_url or None) != base_url:
+        note = (
+            f"run {parent.run_id}'s model {name!r} is not used: the run was made at another "
+            f"endpoint; this run uses {settings.model.name!r} (pass --model to choose)"
+        )
+        return settings, (note,)
+    if name == settings.model.name:
+        return settings, ()
+    try:
+        kept = apply_overrides(settings, {"--model": name})
+    except UserError as e:
+        raise UserError(
+            f"run {parent.run_id}: its result.json names the model {name!r}, which is not a "
+            f"model name ({e}); pass --model with the model you mean"
+        ) from e
+    note = (
+        f"model {name!r}: run {parent.run_id}'s, at the same endpoint "
+        f"({base_url or 'the default'}); pass --model to use another"
+    )
+    return kept, (note,)
 
 
 def _same_endpoint(options: FixOptions, base_url: str | None) -> None:

@@ -94,6 +94,7 @@ def resume_options(
             env_key=record.env_key,
             force=force,
             recorded_base_url=recorded_base_url(record),
+            recorded_model=record.model or None,
         ),
     )
 

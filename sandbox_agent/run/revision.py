@@ -74,6 +74,7 @@ def revise_options(
             answer=record.answer,
             feedback=feedback,
             recorded_base_url=recorded_base_url(record),
+            recorded_model=record.model or None,
         ),
     )
 
@@ -130,11 +131,24 @@ def recorded_base_url(record: RunRecord) -> str | None:
 
 
 def ignored_request(record: RunRecord) -> list[str]:
-    """The earlier run's stored settings that ``revise`` and ``resume`` do not take."""
+    """The earlier run's stored settings that ``revise`` and ``resume`` do not take.
+
+    The model's name is not among them: the run keeps it at the user's own endpoint, and says
+    so either way (``prepare``).
+    """
     request = record.request
-    ignored = [f"{flag} {value}" for flag, value in request.overrides.items()]
+    ignored = [
+        f"{flag} {value}"
+        for flag, value in request.overrides.items()
+        if not (flag == "--model" and value == record.model and _chat_model(record.model))
+    ]
     if request.policy_file:
         ignored.append(f"--policy {request.policy_file}")
     if request.trust_repo_policy:
         ignored.append("--trust-repo-policy")
     return ignored
+
+
+def _chat_model(name: str) -> bool:
+    """A model's name the new run may keep (not a script or a recorded run to read)."""
+    return not name.startswith(("scripted:", "replay:"))

@@ -77,7 +77,7 @@ class _TextRelay:
 def notices(prepared: Prepared) -> list[str]:
     """What the user should know before the run starts (printed as warnings)."""
     repo = prepared.repo
-    out = list(prepared.loaded.warnings)
+    out = [*prepared.loaded.warnings, *prepared.notes]
     if repo.moved_to_root:
         out.append(f"--repo {repo.given} is inside a git repository: working on {repo.root}")
     if repo.uncommitted:

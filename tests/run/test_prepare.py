@@ -10,7 +10,7 @@ import pytest
 from sandbox_agent.cli.demo import make_demo_repo
 from sandbox_agent.env.cache import repo_identity, tree_digest
 from sandbox_agent.errors import UserError
-from sandbox_agent.run.prepare import FixOptions, Prepared, prepare
+from sandbox_agent.run.prepare import FixOptions, Prepared, Resumption, prepare
 from sandbox_agent.run.runner import notices
 
 
@@ -100,3 +100,49 @@ def test_every_copy_of_the_demo_is_one_project_so_its_environment_is_built_once(
     assert first != second
     assert repo_identity(first) == repo_identity(second)
     assert tree_digest(first) == tree_digest(second)
+
+
+MINE = "http://127.0.0.1:8080/v1"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "recorded_url", "flags", "model", "note"),
+    [
+        ("my-local-model", MINE, {}, "my-local-model", "at the same endpoint"),
+        ("my-local-model", MINE, {"--model": "other"}, "other", None),
+        ("my-local-model", None, {"--base-url": MINE}, "gpt-4o-mini", "is not used"),
+        ("scripted:/etc/passwd", MINE, {}, "gpt-4o-mini", None),
+        ("replay:/tmp/run", MINE, {}, "gpt-4o-mini", None),
+        ("gpt-4o-mini", MINE, {}, "gpt-4o-mini", None),
+    ],
+)
+def test_a_continued_run_keeps_its_model_only_at_the_users_endpoint(
+    tmp_path: Path,
+    repo: Path,
+    recorded: str,
+    recorded_url: str | None,
+    flags: dict[str, str],
+    model: str,
+    note: str | None,
+) -> None:
+    """The run's name is kept when the endpoint is the user's own; never a file to read."""
+    resumes = Resumption(
+        run_id="r1",
+        run_dir=tmp_path,
+        patch=b"",
+        history=(),
+        stopped="max_steps_exceeded",
+        recorded_base_url=recorded_url,
+        recorded_model=recorded,
+    )
+    options = FixOptions(
+        repo=repo, task="t", runs_dir=tmp_path / "runs", overrides=flags, resumes=resumes
+    )
+    p = prepare(options, {"HOME": str(tmp_path), "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": MINE})
+    assert p.settings.model.name == model
+    assert p.model.name == model
+    if note is None:
+        assert p.notes == ()
+    else:
+        [said] = p.notes
+        assert note in said
