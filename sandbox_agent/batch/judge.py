@@ -153,11 +153,14 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
 
 def judge_policy(
     repo: str, version: str, where: Path, *, recipe: bool, broken_baseline: bool
-) -> Path | None:
-    """The instance's policy file (``None``: nothing to say).
+) -> Path:
+    """The instance's policy file.
 
     Its ``[environment]`` is the recipe alone (no detection) when ``recipe``; its ``[gate]``
-    allows a broken baseline when ``broken_baseline`` (:func:`adds_test_files`).
+    allows a broken baseline when ``broken_baseline`` (:func:`adds_test_files`), and always
+    allows test internals: the harness judges a prediction by its tests alone, and a project
+    that is the harness (pytest, pluggy) changes its own internals in its gold patches, so the
+    tampering scan names lines for review (strength ``suspect``) instead of refusing.
     """
     lines: list[str] = []
     steps = recipe_steps(repo, version) if recipe else None
@@ -165,10 +168,9 @@ def judge_policy(
         lines += ["[environment]", "auto = false", "network_during_setup = true", "setup = ["]
         lines += [f"  {json.dumps(step)}," for step in steps]
         lines.append("]")
+    lines += ["[gate]", "allow_test_internals = true"]
     if broken_baseline:
-        lines += ["[gate]", "allow_broken_baseline = true"]
-    if not lines:
-        return None
+        lines.append("allow_broken_baseline = true")
     where.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return where
 
@@ -274,8 +276,7 @@ def judge_tasks(
             recipe=recipe,
             broken_baseline=adds_test_files(str(item["test_patch"])),
         )
-        if policy is not None:
-            line["policy"] = str(policy)
+        line["policy"] = str(policy)
         lines.append(json.dumps(line) + "\n")
     tasks = work / "tasks.jsonl"
     tasks.write_text("".join(lines), encoding="utf-8")

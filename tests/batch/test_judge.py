@@ -194,4 +194,6 @@ def test_pytest_gets_only_test_modules_and_a_new_one_allows_a_broken_baseline(
     instance |= {"version": "5.0", "test_patch": patch, "base_commit": "HEAD"}
     tasks, _ = judge_tasks([instance], None, "empty", tmp_path / "zero", recipe=False)
     line = json.loads(tasks.read_text())
-    assert Path(line["policy"]).read_text() == "[gate]\nallow_broken_baseline = true\n"
+    assert Path(line["policy"]).read_text() == (
+        "[gate]\nallow_test_internals = true\nallow_broken_baseline = true\n"
+    )
