@@ -258,18 +258,14 @@ class CompletionGate:
                 return checks, None
             refused, deciding = self._decide_early(copy, changed, label)
             if refused is not None:  # no proof among the tests that can prove it: at once
+                model = self._model_tests(changed, deciding, copy)  # still listed for review
+                self.new_files, self.changed_tests = model.added, model.changed
                 return checks + refused, deciding
             if deciding is None:
                 full = self._run_tests(copy, label, self._named_plugins())
             else:  # in a fresh copy: the deciding tests wrote in this one
                 full = self._run_copy(patch.text, label)
-            model = (  # with hidden tests none: judged by the hidden tests alone, as SWE-bench
-                testchanges.of_patch(
-                    changed, self.baseline, full, self._is_test_file, self.sandbox, copy
-                )
-                if self.hidden is None
-                else TestChanges()
-            )
+            model = self._model_tests(changed, full, copy)
         split = newtests.split(patch.text, model.files)
         if set(split[2]) != set(model.files):  # fail closed: a test change not told apart
             why = "test file(s) whose change could not be told apart from the patch: "
@@ -279,6 +275,16 @@ class CompletionGate:
         runs = self._runs(split, model, full, label)
         checks += self._judge(runs, model, split[0])
         return checks, runs.now
+
+    def _model_tests(
+        self, changed: tuple[str, ...], run: TestRun | None, copy: Sandbox
+    ) -> TestChanges:
+        """The patch's test changes; with hidden tests none (judged by them, as SWE-bench)."""
+        if self.hidden is not None:
+            return TestChanges()
+        return testchanges.of_patch(
+            changed, self.baseline, run, self._is_test_file, self.sandbox, copy
+        )
 
     def _decide_early(
         self, copy: Sandbox, changed: tuple[str, ...], label: str

@@ -95,7 +95,7 @@ def gather(
 def of_patch(
     changed: tuple[str, ...],
     baseline: TestRun | None,
-    full: TestRun,
+    full: TestRun | None,
     is_test: Callable[[str], bool],
     original: Sandbox,
     copy: Sandbox,
@@ -108,7 +108,7 @@ def of_patch(
     """
     collected = {*_collected(baseline), *_collected(full)}
     base = baseline.report if baseline is not None else None
-    if base is not None and full.report is not None:  # an unpinned run's new modules
+    if base is not None and full is not None and full.report is not None:  # unpinned, new
         fresh = [t for t in full.report.ids if t not in base.ids]
         collected.update(newtests.new_test_files(changed, lambda p: False, fresh))
     files = test_files(changed, is_test=is_test, collected=collected)

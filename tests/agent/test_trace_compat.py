@@ -57,8 +57,8 @@ def _move(path: Path, target: Path) -> None:
     path.write_text(path.read_text().replace(WRITTEN_AT, str(target)))
 
 
-def _cli(*args: str) -> str:
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+def _cli(*args: str, columns: int = 200) -> str:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns), "NO_COLOR": "1"})
     assert result.exit_code in (0, 1), result.output
     return result.stdout
 
@@ -107,11 +107,11 @@ def _report(batches: Path) -> str:
     ).read_text()
 
 
-def _command(*args: str) -> Callable[[Path], str]:
+def _command(*args: str, columns: int = 200) -> Callable[[Path], str]:
     def run(batches: Path) -> str:
         runs = str(batches / BATCH / "runs")
         where = {"RUNS": runs, "BATCHES": str(batches), "STOPPED": str(batches.parent / "runs")}
-        return _cli(*(where.get(a, a) for a in args))
+        return _cli(*(where.get(a, a) for a in args), columns=columns)
 
     return run
 
@@ -123,7 +123,9 @@ READERS: dict[str, Callable[[Path], str]] = {
     "trace-show.txt": _command("trace", "show", "--runs-dir", "RUNS", RUN),
     "runs.txt": _command("runs", "--runs-dir", "RUNS"),
     "runs.json": _command("runs", "--runs-dir", "RUNS", "--json"),
-    "batch-show.txt": _command("batch", "show", "--batches-dir", "BATCHES", BATCH),
+    # wide enough that the run-directory column (the copy's path: longer under pytest-xdist)
+    # never squeezes the id column into two lines
+    "batch-show.txt": _command("batch", "show", "--batches-dir", "BATCHES", BATCH, columns=400),
     "batch-show.json": _command("batch", "show", "--batches-dir", "BATCHES", "--json", BATCH),
     "report.html": _report,
     "resume-history.jsonl": _history,

@@ -203,9 +203,12 @@ def test_default_preset_allows_a_patch_of_source(engine: RuleEngine) -> None:
 @pytest.mark.parametrize(
     ("header", "path"),
     [
-        ("*** Update File: tests/test_mod.py\n@@\n-x\n+y", "tests/test_mod.py"),
-        ("*** Delete File: tests/test_mod.py", "tests/test_mod.py"),
-        ("*** Update File: pkg/mod.py\n*** Move to: tests/test_mod.py\n@@\n-x\n+y", "tests/"),
+        ("*** Update File: tests/conftest.py\n@@\n-x\n+y", "tests/conftest.py"),
+        ("*** Delete File: tests/conftest.py", "tests/conftest.py"),
+        (
+            "*** Update File: pkg/mod.py\n*** Move to: tests/conftest.py\n@@\n-x\n+y",
+            "tests/conftest.py",
+        ),
         ("*** Add File: conftest.py\n+import os", "conftest.py"),
         ("*** Add File: ../outside.py\n+x = 1", "../outside.py"),
         ("*** Add File: .git/hooks/pre-commit\n+x", ".git/hooks/pre-commit"),
@@ -218,6 +221,17 @@ def test_one_refused_path_refuses_the_whole_patch(
     decision, reason = decide(engine, text)
     assert decision == "deny"
     assert reason.startswith(f"the patch touches `{path}")
+
+
+def test_a_patch_that_appends_a_regression_test_to_an_existing_test_file_is_allowed(
+    engine: RuleEngine,
+) -> None:
+    """Test files are the model's to change (the gate judges the originals apart)."""
+    text = (
+        "*** Begin Patch\n*** Update File: pkg/mod.py\n@@\n-x\n+y\n"
+        "*** Update File: tests/test_mod.py\n@@\n-x\n+y\n*** End Patch"
+    )
+    assert decide(engine, text)[0] == "allow"
 
 
 def test_an_unreadable_patch_never_reaches_the_policy(engine: RuleEngine) -> None:

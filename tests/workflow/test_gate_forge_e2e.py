@@ -263,18 +263,23 @@ def repo_with_checks(tmp_path: Path) -> Path:
     return repo
 
 
-def test_a_collected_module_no_glob_names_is_protected(
+def test_a_collected_module_no_glob_names_is_judged_from_its_original(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
+    """A test module the baseline collected is the model's to change (its changed tests are the
+    model's tests), but the baseline's tests run from its original: a rewrite that patches the
+    code under test at import, collected first, makes no baseline test pass."""
     repo = repo_with_checks(tmp_path)
     record = run_attack(
         tmp_path, workspace_root, write("testing/check_aaa.py", CHECKS_FIRST), repo=repo
     )
     assert not record.gate_passed
-    problems = failed(last_verdict(record))
-    assert "testing/check_aaa.py (a test module the baseline's run collected)" in problems.get(
-        "harness_files", ""
-    ), problems
+    verdict = last_verdict(record)
+    assert "no test shows your change works" in failed(verdict).get("proof", ""), failed(verdict)
+    assert verdict.evidence is not None
+    assert verdict.evidence.fail_to_pass == ()
+    touched = verdict.evidence.changed_test_files + verdict.evidence.new_test_files
+    assert "testing/check_aaa.py" in touched
 
 
 def test_a_plugin_that_unregisters_itself_in_time_is_still_seen(

@@ -68,6 +68,10 @@ def test_pluggys_own_code_is_what_the_harness_imports(
 ) -> None:
     repo = pluggy_repo(tmp_path)
     init = (repo / "src" / "pluggy" / "__init__.py").read_text()
+    # A project that is part of the harness imports it in its own tests: the user allows test
+    # internals (docs/gate.md), else the test_internals check refuses `import pluggy`.
+    policy = tmp_path / "mine.toml"
+    policy.write_text('extends = "python"\n[gate]\nallow_test_internals = true\n')
     record = fix(
         tmp_path,
         repo,
@@ -87,6 +91,7 @@ def test_pluggys_own_code_is_what_the_harness_imports(
         },
         FINISH,
         test_cmd="python -m pytest -q -rA",
+        policy_file=policy,
     )
     assert record.exit_reason == "finished", record.error
     baseline = record.gate_history[0]
