@@ -368,3 +368,20 @@ def test_a_runners_configuration_is_no_new_test_file() -> None:
     shadowed = harness.harness_modules(RECORD)
     assert new_test_file_problem("test/.mocharc.js", shadowed) == "configures the test runner"
     assert new_test_file_problem("test/regression.test.js", shadowed) is None
+
+
+def test_a_rerun_of_some_tests_may_register_fewer_plugins_but_never_another() -> None:
+    """A rerun of the changed tests registers fewer of the plugins tests register as they run
+    (pytest's own suite: pytester's); a plugin gone there is no difference, one added is."""
+    from sandbox_agent.gate.runs import harness_check
+    from sandbox_agent.gate.testrun import TestRun
+
+    fewer = RECORD.model_copy(update={"plugins": RECORD.plugins[:-1]})
+    more = RECORD.model_copy(update={"plugins": (*RECORD.plugins, ("evil", "./evil.py"))})
+
+    def run(record: harness.HarnessRecord) -> TestRun:
+        return TestRun(label="rerun", command="pytest", result=None, harness=record)
+
+    assert harness_check(run(fewer), RECORD, subset=True).passed
+    assert not harness_check(run(fewer), RECORD).passed
+    assert not harness_check(run(more), RECORD, subset=True).passed
