@@ -175,28 +175,39 @@ def judge_policy(
     return where
 
 
+def read_json_items(path: Path, what: str) -> list[Any]:
+    """The items of a file that is a JSON list or JSON lines (SWE-bench writes both).
+
+    Raises:
+        UserError: the file cannot be read, or a line or the list is not JSON; naming where.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read the {what} ({e})") from e
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as e:
+            raise UserError(f"{path}: not a JSON list of {what} ({e})") from e
+        return list(items)
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                items.append(json.loads(line))
+            except ValueError as e:
+                raise UserError(f"{path}:{number}: not a JSON object ({e})") from e
+    return items
+
+
 def read_predictions(path: Path) -> dict[str, str]:
     """``instance_id`` -> ``model_patch`` from a predictions file (JSON lines, or a JSON list).
 
     Raises:
         UserError: the file cannot be read or a prediction is not one.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read the predictions ({e})") from e
-    try:
-        items = json.loads(text) if text.lstrip().startswith("[") else None
-    except ValueError as e:
-        raise UserError(f"{path}: not a JSON list of predictions ({e})") from e
-    if items is None:
-        items = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except ValueError as e:
-                    raise UserError(f"{path}:{number}: not a JSON object ({e})") from e
+    items = read_json_items(path, "predictions")
     out: dict[str, str] = {}
     for number, item in enumerate(items, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("instance_id"), str):

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sandbox_agent.batch.judge import judge_tasks, read_predictions
+from sandbox_agent.batch.judge import judge_tasks, read_json_items, read_predictions
 from sandbox_agent.batch.judge_report import harness_report
 from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_batch
 from sandbox_agent.cli.command import Command, Group
@@ -51,20 +51,7 @@ class EnvMode(StrEnum):
 
 
 def _instances(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read the instances ({e})") from e
-    if text.lstrip().startswith("["):
-        items = json.loads(text)
-    else:
-        items = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except ValueError as e:
-                    raise UserError(f"{path}:{number}: not a JSON object ({e})") from e
+    items = read_json_items(path, "instances")
     for number, item in enumerate(items, start=1):
         for key in ("instance_id", "repo", "base_commit", "test_patch"):
             if not isinstance(item, dict) or not isinstance(item.get(key), str):

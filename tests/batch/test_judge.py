@@ -197,3 +197,20 @@ def test_pytest_gets_only_test_modules_and_a_new_one_allows_a_broken_baseline(
     assert Path(line["policy"]).read_text() == (
         "[gate]\nallow_test_internals = true\nallow_broken_baseline = true\n"
     )
+
+
+def test_a_broken_json_list_of_instances_or_predictions_is_a_clear_error(tmp_path: Path) -> None:
+    """Both files are read by one reader: a broken list names the file, never a traceback."""
+    from sandbox_agent.batch.judge import read_json_items
+    from sandbox_agent.errors import UserError
+
+    broken = tmp_path / "instances.json"
+    broken.write_text('[{"instance_id": "a"},')
+    with pytest.raises(UserError, match=r"instances.json: not a JSON list of instances"):
+        read_json_items(broken, "instances")
+    lines = tmp_path / "preds.jsonl"
+    lines.write_text('{"instance_id": "a"}\n\n{oops\n')
+    with pytest.raises(UserError, match=r"preds.jsonl:3: not a JSON object"):
+        read_json_items(lines, "predictions")
+    lines.write_text('{"instance_id": "a"}\n')
+    assert read_json_items(lines, "predictions") == [{"instance_id": "a"}]
