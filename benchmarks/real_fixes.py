@@ -48,6 +48,7 @@ FIXES = {
     "Delgan/loguru": "7b30cd046a593f34696f6c574813b9727ae5c35e",
     "tj/commander.js": "2e96cd388764064fe271f7f452d0dff780355b42",
     "jshttp/mime-types": "7c3c63dc002af1a43904ca5533e881807839acac",
+    "jshttp/fresh": "ff5f257b575a70fae6268b9283f7d5796bcfde71",
     "jshttp/content-type": "2db7a7203359ad534d647e7d3c996e3c6be00f53",
     "lukeed/kleur": "59bdd40330f032a3f30638b775704f99d50c7a97",
     "debug-js/debug": "1f01b70f88202c22deaa3df70e343fc409504147",
