@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from sandbox_agent.batch.records import (
     BatchLog,
@@ -31,7 +30,7 @@ from sandbox_agent.batch.worker import WorkerSpec
 from sandbox_agent.cli.batch_view import LiveObserver, PlainObserver, batch_table, headline
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.options import PolicyOption, SettingFlags, TrustOption, setting_flags
-from sandbox_agent.cli.output import fail
+from sandbox_agent.cli.output import console, fail
 from sandbox_agent.errors import UserError
 from sandbox_agent.review.index import write_batch_index
 from sandbox_agent.text import visible
@@ -74,8 +73,8 @@ batch_app = typer.Typer(
     help="Run many tasks at once under one budget (`batch TASKS.jsonl`, `batch show BATCH`).",
     no_args_is_help=True,
 )
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = console(stderr=True)
+out = console()
 
 
 def say(line: str) -> None:

@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -137,9 +136,6 @@ READERS: dict[str, Callable[[Path], str]] = {
 
 
 def _read(name: str, target: Path) -> str:
-    if name == "batch-show.txt":  # its table squeezes the id column as the run directory's
-        # path grows (pytest-xdist's temporary directories are longer): a short place for it
-        target = Path(tempfile.mkdtemp(prefix="tc-"))
     batches = copy_fixture(target)
     text = READERS[name](batches).replace(str(target), PLACE)
     if name.endswith(".txt"):  # a table's columns are as wide as the place it was copied to

@@ -146,3 +146,36 @@ def test_show_prints_the_table_and_totals_and_json(tmp_path: Path) -> None:
     code, _, err = invoke("show", "nope", "--batches-dir", str(tmp_path))
     assert code == 2
     assert "no batch in" in one_line_error(err)
+
+
+def test_piped_show_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    """Piped to a file or grep, `batch show` never wraps a row (the rule every command keeps)."""
+    task = "a-task-whose-name-is-long-enough-to-wrap-an-eighty-column-table-" * 2
+    batch_dir = BatchDir(tmp_path / "b-20261201-000000-abcdef")
+    batch_dir.path.mkdir()
+    summary = RunSummary(run_id="20261201-000001-123456", exit_reason="finished", gate_passed=True)
+    batch_dir.write(
+        BatchRecord(
+            batch_id="b-20261201-000000-abcdef",
+            batch_dir=str(batch_dir.path),
+            created_at="2026-12-01T00:00:00+00:00",
+            updated_at="2026-12-01T00:00:00+00:00",
+            status="ended",
+            settings=BatchSettings(),
+            tasks=(),
+            runs=(BatchRun(id=task, state="ended", run=summary),),
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox_agent", "batch", "show", str(batch_dir.path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith(task)]
+    assert len(rows) == 1, done.stdout
+    assert "20261201-000001-123456" in rows[0]
+    assert "finished" in rows[0]
