@@ -111,6 +111,8 @@ class ChatModelBase(ABC):
             on_retry=on_retry,
             sleep=sleep,
         )
+        self.limit_param = settings.max_tokens_param
+        """The reply limit's request field; ``max_tokens`` once the server ignored the other."""
         window = settings.context_window or context_window_for(settings.model)
         self.context_window = window
         self.estimator = TokenEstimator()
@@ -245,7 +247,7 @@ class ChatModelBase(ABC):
             tools=prepared.tools or None,
             temperature=s.temperature,
             max_tokens=s.max_completion_tokens,
-            max_tokens_param=s.max_tokens_param,
+            max_tokens_param=self.limit_param,
             on_text=self._on_text,
         )
 
@@ -262,6 +264,10 @@ class ChatModelBase(ABC):
                 requests=1,
             )
         self.estimator.calibrate(prepared.n_bytes, n_messages, u.prompt_tokens)
+        if u.completion_tokens > self.settings.max_completion_tokens:
+            # The server ignored the limit's field (llama-cpp-python's knows only max_tokens):
+            # the old name from now on, which every server that ignores the new one knows.
+            self.limit_param = "max_tokens"
         details = u.prompt_tokens_details
         cached = details.cached_tokens if details is not None and details.cached_tokens else 0
         return Usage(

@@ -4,7 +4,8 @@ The chunks of a stream (``chat.completion.chunk``) are folded into the ``ChatCom
 non-streamed request would have returned, so parsing, usage and costs take one path whatever
 the transport: the text is the deltas joined; each tool call is keyed by its ``index`` (its
 ``id`` and name arrive once, its arguments in pieces; a server that sends no index gets one
-per new ``id``); the finish reason is the last one sent; the usage is the last chunk's (OpenAI
+per new ``id``; a name sent again whole with every piece, as llama-cpp-python's server does, is
+taken once); the finish reason is the last one sent; the usage is the last chunk's (OpenAI
 sends it, with no choices, when ``stream_options.include_usage`` is set). While it folds, the
 text so far is told to a listener (the live view), so the user reads it as it arrives.
 """
@@ -83,7 +84,7 @@ class StreamAssembler:
             call.id = delta.id
         function = delta.function
         if function is not None:
-            if function.name:
+            if function.name and function.name != call.name:  # llama.cpp repeats it each chunk
                 call.name += function.name
             if function.arguments:
                 call.arguments.append(function.arguments)
