@@ -9,8 +9,13 @@ Given an ``on_text`` listener (the live view), a call is streamed: the reply's t
 it arrives and the chunks are folded into the completion a plain call returns
 (``models/stream.py``), usage included (``stream_options.include_usage``). Where the endpoint
 does not stream, calls go back to plain ones for the rest of the run: when it answers a
-stream request in one piece, refuses it (HTTP 400/422, then asked again plainly), or streams
-without its usage (so every later call is counted by the server, not estimated).
+stream request in one piece, refuses it (HTTP 400/422, then asked again plainly), sends a
+stream with no chunk at all (llama-cpp-python's server with tools: asked again plainly), or
+streams without its usage (so every later call is counted by the server, not estimated).
+
+With tools, ``tool_choice: "auto"`` is always sent: it is OpenAI's default, but
+llama-cpp-python's server takes a missing ``tool_choice`` as ``"none"`` and leaves the tools
+out of the prompt, so the model never sees them.
 """
 
 from __future__ import annotations
@@ -67,9 +72,19 @@ class _Request:
     extra: dict[str, Any]
 
 
+class EmptyStreamError(ValueError):
+    """A stream that ended before its first chunk."""
+
+
 def _refused_stream(e: ModelError) -> bool:
-    """A plain rejection of a streamed request (400/422), maybe of ``stream`` itself."""
+    """A streamed request the endpoint could not answer as a stream.
+
+    A plain rejection (400/422, maybe of ``stream`` itself), or a stream with nothing in it
+    (the server failed after sending its headers).
+    """
     cause = e.__cause__
+    if isinstance(cause, EmptyStreamError):
+        return True
     if isinstance(e, ContextLengthError) or not isinstance(cause, openai.APIStatusError):
         return False
     return cause.status_code in (400, 422)
@@ -192,7 +207,7 @@ class ChatClient:
         except ModelError as e:
             if not _refused_stream(e):
                 raise
-            self.streams = False  # perhaps it refused ``stream`` itself: ask plainly
+            self.streams = False  # it refused ``stream``, or failed in it: ask plainly
             return self._with_retries(lambda: self._plain(request))
 
     def _with_retries(self, call: Callable[[], ChatCompletion]) -> ChatCompletion:
@@ -209,6 +224,7 @@ class ChatClient:
             model=self.model,
             messages=request.messages,
             tools=request.tools if request.tools else openai.omit,
+            tool_choice="auto" if request.tools else openai.omit,
             extra_body=request.extra,
         )
 
@@ -218,6 +234,7 @@ class ChatClient:
             model=self.model,
             messages=request.messages,
             tools=request.tools if request.tools else openai.omit,
+            tool_choice="auto" if request.tools else openai.omit,
             extra_body=request.extra,
             stream=True,
             stream_options={"include_usage": True},
@@ -230,7 +247,7 @@ class ChatClient:
             for chunk in stream:
                 assembler.add(chunk)
         if assembler.chunks == 0:
-            raise ValueError("the stream ended before its first chunk")
+            raise EmptyStreamError("the stream ended before its first chunk")
         if not assembler.has_usage:
             self.streams = False  # plain calls from now on: the server counts their tokens
         return assembler.completion()

@@ -39,6 +39,9 @@ class Reply:
     """When streamed: wait this long before each chunk (a slow model)."""
     piece_chars: int = 4
     """When streamed: characters of text or arguments per chunk."""
+    raw_stream: bytes | None = None
+    """Set: a streamed request gets these bytes as its event stream, verbatim (a real server's
+    captured stream, e.g. ``tests/fixtures/llama_cpp/*.sse``; ``b""``: a stream with nothing)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,8 @@ class FakeOpenAIServer:
 def _streams(reply: Reply, request: dict[str, Any]) -> bool:
     """Whether to answer as a stream: asked for, a 200 chat.completion, and not refused."""
     wanted = request.get("stream") is True and reply.stream and reply.status == 200
+    if reply.raw_stream is not None:
+        return wanted
     return wanted and isinstance(reply.body, dict) and "choices" in reply.body
 
 
@@ -201,6 +206,9 @@ def _send_stream(
 ) -> None:
     """Answer ``reply`` as server-sent events, in HTTP chunks, one event per chunk."""
     if reply.stall_s and stopping.wait(reply.stall_s):
+        return
+    if reply.raw_stream is not None:
+        _send_raw_stream(handler, reply.raw_stream)
         return
     assert isinstance(reply.body, dict)
     usage = bool((request.get("stream_options") or {}).get("include_usage"))
@@ -220,6 +228,20 @@ def _send_stream(
             write(f"data: {json.dumps(chunk)}\n\n".encode())
         write(b"data: [DONE]\n\n")
         write(b"")
+    except (BrokenPipeError, ConnectionResetError):
+        return
+
+
+def _send_raw_stream(handler: BaseHTTPRequestHandler, data: bytes) -> None:
+    try:
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("transfer-encoding", "chunked")
+        handler.end_headers()
+        if data:
+            handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
     except (BrokenPipeError, ConnectionResetError):
         return
 

@@ -226,7 +226,7 @@ def test_prefix_is_byte_stable_between_calls(
 def _messages_bytes(request: Recorded) -> bytes:
     """The raw request body as sent, up to the end of the messages array."""
     raw = request.raw
-    end = raw.index(b'],"tools":')
+    end = raw.index(b'],"tool_choice":"auto","tools":')
     assert json.loads(raw)["messages"] == json.loads(raw[raw.index(b"[") : end + 1])
     return raw[:end]
 

@@ -60,7 +60,7 @@ def test_compaction_jumps_rarely_and_keeps_the_prefix_stable_between_jumps(
             history.append(
                 Observation(tool_call_id=call.id, tool_name="bash", content=f"{i:02d}" * 300)
             )
-    raws = [r.raw[: r.raw.index(b'],"tools":')] for r in server.requests]
+    raws = [r.raw[: r.raw.index(b'],"tool_choice":"auto","tools":')] for r in server.requests]
     jumps = sum(not later.startswith(earlier) for earlier, later in itertools.pairwise(raws))
     assert 1 <= jumps <= calls // 5
     last = server.requests[-1].body["messages"]
