@@ -226,6 +226,10 @@ class ContextLengthError(ModelError):
     """The server said the prompt does not fit the model's context window."""
 
 
+class EmptyStreamError(ModelError):
+    """A streamed reply ended before its first chunk (the server failed after its headers)."""
+
+
 class RetriesExhaustedError(ModelError):
     """A retryable error persisted; ``last`` is the final error (also ``__cause__``)."""
 

@@ -36,6 +36,7 @@ from openai.types.chat import (
 
 from sandbox_agent.errors import (
     ContextLengthError,
+    EmptyStreamError,
     InvalidBaseUrlError,
     MissingApiKeyError,
     ModelError,
@@ -72,19 +73,15 @@ class _Request:
     extra: dict[str, Any]
 
 
-class EmptyStreamError(ValueError):
-    """A stream that ended before its first chunk."""
-
-
 def _refused_stream(e: ModelError) -> bool:
     """A streamed request the endpoint could not answer as a stream.
 
     A plain rejection (400/422, maybe of ``stream`` itself), or a stream with nothing in it
     (the server failed after sending its headers).
     """
-    cause = e.__cause__
-    if isinstance(cause, EmptyStreamError):
+    if isinstance(e, EmptyStreamError):
         return True
+    cause = e.__cause__
     if isinstance(e, ContextLengthError) or not isinstance(cause, openai.APIStatusError):
         return False
     return cause.status_code in (400, 422)
@@ -247,7 +244,10 @@ class ChatClient:
             for chunk in stream:
                 assembler.add(chunk)
         if assembler.chunks == 0:
-            raise EmptyStreamError("the stream ended before its first chunk")
+            raise EmptyStreamError(
+                f"the stream from {self.base_url} ended before its first chunk; "
+                "is --base-url an OpenAI-compatible /v1 endpoint?"
+            )
         if not assembler.has_usage:
             self.streams = False  # plain calls from now on: the server counts their tokens
         return assembler.completion()

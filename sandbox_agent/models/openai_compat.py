@@ -57,7 +57,9 @@ def _assistant(turn: ModelTurn, *, stub: bool) -> dict[str, Any]:
     text = turn.text
     if not calls and turn.finish is not None:
         text = turn.text or turn.finish.answer
-    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # A call-only turn's content is "", not null: OpenAI allows both, llama-cpp-python's server
+    # rejects null (a 500 listing validation errors) and a missing key (its template reads it).
+    message: dict[str, Any] = {"role": "assistant", "content": text or ("" if calls else None)}
     if calls:
         message["tool_calls"] = [
             {

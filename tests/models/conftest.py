@@ -10,6 +10,7 @@ from sandbox_agent.models.json_protocol import JsonProtocolModel
 from sandbox_agent.models.openai_compat import OpenAICompatModel
 from sandbox_agent.models.retry import RetrySettings
 from sandbox_agent.types import ToolSpec
+from tests.llm_server import LlamaServer, install
 from tests.models.openai_server import FakeOpenAIServer
 
 API_KEY = "sk-test-DO-NOT-LEAK-7f3a9c2e41b8"
@@ -115,3 +116,17 @@ def make_model(server: FakeOpenAIServer, retry_log: RetryLog) -> Iterator[MakeMo
     yield make
     for model in made:
         model.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The real llama.cpp server (``tests/llm_server.py``), started once, stopped at the end.
+
+    Only ``tests/models/test_llm_server_e2e.py`` uses it: under pytest-xdist's
+    ``--dist loadfile`` that module runs whole in one worker, so one server starts.
+    """
+    python, model = install()
+    server = LlamaServer(python, model, tmp_path_factory.mktemp("llama") / "server.log")
+    server.start()
+    yield server
+    server.stop()

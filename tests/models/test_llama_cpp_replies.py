@@ -15,7 +15,7 @@ from openai.types.chat import ChatCompletionChunk
 
 from sandbox_agent.errors import InvalidModelOutputError
 from sandbox_agent.models.stream import assemble
-from sandbox_agent.types import Finish, Task
+from sandbox_agent.types import Finish, Observation, Task
 from tests.models.conftest import TOOLS, MakeModel
 from tests.models.openai_server import FakeOpenAIServer, Reply, ok
 
@@ -169,3 +169,24 @@ def test_tool_choice_required_is_a_500_with_no_message() -> None:
         "param": None,
         "code": None,
     }
+
+
+def test_a_call_only_turn_is_sent_back_with_empty_content(
+    server: FakeOpenAIServer, make_model: MakeModel
+) -> None:
+    """The server's answers to the second request of every native run before: null content is
+    a 500 listing validation errors, a missing key a 500 from its chat template."""
+    null = _json("assistant_content_null.json")["error"]["message"]
+    assert null.startswith("7 validation errors")
+    assert "'input': None" in null
+    missing = _json("assistant_content_missing.json")["error"]["message"]
+    assert missing == "'dict object' has no attribute 'content'"
+    server.push(Reply(body=_json("tool_call_plain.json")), ok(content="done"))
+    model = make_model()
+    turn = model.next_turn(TASK, [], TOOLS)
+    observation = Observation(tool_call_id=turn.tool_calls[0].id, tool_name="bash", content="ok")
+    model.next_turn(TASK, [turn, observation], TOOLS)
+    assistant = server.requests[1].body["messages"][2]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == ""
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["bash"]
