@@ -327,6 +327,7 @@ def _model(
         max_completion_tokens=settings.model.max_output_tokens,
         max_tokens_param=settings.model.max_tokens_param,
         context_window=settings.model.context_window,
+        timeout_s=settings.model.request_timeout_s,
     )
     cls = JsonProtocolModel if settings.model.tool_protocol == "json" else OpenAICompatModel
     return cls(chat, api_key=api_key, on_retry=on_retry, on_text=on_text)

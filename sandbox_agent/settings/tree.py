@@ -373,6 +373,9 @@ class ModelSection(_Section):
     ] = "max_completion_tokens"
     """The request field that carries ``max_output_tokens``; ``max_tokens`` for servers that
     only know the old name."""
+    request_timeout_s: Annotated[float, Rule(Merge.TRUSTED)] = Field(default=120.0, gt=0)
+    """How long one model request may take (each attempt); a local model on a slow CPU needs
+    more than a hosted one."""
     tools: Annotated[tuple[ToolName, ...], Rule(Merge.TRUSTED)] = (
         "bash",
         "read_file",

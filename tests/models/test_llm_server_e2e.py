@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -41,6 +42,11 @@ pytestmark = [pytest.mark.docker, pytest.mark.llm]
 TASK = "add() in calc.py subtracts; make test_calc pass"
 REPLY_LIMIT = 96
 """``--max-output-tokens``: small, so a rambling reply stays short where the server obeys."""
+CAP = 6000
+"""``--max-tokens`` of every run: two native calls fit (about 1,800 prompt tokens each), a
+second JSON-protocol call does not (about 3,300). Every run has the same limits, so the same
+system prompt, which the server has evaluated before (``--cache``): the runs stay short."""
+LIMITS = ("--max-steps", "2", "--max-tokens", str(CAP), "--max-output-tokens", str(REPLY_LIMIT))
 ENDINGS = {"finished", "max_steps_exceeded", "budget_exceeded", "invalid_model_output"}
 """How a run of a 135M model may end on its own (it may even pass the gate)."""
 
@@ -54,7 +60,12 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("policy") / "local.toml"
-    path.write_text(f'[budget.prices."{MODEL}"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n')
+    # A CPU model on a busy 2-core machine can take minutes a reply: no timeout and retry of
+    # a request the server is still computing (it does not stop an abandoned one).
+    path.write_text(
+        f'[budget.prices."{MODEL}"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n'
+        "[model]\nrequest_timeout_s = 900\n"
+    )
     return path
 
 
@@ -71,7 +82,9 @@ def _argv(server: LlamaServer, repo: Path, runs: Path, policy: Path, *extra: str
         *cli_argv("fix", "--repo", str(repo), "--model", MODEL, "--base-url", server.base_url),
         *("--policy", str(policy), "--runs-dir", str(runs)),
         *("--test-cmd", "python3 -m pytest -q", "--context-window", str(CONTEXT)),
-        *("--max-output-tokens", str(REPLY_LIMIT), *extra, TASK),
+        *LIMITS,
+        *extra,
+        TASK,
     ]
 
 
@@ -119,54 +132,46 @@ def _piped(argv: list[str], timeout_s: float = 400) -> subprocess.CompletedProce
     )
 
 
-@pytest.mark.parametrize("protocol", ["native", "json"])
+def _check_budget(events: list[TraceEvent], record: RunRecord) -> None:
+    """Each call was made only while its worst case fitted the cap; the server can take the
+    totals over it only by what it sent beyond the reply limit (docs/models.md)."""
+    totals = [e.totals for e in events if isinstance(e, BudgetUpdateEvent)]
+    before = totals[-2] if len(totals) > 1 else None
+    spent_before = before.total_tokens if before else 0
+    last_completion = record.usage.completion_tokens - (before.completion_tokens if before else 0)
+    overshoot = max(0, last_completion - REPLY_LIMIT)
+    assert record.usage.total_tokens - overshoot <= CAP, (totals, CAP)
+    assert spent_before <= CAP
+
+
+@pytest.mark.parametrize(("protocol", "ending"), [("native", None), ("json", "budget_exceeded")])
 def test_a_piped_run_ends_with_its_reason_and_the_servers_usage(
     protocol: str,
+    ending: str | None,
     server: LlamaServer,
     repo: Path,
     policy: Path,
     tmp_path: Path,
     docker_client: object,
 ) -> None:
+    """Piped: plain calls, each counted by the server. The JSON protocol's prompt is so long
+    that the cap stops the run before its second call."""
     since = len(server.log_text())
-    argv = _argv(server, repo, tmp_path / "runs", policy, "--tool-protocol", protocol)
-    done = _piped([*argv[:-1], "--max-steps", "2", "--json", argv[-1]])
+    argv = _argv(server, repo, tmp_path / "runs", policy, "--tool-protocol", protocol, "--json")
+    done = _piped(argv)
     assert "Traceback" not in done.stderr, done.stderr
     record = RunRecord.model_validate(json.loads(done.stdout))
     assert record.exit_reason in ENDINGS, (record.exit_reason, record.error, done.stderr)
+    if ending is not None:
+        assert record.exit_reason == ending, (record.error, done.stderr)
+        assert f"max_tokens {CAP} would be crossed" in (record.error or "")
     assert done.returncode == (0 if record.exit_reason == "finished" else 1)
     run = _run_dir(tmp_path / "runs")
     assert run.read_record() == record
-    _check_record(run, record)
-    # Piped: plain calls, each one answered and counted (the server reports usage in each).
-    assert record.usage.requests == _requests_in_log(server, since)
-    assert record.usage.prompt_tokens > 1000  # the system prompt alone: the server's count
-
-
-def test_the_budget_holds_against_the_servers_usage(
-    server: LlamaServer, repo: Path, policy: Path, tmp_path: Path, docker_client: object
-) -> None:
-    """A token cap two calls wide: the run stops before the call that could cross it."""
-    cap = 4600
-    argv = _argv(server, repo, tmp_path / "runs", policy, "--tool-protocol", "json")
-    done = _piped([*argv[:-1], "--max-tokens", str(cap), "--max-steps", "6", "--json", argv[-1]])
-    assert "Traceback" not in done.stderr, done.stderr
-    record = RunRecord.model_validate(json.loads(done.stdout))
-    assert (record.exit_reason, done.returncode) == ("budget_exceeded", 1), done.stderr
-    assert f"max_tokens {cap} would be crossed" in (record.error or ""), record.error
-    events = _check_record(_run_dir(tmp_path / "runs"), record)
-    totals = [e.totals for e in events if isinstance(e, BudgetUpdateEvent)]
-    assert record.usage.requests >= 1
-    # Each call was allowed only while its worst case fitted: what was spent before the last
-    # call, plus that call's prompt and the reply limit, is within the cap; the server can
-    # only go over by what it sent beyond the reply limit (docs/models.md, the server table).
-    before_last = totals[-2].total_tokens if len(totals) > 1 else 0
-    last = record.usage.total_tokens - before_last
-    last_completion = record.usage.completion_tokens - (
-        totals[-2].completion_tokens if len(totals) > 1 else 0
-    )
-    overshoot = max(0, last_completion - REPLY_LIMIT)
-    assert before_last + last - overshoot <= cap, (totals, cap)
+    events = _check_record(run, record)
+    _check_budget(events, record)
+    assert record.usage.requests == _requests_in_log(server, since)  # each one counted
+    assert record.usage.prompt_tokens > 1000  # the system prompt alone, as the server counts
 
 
 def _tmux_run(argv: list[str], name: str) -> tuple[str, list[str]]:
@@ -195,14 +200,16 @@ def test_a_run_in_a_terminal_streams_and_ends_cleanly(
     """Streamed: the server's stream (with tools: empty; without: no usage chunk) is read,
     and the run goes on with plain calls counted by the server."""
     runs = tmp_path / "runs"
-    argv = _argv(server, repo, runs, policy, "--tool-protocol", protocol, "--max-steps", "2")
+    argv = _argv(server, repo, runs, policy, "--tool-protocol", protocol)
     pane, _ = _tmux_run(argv, protocol)
     record = _run_dir(runs).read_record()
     assert record.exit_reason in ENDINGS, (record.exit_reason, record.error, pane)
     assert f"EXIT={0 if record.exit_reason == 'finished' else 1}" in pane, pane
     assert "Traceback" not in pane
     assert f"run {MODEL}" in pane
+    assert re.search(rf"exit reason +{record.exit_reason}", pane), pane
     events = _check_record(_run_dir(runs), record)
+    _check_budget(events, record)
     turns = [e for e in events if isinstance(e, ModelTurnEvent)]
     for turn in turns:  # each turn the trace has is on the screen
         for call in turn.tool_calls:
@@ -223,16 +230,12 @@ def test_ctrl_c_ends_the_run_as_interrupted(
     server: LlamaServer, repo: Path, policy: Path, tmp_path: Path, docker_client: object
 ) -> None:
     runs = tmp_path / "runs"
-    argv = _argv(server, repo, runs, policy, "--max-steps", "10")
+    argv = _argv(server, repo, runs, policy, "--json")
     process = subprocess.Popen(
-        [*argv[:-1], "--json", argv[-1]],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
     )
     try:
-        _wait_for(runs, ModelTurnEvent, timeout_s=300)
+        _wait_for(runs, BudgetUpdateEvent, timeout_s=300)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
     finally:
@@ -242,38 +245,6 @@ def test_ctrl_c_ends_the_run_as_interrupted(
     assert "Traceback" not in err, err
     record = RunRecord.model_validate(json.loads(out))
     assert (record.exit_reason, process.returncode) == ("interrupted", 1), err
-    _check_record(_run_dir(runs), record)
-
-
-def test_a_server_killed_mid_run_ends_it_with_a_model_error(
-    server: LlamaServer, repo: Path, policy: Path, tmp_path: Path, docker_client: object
-) -> None:
-    """SIGKILL after the first turn: the next call cannot connect; after the retry policy's
-    waits (about 30 s) the run ends ``model_error`` saying so, with no traceback."""
-    runs = tmp_path / "runs"
-    argv = _argv(server, repo, runs, policy, "--max-steps", "10")
-    process = subprocess.Popen(
-        [*argv[:-1], "--json", argv[-1]],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        _wait_for(runs, ModelTurnEvent, timeout_s=300)
-        server.kill()
-        out, err = process.communicate(timeout=240)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert "Traceback" not in err, err
-    record = RunRecord.model_validate(json.loads(out))
-    assert (record.exit_reason, process.returncode) == ("model_error", 1), err
-    assert record.error is not None
-    assert f"cannot connect to {server.base_url}" in record.error, record.error
-    assert "check --base-url / OPENAI_BASE_URL and that the server is running" in record.error
-    assert record.error in err  # the user reads it
     _check_record(_run_dir(runs), record)
 
 
@@ -340,7 +311,8 @@ def test_the_servers_column_of_the_table_in_docs_models(server: LlamaServer) -> 
     extra = {"parallel_tool_calls": False, "reasoning_effort": "low"}
     status, same = _post(server, {**auto, **extra})
     assert status == 200
-    assert json.loads(same)["choices"] == json.loads(body)["choices"]
+    calls = [json.loads(b)["choices"][0]["message"]["tool_calls"] for b in (body, same)]
+    assert [[c["function"] for c in each] for each in calls] == [[call["function"]]] * 2
     # Streams: no usage chunk though asked; with tools, an event stream with nothing in it.
     options = {"stream": True, "stream_options": {"include_usage": True}}
     status, text = _post(server, {"messages": HELLO, "max_tokens": 5, **options})
@@ -349,3 +321,38 @@ def test_the_servers_column_of_the_table_in_docs_models(server: LlamaServer) -> 
     assert b'"usage"' not in text
     status, empty = _post(server, {**auto, **options})
     assert (status, empty) == (200, b"")
+
+
+def test_a_server_killed_mid_run_ends_it_with_a_model_error(
+    server: LlamaServer, repo: Path, policy: Path, tmp_path: Path, docker_client: object
+) -> None:
+    """SIGKILL after the first call: the next one cannot connect; after the retry policy's
+    waits (about 30 s) the run ends ``model_error`` saying so, with no traceback. Last in the
+    module: the fixture starts the server again for any test after it."""
+    runs = tmp_path / "runs"
+    process = subprocess.Popen(
+        _argv(server, repo, runs, policy),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        _wait_for(runs, BudgetUpdateEvent, timeout_s=300)
+        server.kill()
+        out, err = process.communicate(timeout=240)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "Traceback" not in err + out, err
+    assert process.returncode == 1, err
+    record = _run_dir(runs).read_record()
+    assert record.exit_reason == "model_error", (record.error, err)
+    assert record.error is not None
+    assert f"cannot connect to {server.base_url}" in record.error, record.error
+    assert "check --base-url / OPENAI_BASE_URL and that the server is running" in record.error
+    assert re.search(r"exit reason +model_error", out), out  # the summary the user reads
+    assert f"cannot connect to {server.base_url}" in out, out
+    assert "attempt 2 failed (APIConnectionError: Connection error.)" in err
+    _check_record(_run_dir(runs), record)

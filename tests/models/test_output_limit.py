@@ -41,7 +41,9 @@ def test_the_reply_limit_lowers_the_worst_case_and_reaches_the_wire(
 ) -> None:
     server.models = ModelsEndpoint(ids=("gpt-4o",))
     policy = tmp_path / "mine.toml"
-    policy.write_text('[model]\nmax_tokens_param = "max_tokens"\ncontext_window = 8192\n')
+    policy.write_text(
+        '[model]\nmax_tokens_param = "max_tokens"\ncontext_window = 8192\nrequest_timeout_s = 600\n'
+    )
     options = _options(
         tmp_path, server, policy, model="gpt-4o", max_cost=0.02, max_output_tokens=256
     )
@@ -49,6 +51,7 @@ def test_the_reply_limit_lowers_the_worst_case_and_reaches_the_wire(
     estimate = prepared.model.estimate_next_call(Task(text=options.task), [], tool_specs())
     assert estimate.max_completion_tokens == 256
     assert prepared.model.context_window == 8192  # type: ignore[attr-defined]
+    assert prepared.model.settings.timeout_s == 600  # type: ignore[attr-defined]
     server.push(ok(content="thinking"))
     prepared.model.next_turn(Task(text=options.task), [], tool_specs())
     body = server.requests[-1].body

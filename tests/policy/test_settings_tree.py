@@ -96,6 +96,7 @@ TABLE: dict[str, Row] = {
     "model.max_output_tokens": Row(4096, 0, 100_000, 1024),
     "model.context_window": Row(None, -1, 1_000_000),
     "model.max_tokens_param": Row("max_completion_tokens", "limit", "max_tokens"),
+    "model.request_timeout_s": Row(120.0, 0, 600.0),
     "model.tools": Row(
         ("bash", "read_file", "write_file", "edit_file", "apply_patch"), ["python"], ["bash"]
     ),
