@@ -226,23 +226,36 @@ class ChatClient:
         )
 
     def _streamed(self, request: _Request, on_text: OnText) -> ChatCompletion:
-        """The completion, streamed; the text so far is told to ``on_text`` as it arrives."""
-        stream = self._client.chat.completions.create(
-            model=self.model,
-            messages=request.messages,
-            tools=request.tools if request.tools else openai.omit,
-            tool_choice="auto" if request.tools else openai.omit,
-            extra_body=request.extra,
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-        with stream:
-            if "text/event-stream" not in stream.response.headers.get("content-type", ""):
-                self.streams = False  # the endpoint answers in one piece
-                return _one_piece(stream.response.read())
-            assembler = StreamAssembler(on_text)
-            for chunk in stream:
-                assembler.add(chunk)
+        """The completion, streamed; the text so far is told to ``on_text`` as it arrives.
+
+        A connection lost before the first chunk is not retried as a stream: llama-cpp-python's
+        server, asked to stream tool calls, fails right after accepting the request and drops
+        the connection (or sends nothing), and would do so on every attempt. The call is asked
+        plainly instead, under the retry policy, which tells a server that is really down.
+        """
+        assembler = StreamAssembler(on_text)
+        try:
+            stream = self._client.chat.completions.create(
+                model=self.model,
+                messages=request.messages,
+                tools=request.tools if request.tools else openai.omit,
+                tool_choice="auto" if request.tools else openai.omit,
+                extra_body=request.extra,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            with stream:
+                if "text/event-stream" not in stream.response.headers.get("content-type", ""):
+                    self.streams = False  # the endpoint answers in one piece
+                    return _one_piece(stream.response.read())
+                for chunk in stream:
+                    assembler.add(chunk)
+        except openai.APIConnectionError as e:
+            if assembler.chunks or isinstance(e, openai.APITimeoutError):
+                raise
+            raise EmptyStreamError(
+                f"the stream from {self.base_url} broke before its first chunk ({e})"
+            ) from e
         if assembler.chunks == 0:
             raise EmptyStreamError(
                 f"the stream from {self.base_url} ended before its first chunk; "

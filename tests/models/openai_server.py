@@ -39,6 +39,8 @@ class Reply:
     """When streamed: wait this long before each chunk (a slow model)."""
     piece_chars: int = 4
     """When streamed: characters of text or arguments per chunk."""
+    drop: bool = False
+    """Close the connection without an answer (a server failing as it starts its reply)."""
     raw_stream: bytes | None = None
     """Set: a streamed request gets these bytes as its event stream, verbatim (a real server's
     captured stream, e.g. ``tests/fixtures/llama_cpp/*.sse``; ``b""``: a stream with nothing)."""
@@ -166,6 +168,9 @@ class FakeOpenAIServer:
                     body = {}
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 reply = server._next(Recorded(self.path, headers, raw, body))
+                if reply.drop:
+                    self.close_connection = True
+                    return
                 if _streams(reply, body):
                     _send_stream(self, reply, body, server._stopping)
                 else:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletionChunk
 
-from sandbox_agent.errors import InvalidModelOutputError
+from sandbox_agent.errors import InvalidModelOutputError, ModelError
 from sandbox_agent.models.stream import assemble
 from sandbox_agent.types import Finish, Observation, Task
-from tests.models.conftest import TOOLS, MakeModel
+from tests.models.conftest import TOOLS, MakeModel, RetryLog
 from tests.models.openai_server import FakeOpenAIServer, Reply, ok
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "llama_cpp"
@@ -190,3 +190,25 @@ def test_a_call_only_turn_is_sent_back_with_empty_content(
     assert assistant["role"] == "assistant"
     assert assistant["content"] == ""
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["bash"]
+
+
+def test_a_stream_whose_connection_drops_before_any_chunk_is_asked_plainly(
+    server: FakeOpenAIServer, make_model: MakeModel, retry_log: RetryLog
+) -> None:
+    """The other face of the same failure: the server drops the connection instead of sending
+    an empty stream (seen in the tmux runs). Not retried as a stream: asked plainly at once."""
+    server.push(Reply(drop=True), Reply(body=_json("tool_call_plain.json")))
+    turn = make_model(on_text=Heard()).next_turn(TASK, [], TOOLS)
+    assert [c.tool_name for c in turn.tool_calls] == ["bash"]
+    assert [r.body.get("stream") for r in server.requests] == [True, None]
+    assert retry_log.retries == []
+
+
+def test_a_server_that_is_down_still_ends_in_cannot_connect_after_the_retries(
+    server: FakeOpenAIServer, make_model: MakeModel, retry_log: RetryLog
+) -> None:
+    server.push(*(Reply(drop=True) for _ in range(4)))  # the stream, then 3 plain attempts
+    with pytest.raises(ModelError, match="model call failed after 3 attempts") as failed:
+        make_model(on_text=Heard()).next_turn(TASK, [], TOOLS)
+    assert "cannot connect to" in str(failed.value)
+    assert len(retry_log.retries) == 2
