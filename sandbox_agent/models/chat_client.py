@@ -144,12 +144,15 @@ class ChatClient:
         self._sleep = sleep
         self.streams = True
         """Whether a call with an ``on_text`` listener is streamed (until the endpoint says no)."""
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0
-        )
+        self._client = self._new_client()
 
     def __repr__(self) -> str:
         return f"ChatClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _new_client(self) -> openai.OpenAI:
+        return openai.OpenAI(
+            api_key=self._api_key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
+        )
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -205,6 +208,11 @@ class ChatClient:
             if not _refused_stream(e):
                 raise
             self.streams = False  # it refused ``stream``, or failed in it: ask plainly
+            if isinstance(e, EmptyStreamError):
+                # on new connections: a server that failed in the stream closes the one it
+                # used just after, and the pool would hand that one to the plain call
+                self._client.close()
+                self._client = self._new_client()
             return self._with_retries(lambda: self._plain(request))
 
     def _with_retries(self, call: Callable[[], ChatCompletion]) -> ChatCompletion:

@@ -68,6 +68,8 @@ class Recorded:
     headers: dict[str, str]
     raw: bytes
     body: dict[str, Any]
+    port: int = 0
+    """The client's port: another port, another connection."""
 
 
 class FakeOpenAIServer:
@@ -167,7 +169,8 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = {}
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = server._next(Recorded(self.path, headers, raw, body))
+                port = int(self.client_address[1])
+                reply = server._next(Recorded(self.path, headers, raw, body, port))
                 if reply.drop:
                     self.close_connection = True
                     return

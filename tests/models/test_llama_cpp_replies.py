@@ -105,6 +105,11 @@ def test_a_stream_with_nothing_in_it_is_asked_again_plainly(
     assert turn.usage.requests == 1
     assert model.next_turn(TASK, [], TOOLS).finish == Finish(answer="done")
     assert [r.body.get("stream") for r in server.requests] == [True, None, None]
+    # The plain call goes on a new connection: the real server closes the stream's one just
+    # after, and the plain call, sent on it, failed and waited for a retry (the tmux run).
+    stream, plain, later = (r.port for r in server.requests)
+    assert plain != stream
+    assert later == plain  # a connection kept for the calls after
 
 
 def test_a_real_stream_without_its_usage_chunk_is_estimated_then_plain(

@@ -26,6 +26,7 @@ import pytest
 
 from sandbox_agent.agent.trace import (
     BudgetUpdateEvent,
+    ModelRetryEvent,
     ModelTurnEvent,
     RunFinished,
     TraceEvent,
@@ -210,6 +211,8 @@ def test_a_run_in_a_terminal_streams_and_ends_cleanly(
     assert re.search(rf"exit reason +{record.exit_reason}", pane), pane
     events = _check_record(_run_dir(runs), record)
     _check_budget(events, record)
+    # The server's failed streams (empty, or a dropped connection) are asked plainly at once.
+    assert not [e for e in events if isinstance(e, ModelRetryEvent)]
     turns = [e for e in events if isinstance(e, ModelTurnEvent)]
     for turn in turns:  # each turn the trace has is on the screen
         for call in turn.tool_calls:
