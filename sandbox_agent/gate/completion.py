@@ -423,9 +423,16 @@ class CompletionGate:
         return checks
 
     def _is_test_file(self, path: str) -> bool:
-        """A ``[paths] tests`` file, or a new file under the protect globs (a strict policy's)."""
-        return self.is_test(path) or (
-            self.is_protected(path) and self.sandbox.baseline_file(path) is None
+        """A test file: a ``[paths] tests`` glob's, the test command's by name, a new protected one.
+
+        A file the command names is vercel/ms's ``mocha tests.js``; a new file under the protect
+        globs is a strict policy's test.
+        """
+        named = isinstance(self.runner, Runner) and self.runner.names(path)
+        return (
+            self.is_test(path)
+            or named
+            or (self.is_protected(path) and self.sandbox.baseline_file(path) is None)
         )
 
     @property

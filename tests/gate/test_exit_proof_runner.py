@@ -189,3 +189,48 @@ def test_an_unknown_runner_keeps_the_old_rule_and_names_the_command(
         "`bash run_tests.sh` names no test runner the gate knows, so the gate cannot run a "
         "new test file by itself: your test counts only when that command runs it"
     ) in detail
+
+
+@pytest.fixture
+def root_tests(tmp_path: Path) -> TempDirSandbox:
+    """vercel/ms's shape: `npm test` is `mocha tests.js`, one test file at the root."""
+    ws = tmp_path / "root"
+    ws.mkdir()
+    (ws / "calc.py").write_text(BUGGY)
+    (ws / "check_calc.py").write_text(TEST_MUL)
+    return TempDirSandbox(ws)
+
+
+ROOT_COMMAND = "python3 -m unittest check_calc.py"
+
+
+def test_a_test_appended_to_the_one_file_the_command_names_proves_the_fix(
+    root_tests: TempDirSandbox,
+) -> None:
+    """No `[paths] tests` glob matches a root `check_calc.py`; the command naming it does."""
+    gate = make_gate(root_tests, command=ROOT_COMMAND)
+    root_tests.write_file("calc.py", FIXED)
+    root_tests.write_file("check_calc.py", TEST_MUL + "\n\n" + TEST_ADD.split("\n\n\n", 1)[1])
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.changed_test_files == ("check_calc.py",)
+
+
+def test_the_source_change_alone_is_refused_where_the_command_names_the_test_file(
+    root_tests: TempDirSandbox,
+) -> None:
+    gate = make_gate(root_tests, command=ROOT_COMMAND)
+    root_tests.write_file("calc.py", FIXED)
+    assert "proof" in failed(gate.check(FINISH))
+
+
+def test_a_weakened_test_in_the_named_file_is_judged_from_its_original(
+    root_tests: TempDirSandbox,
+) -> None:
+    """The fix breaks `mul`, and the model edits the named file's `mul` test to match."""
+    gate = make_gate(root_tests, command=ROOT_COMMAND)
+    root_tests.write_file("calc.py", FIXED.replace("a * b", "a * b + 1"))
+    weakened = TEST_MUL.replace("6)", "7)") + "\n\n" + TEST_ADD.split("\n\n\n", 1)[1]
+    root_tests.write_file("check_calc.py", weakened)
+    assert not gate.check(FINISH).passed
