@@ -93,7 +93,9 @@ alone in a new file."""
 IN_PLACE = frozenset({"marshmallow-code/marshmallow"})
 """Projects whose ``WRITTEN_TESTS`` only worked around a copy of the test module: written as
 the commit wrote them under ``--as-written``."""
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.")
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.|^tests?\.[cm]?js$"
+)
 _SOURCE = re.compile(r"\.(py|js|mjs|cjs|ts)$")
 TASK = "Fix the bug the project's fix commit fixed; add a regression test."
 
