@@ -23,7 +23,8 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.examples import check_examples, lint_policy_file
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
-from sandbox_agent.sandbox.workspace import list_files, repo_root
+from sandbox_agent.sandbox.repoinfo import repo_root
+from sandbox_agent.sandbox.workspace import list_files
 from sandbox_agent.settings.load import (
     LoadedPolicy,
     default_user_config_dir,

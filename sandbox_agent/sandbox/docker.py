@@ -48,13 +48,12 @@ from sandbox_agent.sandbox.incontainer.wire import (
 )
 from sandbox_agent.sandbox.launch import Copied, copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
+from sandbox_agent.sandbox.repoinfo import TreeStatus, check_repo
 from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.snapcache import UNSHARED_MARK, Snapshot
 from sandbox_agent.sandbox.workspace import (
-    TreeStatus,
     Workspace,
     baseline_blob,
-    check_repo,
     export_baseline,
     remove_workspace,
 )
