@@ -3,8 +3,9 @@
 ``ExecutorCalls`` is the part of ``DockerSandbox`` that speaks to the executor in the container
 (``executor.ExecutorChannel``): it opens the channel, sends one message and maps the channel's
 errors (a dead container is a ``SandboxError``; a killed or stuck executor is replaced and the
-model told to retry), restarts a dead container, resets the processes, and computes the patch
-with git in the container. ``docker.errors`` are mapped to ``SandboxError`` here.
+model told to retry), restarts a dead container, resets the processes, reads and writes
+workspace files (the file tools) and computes the patch with git in the container.
+``docker.errors`` are mapped to ``SandboxError`` here.
 """
 
 from __future__ import annotations
@@ -35,12 +36,22 @@ from sandbox_agent.sandbox.diffbounds import (
     run_request,
 )
 from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel
-from sandbox_agent.sandbox.incontainer.wire import KillallRequest, PingRequest, Refusal, Request
+from sandbox_agent.sandbox.incontainer.wire import (
+    KillallRequest,
+    PingRequest,
+    ReadRequest,
+    Refusal,
+    Request,
+    WriteRequest,
+)
 from sandbox_agent.sandbox.listener import ChannelListener
 
 __all__ = ["ExecutorCalls"]
 
 A = TypeVar("A")
+_FILE_OP_TIMEOUT_S = 120.0
+ANSWER_OVERHEAD = 64 << 10
+"""Room in an answer's line beyond its output, for the JSON around it."""
 CHANNEL_MARGIN_S = 30.0
 """How long past a command's own timeout the channel waits for its answer."""
 GIT_TIMEOUT_S = 600.0
@@ -162,6 +173,19 @@ class ExecutorCalls:
 
     def _running(self) -> bool:
         return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
+
+    def read_file(self, path: str, *, max_bytes: int) -> str:
+        """UTF-8 text of a workspace file, read inside the container."""
+        answer = self._call(
+            ReadRequest(path, max_bytes),
+            _FILE_OP_TIMEOUT_S,
+            max(DEFAULT_LINE_LIMIT, 6 * max_bytes + ANSWER_OVERHEAD),  # JSON escapes: <= 6x
+        )
+        return answer.text
+
+    def write_file(self, path: str, content: str) -> None:
+        """Write UTF-8 text to a workspace file inside the container, creating parents."""
+        self._call(WriteRequest(path, content, self.config.max_write_bytes), _FILE_OP_TIMEOUT_S)
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.

@@ -21,31 +21,24 @@ from typing import Literal
 
 import docker
 
-from sandbox_agent.errors import (
-    SandboxError,
-    ToolError,
-    UserError,
-)
+from sandbox_agent.errors import SandboxError, ToolError, UserError
 from sandbox_agent.sandbox import cow, engine, overlay
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
-from sandbox_agent.sandbox.calls import CHANNEL_MARGIN_S, GIT_TIMEOUT_S, ExecutorCalls
+from sandbox_agent.sandbox.calls import (
+    ANSWER_OVERHEAD,
+    CHANNEL_MARGIN_S,
+    GIT_TIMEOUT_S,
+    ExecutorCalls,
+)
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
     DockerSandboxConfig,
     remove_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.executor import (
-    DEFAULT_LINE_LIMIT,
-    ExecutorChannel,
-    decode_stream,
-)
+from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel, decode_stream
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
-from sandbox_agent.sandbox.incontainer.wire import (
-    ExecRequest,
-    ReadRequest,
-    WriteRequest,
-)
+from sandbox_agent.sandbox.incontainer.wire import ExecRequest
 from sandbox_agent.sandbox.launch import Copied, copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.repoinfo import TreeStatus, check_repo
@@ -62,8 +55,6 @@ __all__ = ["DEFAULT_CONFIG", "DockerSandbox", "DockerSandboxConfig"]
 
 _CHANNEL_MARGIN_S = CHANNEL_MARGIN_S
 """Past an ``exec``'s own timeout (a module name, so that tests can shorten it)."""
-_FILE_OP_TIMEOUT_S = 120.0
-_ANSWER_OVERHEAD = 64 << 10
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -315,7 +306,7 @@ class DockerSandbox(ExecutorCalls):
         answer = self._call(
             ExecRequest(command, timeout_s, max_output_bytes),
             timeout_s + _CHANNEL_MARGIN_S,
-            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + _ANSWER_OVERHEAD),
+            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + ANSWER_OVERHEAD),
         )
         stdout, stdout_dropped = decode_stream(answer.stdout)
         stderr, stderr_dropped = decode_stream(answer.stderr)
@@ -328,19 +319,6 @@ class DockerSandbox(ExecutorCalls):
             stdout_dropped=stdout_dropped,
             stderr_dropped=stderr_dropped,
         )
-
-    def read_file(self, path: str, *, max_bytes: int) -> str:
-        """UTF-8 text of a workspace file, read inside the container."""
-        answer = self._call(
-            ReadRequest(path, max_bytes),
-            _FILE_OP_TIMEOUT_S,
-            max(DEFAULT_LINE_LIMIT, 6 * max_bytes + _ANSWER_OVERHEAD),  # JSON escapes: <= 6x
-        )
-        return answer.text
-
-    def write_file(self, path: str, content: str) -> None:
-        """Write UTF-8 text to a workspace file inside the container, creating parents."""
-        self._call(WriteRequest(path, content, self.config.max_write_bytes), _FILE_OP_TIMEOUT_S)
 
     def baseline_file(self, path: str) -> bytes | None:
         """A file's bytes at the baseline, read on the host from the read-only shadow repo."""
