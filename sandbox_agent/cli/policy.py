@@ -31,7 +31,8 @@ from sandbox_agent.settings.load import (
     load_policy,
     policy_json_schema,
 )
-from sandbox_agent.settings.tree import Merge, field_rules
+from sandbox_agent.settings.mergerule import Merge
+from sandbox_agent.settings.tree import field_rules
 from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]
