@@ -65,12 +65,18 @@ def gather(
 
 def with_judgement(
     found: GateEvidence,
-    judged: Judgement,
+    judged: Judgement | None,
     rule: Rule,
     new_files: tuple[str, ...],
     changed_files: tuple[str, ...] = (),
 ) -> GateEvidence:
-    """The evidence of a finish, from the verdict's sorting of every test."""
+    """The evidence of a finish, from the verdict's sorting of every test.
+
+    Without a judgement (no per-test report), the rule and the model's test files alone.
+    """
+    if judged is None:
+        update = {"rule": rule, "new_test_files": new_files, "changed_test_files": changed_files}
+        return found.model_copy(update=update)
 
     def ids(values: list[str]) -> tuple[str, ...]:
         return tuple(values[:MAX_IDS])
