@@ -3,8 +3,9 @@
 ``ExecutorCalls`` is the part of ``DockerSandbox`` that speaks to the executor in the container
 (``executor.ExecutorChannel``): it opens the channel, sends one message and maps the channel's
 errors (a dead container is a ``SandboxError``; a killed or stuck executor is replaced and the
-model told to retry), restarts a dead container, resets the processes, reads and writes
-workspace files (the file tools) and computes the patch with git in the container.
+model told to retry), restarts a dead container, resets the processes, runs a command (the
+``exec`` request), reads and writes workspace files (the file tools) and computes the patch
+with git in the container.
 ``docker.errors`` are mapped to ``SandboxError`` here.
 """
 
@@ -26,7 +27,7 @@ from sandbox_agent.errors import (
     ToolError,
 )
 from sandbox_agent.sandbox import engine
-from sandbox_agent.sandbox.base import Patch
+from sandbox_agent.sandbox.base import ExecResult, Patch
 from sandbox_agent.sandbox.container import DockerSandboxConfig, container_env, executor_python
 from sandbox_agent.sandbox.diffbounds import (
     DiffBounds,
@@ -35,8 +36,9 @@ from sandbox_agent.sandbox.diffbounds import (
     run_output,
     run_request,
 )
-from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel
+from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel, decode_stream
 from sandbox_agent.sandbox.incontainer.wire import (
+    ExecRequest,
     KillallRequest,
     PingRequest,
     ReadRequest,
@@ -173,6 +175,27 @@ class ExecutorCalls:
 
     def _running(self) -> bool:
         return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
+
+    def _exec_request(
+        self, command: str, timeout_s: float, max_output_bytes: int, margin_s: float
+    ) -> ExecResult:
+        """Run ``command`` in the executor; the channel waits ``margin_s`` past its timeout."""
+        answer = self._call(
+            ExecRequest(command, timeout_s, max_output_bytes),
+            timeout_s + margin_s,
+            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + ANSWER_OVERHEAD),
+        )
+        stdout, stdout_dropped = decode_stream(answer.stdout)
+        stderr, stderr_dropped = decode_stream(answer.stderr)
+        return ExecResult(
+            exit_code=answer.exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=answer.timed_out,
+            duration_s=answer.duration_s,
+            stdout_dropped=stdout_dropped,
+            stderr_dropped=stderr_dropped,
+        )
 
     def read_file(self, path: str, *, max_bytes: int) -> str:
         """UTF-8 text of a workspace file, read inside the container."""

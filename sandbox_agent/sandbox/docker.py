@@ -24,21 +24,15 @@ import docker
 from sandbox_agent.errors import SandboxError, ToolError, UserError
 from sandbox_agent.sandbox import cow, engine, overlay
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
-from sandbox_agent.sandbox.calls import (
-    ANSWER_OVERHEAD,
-    CHANNEL_MARGIN_S,
-    GIT_TIMEOUT_S,
-    ExecutorCalls,
-)
+from sandbox_agent.sandbox.calls import CHANNEL_MARGIN_S, GIT_TIMEOUT_S, ExecutorCalls
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
     DockerSandboxConfig,
     remove_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel, decode_stream
+from sandbox_agent.sandbox.executor import ExecutorChannel
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
-from sandbox_agent.sandbox.incontainer.wire import ExecRequest
 from sandbox_agent.sandbox.launch import Copied, copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.repoinfo import TreeStatus, check_repo
@@ -67,6 +61,13 @@ def _close_live() -> None:
 
 
 atexit.register(_close_live)
+
+
+def judged_in(config: DockerSandboxConfig) -> DockerSandboxConfig:
+    """A clean copy's configuration: no network, and the judge's protected paths too."""
+    limits = config.limits.model_copy(update={"network": False})
+    protect = (*config.protect, *config.judge_protect)
+    return config.model_copy(update={"limits": limits, "protect": protect})
 
 
 class DockerSandbox(ExecutorCalls):
@@ -278,11 +279,7 @@ class DockerSandbox(ExecutorCalls):
         snapshot: Snapshot, base: DockerSandboxConfig, run_id: str, root: Path | None
     ) -> cow.Standby[DockerSandbox]:
         """A clean copy of ``snapshot`` to make for the sandbox ``run_id`` (not begun)."""
-        limits = base.limits.model_copy(update={"network": False})
-        protect = (*base.protect, *base.judge_protect)
-        config = base.model_copy(
-            update={"limits": limits, "gate_copy_at_start": False, "protect": protect}
-        )
+        config = judged_in(base).model_copy(update={"gate_copy_at_start": False})
         run_id = f"{run_id}-gate"
 
         def make() -> DockerSandbox:
@@ -303,22 +300,7 @@ class DockerSandbox(ExecutorCalls):
         """Run ``command`` with bash in ``/workspace``; kill its process group on timeout."""
         if self._layered is not None and self._layered.ahead and self._layered.standby is None:
             self._begin_standby()  # the model works: the gate's next clean copy starts now
-        answer = self._call(
-            ExecRequest(command, timeout_s, max_output_bytes),
-            timeout_s + _CHANNEL_MARGIN_S,
-            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + ANSWER_OVERHEAD),
-        )
-        stdout, stdout_dropped = decode_stream(answer.stdout)
-        stderr, stderr_dropped = decode_stream(answer.stderr)
-        return ExecResult(
-            exit_code=answer.exit_code,
-            stdout=stdout,
-            stderr=stderr,
-            timed_out=answer.timed_out,
-            duration_s=answer.duration_s,
-            stdout_dropped=stdout_dropped,
-            stderr_dropped=stderr_dropped,
-        )
+        return self._exec_request(command, timeout_s, max_output_bytes, _CHANNEL_MARGIN_S)
 
     def baseline_file(self, path: str) -> bytes | None:
         """A file's bytes at the baseline, read on the host from the read-only shadow repo."""
@@ -341,9 +323,7 @@ class DockerSandbox(ExecutorCalls):
                 return made
             if made is not None:
                 made.close()
-        limits = self.config.limits.model_copy(update={"network": False})
-        protect = (*self.config.protect, *self.config.judge_protect)
-        config = self.config.model_copy(update={"limits": limits, "protect": protect})
+        config = judged_in(self.config)
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
         try:
             export_baseline(self._ws, source / "tree")
