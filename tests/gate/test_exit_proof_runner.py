@@ -9,18 +9,14 @@ options, alone: on the baseline's code they must fail, with the patch they must 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
 from sandbox_agent.gate.completion import CompletionGate
-from sandbox_agent.settings.tree import GateSection
-from sandbox_agent.types import Finish, GateVerdict
 from tests.fakes import TempDirSandbox
+from tests.gate.calc import BUGGY, FINISH, FIXED, calc_gate, calc_sandbox, failed
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-FIXED = BUGGY.replace("a - b", "a + b")
 COMMAND = "python3 -m unittest tests/test_calc.py"
 
 
@@ -35,36 +31,20 @@ TEST_MUL = case("TestMul", "self.assertEqual(calc.mul(2, 3), 6)")
 TEST_ADD = case("TestAdd", "self.assertEqual(calc.add(1, 2), 3)")
 TEST_ADD_ZERO = case("TestAddZero", "self.assertEqual(calc.add(1, 0), 1)")  # 1 - 0 == 1 + 0
 TEST_WRONG = case("TestWrong", "self.assertEqual(calc.add(1, 2), 4)")  # fails either way
-FINISH = Finish(answer="done", call_id="f1")
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> TempDirSandbox:
-    ws = tmp_path / "ws"
-    (ws / "tests").mkdir(parents=True)
-    (ws / "calc.py").write_text(BUGGY)
-    (ws / "tests" / "test_calc.py").write_text(TEST_MUL)
-    return TempDirSandbox(ws)
+    return calc_sandbox(tmp_path, {"tests/test_calc.py": TEST_MUL})
 
 
 def make_gate(sandbox: TempDirSandbox, command: str = COMMAND, **config: object) -> CompletionGate:
-    settings: dict[str, object] = {"test_command": command, "max_attempts": 9}
-    settings.update(config)
-    gate = CompletionGate(
-        sandbox,
-        GateSection.model_validate(settings),
-        is_protected=lambda path: path.startswith("tests/"),
-        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
-    )
+    gate = calc_gate(sandbox, command, {"max_attempts": 9, **config})
     baseline = gate.run_baseline()
     assert baseline.report is None  # not pytest: no per-test report
     assert baseline.result is not None
     assert baseline.result.exit_code == 0
     return gate
-
-
-def failed(verdict: GateVerdict) -> dict[str, str]:
-    return {c.name: c.detail for c in verdict.checks if not c.passed}
 
 
 def ran(sandbox: TempDirSandbox) -> list[str]:
