@@ -234,7 +234,17 @@ class CompletionGate:
             checks.append(patchchecks.omitted(patch))
         label = f"finish attempt {attempt}"
         with self._copy(patch.text) as copy:
-            checks.append(self._harness_files(changed, copy))
+            checks.append(
+                patchchecks.harness_files(
+                    changed,
+                    copy,
+                    baseline=self.sandbox,
+                    record=self._seen_harness,
+                    config=self.config,
+                    test_command=self.test_command,
+                    is_test=self.is_test,
+                )
+            )
             checks.append(patchchecks.compiled_files(changed, copy, self.config))
             self.tampering = patchchecks.tampering(patch.text, copy)
             checks.append(patchchecks.internals(self.tampering, self.config))
@@ -409,19 +419,6 @@ class CompletionGate:
             return None
         record = self._baseline_harness
         return record.entry_points if record is not None else ()
-
-    def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
-        """Test data in a test file is judged from its original too: not harness."""
-        record = self._seen_harness
-        data = set(record.used.data) if record is not None else set()
-        return patchchecks.harness_files(
-            tuple(p for p in changed if not (self.is_test(p) and p in data)),
-            copy,
-            baseline=self.sandbox,
-            record=self._seen_harness,
-            config=self.config,
-            test_command=self.test_command,
-        )
 
     def _run_tests(
         self,
