@@ -52,6 +52,7 @@ FIXES = {
     "jshttp/content-type": "2db7a7203359ad534d647e7d3c996e3c6be00f53",
     "lukeed/kleur": "59bdd40330f032a3f30638b775704f99d50c7a97",
     "debug-js/debug": "1f01b70f88202c22deaa3df70e343fc409504147",
+    "vercel/ms": "2669f23e99be0bb6b65d365151884de52434301c",
 }
 """Each project's fix commit (its own history): the run starts at its parent."""
 WRITTEN_TESTS = {
@@ -92,7 +93,9 @@ alone in a new file."""
 IN_PLACE = frozenset({"marshmallow-code/marshmallow"})
 """Projects whose ``WRITTEN_TESTS`` only worked around a copy of the test module: written as
 the commit wrote them under ``--as-written``."""
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.")
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.|^tests?\.[cm]?js$"
+)
 _SOURCE = re.compile(r"\.(py|js|mjs|cjs|ts)$")
 TASK = "Fix the bug the project's fix commit fixed; add a regression test."
 

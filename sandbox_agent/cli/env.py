@@ -26,7 +26,7 @@ from sandbox_agent.env.prepare import ensure_with_fallback
 from sandbox_agent.errors import SandboxError, UserError
 from sandbox_agent.run.artifacts import default_runs_dir, env_logs_dir
 from sandbox_agent.sandbox import engine
-from sandbox_agent.sandbox.workspace import repo_root
+from sandbox_agent.sandbox.repoinfo import repo_root
 from sandbox_agent.settings.load import default_user_config_dir, load_policy
 from sandbox_agent.settings.tree import EnvironmentSection
 from sandbox_agent.text import visible

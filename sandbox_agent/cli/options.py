@@ -15,7 +15,8 @@ import typer
 from sandbox_agent.batch.records import batch_runs_dirs, default_batches_dir
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord, default_runs_dir, find_run, list_runs
-from sandbox_agent.settings.tree import Rule, field_info, field_rules, flag_fields
+from sandbox_agent.settings.mergerule import Rule
+from sandbox_agent.settings.tree import field_info, field_rules, flag_fields
 
 RunsDirOption = Annotated[
     Path | None,

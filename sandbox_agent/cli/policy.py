@@ -23,14 +23,16 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.policy.engine import RuleEngine
 from sandbox_agent.policy.examples import check_examples, lint_policy_file
 from sandbox_agent.sandbox.protect import mountable, read_only_paths
-from sandbox_agent.sandbox.workspace import list_files, repo_root
+from sandbox_agent.sandbox.repoinfo import repo_root
+from sandbox_agent.sandbox.workspace import list_files
 from sandbox_agent.settings.load import (
     LoadedPolicy,
     default_user_config_dir,
     load_policy,
     policy_json_schema,
 )
-from sandbox_agent.settings.tree import Merge, field_rules
+from sandbox_agent.settings.mergerule import Merge
+from sandbox_agent.settings.tree import field_rules
 from sandbox_agent.text import visible
 
 __all__ = ["policy_app"]

@@ -6,14 +6,16 @@ past runs (records, traces), which ``policy check`` never needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from sandbox_agent.cli.command import Command
-from sandbox_agent.cli.policy import _Json, _PolicyFile, _Trust
+from sandbox_agent.cli.policy import _Json, _Trust
 from sandbox_agent.cli.review import candidate_policy, policy_replay, policy_suggest
+from sandbox_agent.review.replay import CandidatePolicy
 
 __all__ = ["register"]
 
@@ -36,32 +38,41 @@ _RunRepo = Annotated[
 ]
 
 
-def replay(
-    runs: _Runs = None,
-    policy: Annotated[
-        Path | None, typer.Option("--policy", help="The candidate policy file (trusted).")
-    ] = None,
-    repo: _RunRepo = None,
-    runs_dir: _RunsDir = None,
-    as_json: _Json = False,
-    trust_repo_policy: _Trust = False,
-) -> None:
-    """Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail."""
-    candidate = candidate_policy(policy, repo, trust_repo_policy)
-    policy_replay(runs or [], candidate, runs_dir, as_json)
+_Candidate = Annotated[
+    Path | None,
+    typer.Option("--policy", help="The candidate policy file (trusted), merged last."),
+]
+Action = Callable[[Sequence[str], CandidatePolicy, Path | None, bool], None]
 
 
-def suggest(
-    runs: _Runs = None,
-    policy: _PolicyFile = None,
-    repo: _RunRepo = None,
-    runs_dir: _RunsDir = None,
-    as_json: _Json = False,
-    trust_repo_policy: _Trust = False,
-) -> None:
-    """Propose the narrowest allow rules for past runs' denied calls, as TOML, and replay them."""
-    candidate = candidate_policy(policy, repo, trust_repo_policy)
-    policy_suggest(runs or [], candidate, runs_dir, as_json)
+def _over_past_runs(action: Action, doc: str) -> Callable[..., None]:
+    """A command that reads past runs under the candidate policy the flags describe.
+
+    ``replay`` and ``suggest`` take the same flags; only what they do with them differs.
+    """
+
+    def command(
+        runs: _Runs = None,
+        policy: _Candidate = None,
+        repo: _RunRepo = None,
+        runs_dir: _RunsDir = None,
+        as_json: _Json = False,
+        trust_repo_policy: _Trust = False,
+    ) -> None:
+        action(runs or [], candidate_policy(policy, repo, trust_repo_policy), runs_dir, as_json)
+
+    command.__doc__ = doc
+    return command
+
+
+replay = _over_past_runs(
+    policy_replay,
+    "Re-decide past runs' tool calls under a candidate policy; exit 1 if needed ones fail.",
+)
+suggest = _over_past_runs(
+    policy_suggest,
+    "Propose the narrowest allow rules for past runs' denied calls, as TOML, and replay them.",
+)
 
 
 def register(app: typer.Typer) -> None:

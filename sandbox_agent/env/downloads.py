@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from sandbox_agent import lru
 from sandbox_agent.errors import DownloadCacheError
 
 PYPI_FILES = "files.pythonhosted.org"
@@ -121,23 +122,8 @@ class Store:
         """
         if self.bound is None:
             return []
-        files = []
-        for entry in os.scandir(self.root / "pypi"):
-            with contextlib.suppress(OSError):
-                st = entry.stat(follow_symlinks=False)
-                if not entry.name.startswith("."):
-                    files.append((st.st_mtime, st.st_size, Path(entry.path)))
-        total = sum(size for _, size, _ in files)
-        recent = time.time() - IN_USE_S
-        removed = []
-        for used, size, path in sorted(files):
-            if total <= self.bound or used >= recent:
-                break
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            removed.append(path)
-            total -= size
-        return removed
+        files = (p for p in (self.root / "pypi").iterdir() if not p.name.startswith("."))
+        return lru.trim(files, self.bound, in_use_since=time.time() - IN_USE_S)
 
 
 def _copy_hashing(body: IO[bytes], fd: int) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from sandbox_agent import __version__
+from sandbox_agent import __version__, lru
 from sandbox_agent.gate.harness import UsedFiles
 from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.testrun import Pin, TestRun
@@ -285,18 +285,4 @@ def _mac(secret: bytes, body: str) -> str:
 
 def trim(root: Path, bound: int) -> list[Path]:
     """Remove the least recently used entries until those kept are within ``bound`` bytes."""
-    entries = []
-    for found in root.glob("*.json"):
-        with contextlib.suppress(OSError):
-            st = found.stat()
-            entries.append((st.st_mtime, st.st_size, found))
-    total = sum(size for _, size, _ in entries)
-    removed = []
-    for _, size, path in sorted(entries):
-        if total <= bound:
-            break
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        removed.append(path)
-        total -= size
-    return removed
+    return lru.trim(root.glob("*.json"), bound)

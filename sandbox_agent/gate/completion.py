@@ -45,13 +45,7 @@ from sandbox_agent.gate import (
 from sandbox_agent.gate.harness import HarnessRecord
 from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.runners import Runner, Unresolved
-from sandbox_agent.gate.runs import (
-    Runs,
-    collected_check,
-    first_and_disagreeing,
-    harness_check,
-    tests_check,
-)
+from sandbox_agent.gate.runs import Runs, rule_checks
 from sandbox_agent.gate.testchanges import TestChanges
 from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
 from sandbox_agent.sandbox.base import Patch, Sandbox
@@ -217,13 +211,6 @@ class CompletionGate:
             harness_note=self.pin_note,
             tampering=tuple(map(str, self.tampering)),
         )
-        if self.judgement is None:
-            update = {
-                "rule": self.config.require,
-                "new_test_files": self.new_files,
-                "changed_test_files": self.changed_tests,
-            }
-            return found.model_copy(update=update)
         return evidence.with_judgement(
             found, self.judgement, self.config.require, self.new_files, self.changed_tests
         )
@@ -247,7 +234,17 @@ class CompletionGate:
             checks.append(patchchecks.omitted(patch))
         label = f"finish attempt {attempt}"
         with self._copy(patch.text) as copy:
-            checks.append(self._harness_files(changed, copy))
+            checks.append(
+                patchchecks.harness_files(
+                    changed,
+                    copy,
+                    baseline=self.sandbox,
+                    record=self._seen_harness,
+                    config=self.config,
+                    test_command=self.test_command,
+                    is_test=self.is_test,
+                )
+            )
             checks.append(patchchecks.compiled_files(changed, copy, self.config))
             self.tampering = patchchecks.tampering(patch.text, copy)
             checks.append(patchchecks.internals(self.tampering, self.config))
@@ -273,8 +270,18 @@ class CompletionGate:
             checks.append(GateCheck(name="tests", passed=False, detail=why + ", ".join(missing)))
             return checks, None
         runs = self._runs(split, model, full, label)
-        checks += self._judge(runs, model, split[0])
-        return checks, runs.now
+        found, self.judgement = rule_checks(  # the rule's checks and the harness of each run
+            runs,
+            model,
+            split[0],
+            config=self.config,
+            baseline=self.baseline,
+            new_files=self.new_files,
+            hidden=self.hidden,
+            runner=self.runner,
+            pinned=self.pin is not None,
+        )
+        return checks + found, runs.now
 
     def _model_tests(
         self, changed: tuple[str, ...], run: TestRun | None, copy: Sandbox
@@ -380,58 +387,18 @@ class CompletionGate:
         with self._copy(patch) as copy:
             return self._run_tests(copy, label, self._named_plugins(), command, only)
 
-    def _judge(self, runs: Runs, model: TestChanges, code_patch: str) -> list[GateCheck]:
-        """The rule's checks of the runs, and the harness of each."""
-        rule = self.config.require
-        made = runs.made()  # the reruns of changed tests too: under the same harness
-        checks = [tests_check(runs.now, rule), *runs.outcome_checks()]
-        if runs.with_new is not None and self._no_baseline_report:  # run with the runner
-            checks.append(exitproof.new_tests_check(runs.with_new))
-        elif runs.with_new is not None and rule == "all":
-            checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
-        seen = runs.observed(self.baseline, self.new_files, model, code_patch)
-        targets = self.config.targets + (self.hidden.fail_to_pass if self.hidden else ())
-        keep = self.hidden.pass_to_pass if self.hidden else ()
-        if seen is not None:
-            self.judgement = verdict.judge(seen, targets, keep)
-            checks += verdict.checks(self.judgement, rule, targets=bool(targets), keep=bool(keep))
-        elif targets or keep:  # fail closed: a target cannot be seen without a report
-            why = "no per-test report of the baseline and of the patch's run to find them in"
-            checks.append(GateCheck(name="targets", passed=False, detail=why))
-        if (
-            rule == "proof"
-            and checks[0].passed
-            and runs.now.report is None
-            and self._no_baseline_report
-        ):
-            found = exitproof.check(
-                self.baseline,
-                runs.now,
-                runs.new_on_base,
-                model.files,
-                runner=self.runner,
-                with_new=runs.with_new,
-            )
-            checks.append(found)
-        if self.pin is not None:
-            base = self._baseline_harness
-            reruns = [r for r in (runs.base_again, runs.now_again) if r is not None]
-            checks += first_and_disagreeing(
-                made, lambda run: harness_check(run, base, subset=any(run is r for r in reruns))
-            )
-            checks += collected_check(runs.now, base)
-        return checks
-
     def _is_test_file(self, path: str) -> bool:
-        """A ``[paths] tests`` file, or a new file under the protect globs (a strict policy's)."""
-        return self.is_test(path) or (
-            self.is_protected(path) and self.sandbox.baseline_file(path) is None
-        )
+        """A test file: a ``[paths] tests`` glob's, the test command's by name, a new protected one.
 
-    @property
-    def _no_baseline_report(self) -> bool:
-        """The baseline gave no per-test report (``npm test``): exit statuses are the evidence."""
-        return self.baseline is not None and self.baseline.report is None
+        A file the command names is vercel/ms's ``mocha tests.js``; a new file under the protect
+        globs is a strict policy's test.
+        """
+        named = isinstance(self.runner, Runner) and self.runner.names(path)
+        return (
+            self.is_test(path)
+            or named
+            or (self.is_protected(path) and self.sandbox.baseline_file(path) is None)
+        )
 
     @property
     def _baseline_harness(self) -> HarnessRecord | None:
@@ -452,19 +419,6 @@ class CompletionGate:
             return None
         record = self._baseline_harness
         return record.entry_points if record is not None else ()
-
-    def _harness_files(self, changed: tuple[str, ...], copy: Sandbox) -> GateCheck:
-        """Test data in a test file is judged from its original too: not harness."""
-        record = self._seen_harness
-        data = set(record.used.data) if record is not None else set()
-        return patchchecks.harness_files(
-            tuple(p for p in changed if not (self.is_test(p) and p in data)),
-            copy,
-            baseline=self.sandbox,
-            record=self._seen_harness,
-            config=self.config,
-            test_command=self.test_command,
-        )
 
     def _run_tests(
         self,

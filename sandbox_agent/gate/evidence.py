@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sandbox_agent.gate.testrun import TestReport, TestRun
-from sandbox_agent.gate.verdict import Judgement, Rule, strength
+from sandbox_agent.gate.verdict import Judgement, Rule, counts, strength
 from sandbox_agent.types import GateEvidence
 
 MAX_IDS = 200
@@ -65,12 +65,18 @@ def gather(
 
 def with_judgement(
     found: GateEvidence,
-    judged: Judgement,
+    judged: Judgement | None,
     rule: Rule,
     new_files: tuple[str, ...],
     changed_files: tuple[str, ...] = (),
 ) -> GateEvidence:
-    """The evidence of a finish, from the verdict's sorting of every test."""
+    """The evidence of a finish, from the verdict's sorting of every test.
+
+    Without a judgement (no per-test report), the rule and the model's test files alone.
+    """
+    if judged is None:
+        update = {"rule": rule, "new_test_files": new_files, "changed_test_files": changed_files}
+        return found.model_copy(update=update)
 
     def ids(values: list[str]) -> tuple[str, ...]:
         return tuple(values[:MAX_IDS])
@@ -98,19 +104,17 @@ def with_judgement(
 
 def summary(evidence: GateEvidence) -> str:
     """One line for a terminal: what the verdict rests on."""
-    parts = [f"{len(evidence.fail_to_pass)} fail-to-pass", f"{evidence.pass_to_pass} pass-to-pass"]
+    parts = counts(
+        len(evidence.fail_to_pass),
+        evidence.pass_to_pass,
+        proving=len(evidence.proven_by_new_tests),
+        broken=len(evidence.broken),
+        pre_existing=len(evidence.pre_existing),
+        failing=len(evidence.still_failing),
+        flaky=len(evidence.flaky),
+    )
     if evidence.rule is not None:
         parts.insert(0, f"rule {evidence.rule}")
-    if evidence.proven_by_new_tests:
-        parts.append(f"{len(evidence.proven_by_new_tests)} new test(s) failing without the change")
-    if evidence.broken:
-        parts.append(f"{len(evidence.broken)} broken")
-    if evidence.pre_existing:
-        parts.append(f"{len(evidence.pre_existing)} pre-existing failure(s)")
-    elif evidence.still_failing:
-        parts.append(f"{len(evidence.still_failing)} failing")
-    if evidence.flaky:
-        parts.append(f"{len(evidence.flaky)} flaky")
     harness = evidence.harness or f"not pinned ({evidence.harness_note or 'no record'})"
     parts.append(f"harness {harness}")
     parts.append(f"strength {evidence.strength}")

@@ -69,11 +69,16 @@ def harness_files(
     record: HarnessRecord | None,
     config: GateSection,
     test_command: str,
+    is_test: Callable[[str], bool],
 ) -> GateCheck:
-    """Refuse a patch that changes how the tests run (the early, explained refusal)."""
+    """Refuse a patch that changes how the tests run (the early, explained refusal).
+
+    Test data in a test file (``is_test``) is judged from its original too: not harness.
+    """
     used = record.used if record is not None else None
+    data = set(used.data) if used is not None else set()
     found = harnessfiles.harness_changes(
-        changed,
+        tuple(p for p in changed if not (is_test(p) and p in data)),
         test_command=test_command,
         shadowed=_shadowed(record),
         before=baseline.baseline_file,

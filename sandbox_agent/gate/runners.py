@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Literal
 
+from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.types import Frozen
 
 Kind = Literal["file", "dir"]
@@ -96,6 +97,20 @@ class Runner(Frozen):
     def command(self, files: tuple[str, ...]) -> str:
         """The runner with the same options on ``files`` alone: an argv list, each word quoted."""
         return shlex.join([*self.argv, *files])
+
+    def names(self, path: str) -> bool:
+        """Whether the command gives ``path`` to the runner by name, or by a glob matching it.
+
+        vercel/ms's ``mocha tests.js`` names a root file no ``[paths] tests`` glob matches. A
+        directory the command names is left to the globs: it may hold the source too.
+        """
+        for given in self.paths:
+            given = given.split("::", 1)[0].removeprefix("./")
+            if _GLOB.search(given) and glob_match(path, given):
+                return True
+            if given == path:
+                return True
+        return False
 
     def not_a_test(self, path: str) -> str | None:
         """Why ``path`` (a new file) is not run as a test of this runner; ``None``: it is."""

@@ -1,14 +1,17 @@
-"""The test runs one finish is judged from, and the check of the run itself."""
+"""The test runs one finish is judged from, and the checks the rule makes of them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from sandbox_agent.gate import harness, newtests, outcomes, relevance, verdict
+from sandbox_agent.gate import exitproof, harness, newtests, outcomes, relevance, verdict
 from sandbox_agent.gate.harness import HarnessRecord
+from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.relevance import Relevance
+from sandbox_agent.gate.runners import Runner, Unresolved
 from sandbox_agent.gate.testchanges import TestChanges
 from sandbox_agent.gate.testrun import TestRun
+from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import GateCheck
 
 
@@ -148,3 +151,59 @@ def _outcomes_of(run: TestRun | None) -> dict[str, outcomes.Outcome] | None:
     if run is None or run.report is None:
         return None
     return outcomes.outcomes(run.report)
+
+
+def rule_checks(
+    runs: Runs,
+    model: TestChanges,
+    code_patch: str,
+    *,
+    config: GateSection,
+    baseline: TestRun | None,
+    new_files: tuple[str, ...],
+    hidden: HiddenTests | None,
+    runner: Runner | Unresolved | None,
+    pinned: bool,
+) -> tuple[list[GateCheck], verdict.Judgement | None]:
+    """The rule's checks of the runs, and the harness of each; what each test did.
+
+    ``code_patch``: the patch without its test files; ``pinned``: the harness is pinned, so
+    every run's record must equal the baseline's. The judgement is ``None`` without a
+    per-test report.
+    """
+    rule = config.require
+    no_baseline_report = baseline is not None and baseline.report is None
+    judgement = None
+    made = runs.made()  # the reruns of changed tests too: under the same harness
+    checks = [tests_check(runs.now, rule), *runs.outcome_checks()]
+    if runs.with_new is not None and no_baseline_report:  # run with the runner
+        checks.append(exitproof.new_tests_check(runs.with_new))
+    elif runs.with_new is not None and rule == "all":
+        checks.append(runs.with_new.check().model_copy(update={"name": "new_tests_run"}))
+    seen = runs.observed(baseline, new_files, model, code_patch)
+    targets = config.targets + (hidden.fail_to_pass if hidden else ())
+    keep = hidden.pass_to_pass if hidden else ()
+    if seen is not None:
+        judgement = verdict.judge(seen, targets, keep)
+        checks += verdict.checks(judgement, rule, targets=bool(targets), keep=bool(keep))
+    elif targets or keep:  # fail closed: a target cannot be seen without a report
+        why = "no per-test report of the baseline and of the patch's run to find them in"
+        checks.append(GateCheck(name="targets", passed=False, detail=why))
+    if rule == "proof" and checks[0].passed and runs.now.report is None and no_baseline_report:
+        found = exitproof.check(
+            baseline,
+            runs.now,
+            runs.new_on_base,
+            model.files,
+            runner=runner,
+            with_new=runs.with_new,
+        )
+        checks.append(found)
+    if pinned:
+        base = baseline.harness if baseline is not None else None
+        reruns = [r for r in (runs.base_again, runs.now_again) if r is not None]
+        checks += first_and_disagreeing(
+            made, lambda run: harness_check(run, base, subset=any(run is r for r in reruns))
+        )
+        checks += collected_check(runs.now, base)
+    return checks, judgement

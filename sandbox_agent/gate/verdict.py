@@ -355,11 +355,42 @@ def strength(found: Judgement) -> Literal["strong", "model_tests", "weak"]:
 
 def summary(found: Judgement) -> str:
     """One line: what the verdict rests on."""
-    parts = [f"{len(found.fail_to_pass)} fail-to-pass", f"{found.pass_to_pass} pass-to-pass"]
-    if found.proving:
-        parts.append(f"{len(found.proving)} new test(s) failing without the change")
-    if found.pre_existing:
-        parts.append(f"{len(found.pre_existing)} pre-existing failure(s)")
-    if found.flaky:
-        parts.append(f"{len(found.flaky)} flaky")
-    return ", ".join(parts)
+    return ", ".join(
+        counts(
+            len(found.fail_to_pass),
+            found.pass_to_pass,
+            proving=len(found.proving),
+            pre_existing=len(found.pre_existing),
+            flaky=len(found.flaky),
+        )
+    )
+
+
+def counts(
+    fail_to_pass: int,
+    pass_to_pass: int,
+    *,
+    proving: int,
+    pre_existing: int,
+    flaky: int,
+    broken: int = 0,
+    failing: int = 0,
+) -> list[str]:
+    """The counts a verdict rests on, in words, those that are 0 left out (but the first two).
+
+    ``failing``: tests failing with the patch, said only when none is a pre-existing failure.
+    The model's feedback (``summary``) and the terminal's line (``evidence.summary``) say them
+    alike.
+    """
+    parts = [f"{fail_to_pass} fail-to-pass", f"{pass_to_pass} pass-to-pass"]
+    if proving:
+        parts.append(f"{proving} new test(s) failing without the change")
+    if broken:
+        parts.append(f"{broken} broken")
+    if pre_existing:
+        parts.append(f"{pre_existing} pre-existing failure(s)")
+    elif failing:
+        parts.append(f"{failing} failing")
+    if flaky:
+        parts.append(f"{flaky} flaky")
+    return parts

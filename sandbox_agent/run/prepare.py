@@ -31,7 +31,7 @@ from sandbox_agent.models.stream import OnText
 from sandbox_agent.policy.engine import allowed_programs
 from sandbox_agent.policy.examples import check_examples
 from sandbox_agent.run.artifacts import default_runs_dir
-from sandbox_agent.sandbox.workspace import RepoInfo, inspect_repo
+from sandbox_agent.sandbox.repoinfo import RepoInfo, inspect_repo
 from sandbox_agent.settings.load import LoadedPolicy, default_user_config_dir, load_policy
 from sandbox_agent.settings.merge import apply_overrides
 from sandbox_agent.settings.tree import Policy, flag_fields

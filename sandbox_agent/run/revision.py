@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.prepare import FixOptions, Resumption, Revision
-from sandbox_agent.sandbox.workspace import inspect_repo
+from sandbox_agent.sandbox.repoinfo import inspect_repo
 
 __all__ = [
     "Choices",

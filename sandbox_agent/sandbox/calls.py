@@ -3,8 +3,10 @@
 ``ExecutorCalls`` is the part of ``DockerSandbox`` that speaks to the executor in the container
 (``executor.ExecutorChannel``): it opens the channel, sends one message and maps the channel's
 errors (a dead container is a ``SandboxError``; a killed or stuck executor is replaced and the
-model told to retry), restarts a dead container, resets the processes, and computes the patch
-with git in the container. ``docker.errors`` are mapped to ``SandboxError`` here.
+model told to retry), restarts a dead container, resets the processes, runs a command (the
+``exec`` request), reads and writes workspace files (the file tools) and computes the patch
+with git in the container.
+``docker.errors`` are mapped to ``SandboxError`` here.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sandbox_agent.errors import (
     ToolError,
 )
 from sandbox_agent.sandbox import engine
-from sandbox_agent.sandbox.base import Patch
+from sandbox_agent.sandbox.base import ExecResult, Patch
 from sandbox_agent.sandbox.container import DockerSandboxConfig, container_env, executor_python
 from sandbox_agent.sandbox.diffbounds import (
     DiffBounds,
@@ -34,13 +36,24 @@ from sandbox_agent.sandbox.diffbounds import (
     run_output,
     run_request,
 )
-from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel
-from sandbox_agent.sandbox.incontainer.wire import KillallRequest, PingRequest, Refusal, Request
+from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel, decode_stream
+from sandbox_agent.sandbox.incontainer.wire import (
+    ExecRequest,
+    KillallRequest,
+    PingRequest,
+    ReadRequest,
+    Refusal,
+    Request,
+    WriteRequest,
+)
 from sandbox_agent.sandbox.listener import ChannelListener
 
 __all__ = ["ExecutorCalls"]
 
 A = TypeVar("A")
+_FILE_OP_TIMEOUT_S = 120.0
+ANSWER_OVERHEAD = 64 << 10
+"""Room in an answer's line beyond its output, for the JSON around it."""
 CHANNEL_MARGIN_S = 30.0
 """How long past a command's own timeout the channel waits for its answer."""
 GIT_TIMEOUT_S = 600.0
@@ -162,6 +175,40 @@ class ExecutorCalls:
 
     def _running(self) -> bool:
         return bool(engine.container_state(self._client.api, self.container_id).get("Running"))
+
+    def _exec_request(
+        self, command: str, timeout_s: float, max_output_bytes: int, margin_s: float
+    ) -> ExecResult:
+        """Run ``command`` in the executor; the channel waits ``margin_s`` past its timeout."""
+        answer = self._call(
+            ExecRequest(command, timeout_s, max_output_bytes),
+            timeout_s + margin_s,
+            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + ANSWER_OVERHEAD),
+        )
+        stdout, stdout_dropped = decode_stream(answer.stdout)
+        stderr, stderr_dropped = decode_stream(answer.stderr)
+        return ExecResult(
+            exit_code=answer.exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=answer.timed_out,
+            duration_s=answer.duration_s,
+            stdout_dropped=stdout_dropped,
+            stderr_dropped=stderr_dropped,
+        )
+
+    def read_file(self, path: str, *, max_bytes: int) -> str:
+        """UTF-8 text of a workspace file, read inside the container."""
+        answer = self._call(
+            ReadRequest(path, max_bytes),
+            _FILE_OP_TIMEOUT_S,
+            max(DEFAULT_LINE_LIMIT, 6 * max_bytes + ANSWER_OVERHEAD),  # JSON escapes: <= 6x
+        )
+        return answer.text
+
+    def write_file(self, path: str, content: str) -> None:
+        """Write UTF-8 text to a workspace file inside the container, creating parents."""
+        self._call(WriteRequest(path, content, self.config.max_write_bytes), _FILE_OP_TIMEOUT_S)
 
     def reset_processes(self) -> None:
         """Kill every process in the container but PID 1 and start a fresh executor.

@@ -39,14 +39,9 @@ from sandbox_agent.sandbox.executor import ExecutorChannel
 from sandbox_agent.sandbox.hostgit import host_git
 from sandbox_agent.sandbox.listener import ChannelListener
 from sandbox_agent.sandbox.protect import GIT_DIR, guard_dirs, mountable, read_only_paths
+from sandbox_agent.sandbox.repoinfo import TreeStatus
 from sandbox_agent.sandbox.snapcache import Snapshot
-from sandbox_agent.sandbox.workspace import (
-    Owner,
-    TreeStatus,
-    Workspace,
-    new_workspace_dir,
-    remove_workspace,
-)
+from sandbox_agent.sandbox.workspace import Owner, Workspace, new_workspace_dir, remove_workspace
 
 PROTECT_PREFIX = "protect-"
 """In a snapshot: its read-only paths under one set of protect globs (a JSON list)."""

@@ -21,11 +21,7 @@ from typing import Literal
 
 import docker
 
-from sandbox_agent.errors import (
-    SandboxError,
-    ToolError,
-    UserError,
-)
+from sandbox_agent.errors import SandboxError, ToolError, UserError
 from sandbox_agent.sandbox import cow, engine, overlay
 from sandbox_agent.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult
 from sandbox_agent.sandbox.calls import CHANNEL_MARGIN_S, GIT_TIMEOUT_S, ExecutorCalls
@@ -35,26 +31,16 @@ from sandbox_agent.sandbox.container import (
     remove_container,
     user_and_owner,
 )
-from sandbox_agent.sandbox.executor import (
-    DEFAULT_LINE_LIMIT,
-    ExecutorChannel,
-    decode_stream,
-)
+from sandbox_agent.sandbox.executor import ExecutorChannel
 from sandbox_agent.sandbox.image import Progress, ensure_image, print_to_stderr
-from sandbox_agent.sandbox.incontainer.wire import (
-    ExecRequest,
-    ReadRequest,
-    WriteRequest,
-)
 from sandbox_agent.sandbox.launch import Copied, copy_and_start
 from sandbox_agent.sandbox.listener import ChannelListener
+from sandbox_agent.sandbox.repoinfo import TreeStatus, check_repo
 from sandbox_agent.sandbox.runtime import require_runtime
 from sandbox_agent.sandbox.snapcache import UNSHARED_MARK, Snapshot
 from sandbox_agent.sandbox.workspace import (
-    TreeStatus,
     Workspace,
     baseline_blob,
-    check_repo,
     export_baseline,
     remove_workspace,
 )
@@ -63,8 +49,6 @@ __all__ = ["DEFAULT_CONFIG", "DockerSandbox", "DockerSandboxConfig"]
 
 _CHANNEL_MARGIN_S = CHANNEL_MARGIN_S
 """Past an ``exec``'s own timeout (a module name, so that tests can shorten it)."""
-_FILE_OP_TIMEOUT_S = 120.0
-_ANSWER_OVERHEAD = 64 << 10
 
 _LIVE: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -77,6 +61,13 @@ def _close_live() -> None:
 
 
 atexit.register(_close_live)
+
+
+def judged_in(config: DockerSandboxConfig) -> DockerSandboxConfig:
+    """A clean copy's configuration: no network, and the judge's protected paths too."""
+    limits = config.limits.model_copy(update={"network": False})
+    protect = (*config.protect, *config.judge_protect)
+    return config.model_copy(update={"limits": limits, "protect": protect})
 
 
 class DockerSandbox(ExecutorCalls):
@@ -288,11 +279,7 @@ class DockerSandbox(ExecutorCalls):
         snapshot: Snapshot, base: DockerSandboxConfig, run_id: str, root: Path | None
     ) -> cow.Standby[DockerSandbox]:
         """A clean copy of ``snapshot`` to make for the sandbox ``run_id`` (not begun)."""
-        limits = base.limits.model_copy(update={"network": False})
-        protect = (*base.protect, *base.judge_protect)
-        config = base.model_copy(
-            update={"limits": limits, "gate_copy_at_start": False, "protect": protect}
-        )
+        config = judged_in(base).model_copy(update={"gate_copy_at_start": False})
         run_id = f"{run_id}-gate"
 
         def make() -> DockerSandbox:
@@ -313,35 +300,7 @@ class DockerSandbox(ExecutorCalls):
         """Run ``command`` with bash in ``/workspace``; kill its process group on timeout."""
         if self._layered is not None and self._layered.ahead and self._layered.standby is None:
             self._begin_standby()  # the model works: the gate's next clean copy starts now
-        answer = self._call(
-            ExecRequest(command, timeout_s, max_output_bytes),
-            timeout_s + _CHANNEL_MARGIN_S,
-            max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + _ANSWER_OVERHEAD),
-        )
-        stdout, stdout_dropped = decode_stream(answer.stdout)
-        stderr, stderr_dropped = decode_stream(answer.stderr)
-        return ExecResult(
-            exit_code=answer.exit_code,
-            stdout=stdout,
-            stderr=stderr,
-            timed_out=answer.timed_out,
-            duration_s=answer.duration_s,
-            stdout_dropped=stdout_dropped,
-            stderr_dropped=stderr_dropped,
-        )
-
-    def read_file(self, path: str, *, max_bytes: int) -> str:
-        """UTF-8 text of a workspace file, read inside the container."""
-        answer = self._call(
-            ReadRequest(path, max_bytes),
-            _FILE_OP_TIMEOUT_S,
-            max(DEFAULT_LINE_LIMIT, 6 * max_bytes + _ANSWER_OVERHEAD),  # JSON escapes: <= 6x
-        )
-        return answer.text
-
-    def write_file(self, path: str, content: str) -> None:
-        """Write UTF-8 text to a workspace file inside the container, creating parents."""
-        self._call(WriteRequest(path, content, self.config.max_write_bytes), _FILE_OP_TIMEOUT_S)
+        return self._exec_request(command, timeout_s, max_output_bytes, _CHANNEL_MARGIN_S)
 
     def baseline_file(self, path: str) -> bytes | None:
         """A file's bytes at the baseline, read on the host from the read-only shadow repo."""
@@ -364,9 +323,7 @@ class DockerSandbox(ExecutorCalls):
                 return made
             if made is not None:
                 made.close()
-        limits = self.config.limits.model_copy(update={"network": False})
-        protect = (*self.config.protect, *self.config.judge_protect)
-        config = self.config.model_copy(update={"limits": limits, "protect": protect})
+        config = judged_in(self.config)
         source = Path(tempfile.mkdtemp(prefix="clean-", dir=self._ws.root))  # not mounted
         try:
             export_baseline(self._ws, source / "tree")

@@ -26,16 +26,14 @@ from pathlib import Path
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox.gitops import NO_DRIVERS
+from sandbox_agent.sandbox.repoinfo import TreeStatus, git_toplevel, tree_status
 from sandbox_agent.sandbox.treekey import tree_key
 from sandbox_agent.sandbox.workspace import (
     SHADOW_DIR,
     WORKSPACE_PREFIX,
     Owner,
-    TreeStatus,
-    git_toplevel,
     remove_workspace,
     snapshot_into,
-    tree_status,
 )
 
 CACHE_DIR = "sandbox-agent-snapshots"

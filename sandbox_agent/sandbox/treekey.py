@@ -27,7 +27,8 @@ import stat
 from pathlib import Path
 
 from sandbox_agent.sandbox.hostgit import host_git
-from sandbox_agent.sandbox.workspace import Owner, TreeStatus, safe_parent
+from sandbox_agent.sandbox.repoinfo import TreeStatus
+from sandbox_agent.sandbox.workspace import Owner, safe_parent
 
 KEY_VERSION = b"sandbox-agent snapshot v2\0"
 """Part of every key: a new version of the key makes every older snapshot a stranger (``gc``)."""
@@ -38,7 +39,7 @@ _CHUNK = 1 << 20
 def tree_key(repo: Path, owner: Owner, status: TreeStatus) -> str | None:
     """The key of the work tree at ``repo`` (its resolved top level), or ``None``: not shared.
 
-    ``status``: the tree's ``git status`` (``workspace.STATUS_ARGS``).
+    ``status``: the tree's ``git status`` (``repoinfo.STATUS_ARGS``).
 
     Raises:
         SandboxError: git failed (no commit yet).

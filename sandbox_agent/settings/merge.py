@@ -1,7 +1,7 @@
 """Merging one policy layer onto the policy so far, by each field's declared rule.
 
 Every field of the settings tree (``settings/tree.py``) declares a
-:class:`~sandbox_agent.settings.tree.Rule`; this module only applies them. Lists accumulate
+:class:`~sandbox_agent.settings.mergerule.Rule`; this module only applies them. Lists accumulate
 (``UNION``, ``UNION_TRUSTED``); scalars and globs take the nearest layer's value. An untrusted
 layer (a policy file inside the repo being fixed) may only tighten: whatever its rule says
 would loosen is ignored, with a warning.
@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 
 from sandbox_agent.errors import UserError
 from sandbox_agent.settings.files import PolicyFile
-from sandbox_agent.settings.tree import Merge, Policy, Rule, field_rules, flag_fields, memory_bytes
+from sandbox_agent.settings.mergerule import Merge, Rule
+from sandbox_agent.settings.tree import Policy, field_rules, flag_fields, memory_bytes
 
 __all__ = ["apply_overrides", "merge_layer"]
 

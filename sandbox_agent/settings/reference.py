@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from sandbox_agent.settings.load import preset_policy
-from sandbox_agent.settings.tree import Merge, Policy, Rule, field_info, field_rules
+from sandbox_agent.settings.mergerule import Merge, Rule
+from sandbox_agent.settings.tree import Policy, field_info, field_rules
 
 __all__ = ["settings_markdown"]
 

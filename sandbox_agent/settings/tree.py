@@ -1,25 +1,24 @@
 """The settings tree: every setting of a run, declared once.
 
 The merged, validated policy *is* the settings tree. Each field declares, in one place, its
-default and validation (pydantic), its merge rule (:class:`Rule`: how layers combine and what
+default and validation (pydantic), its merge rule (``mergerule.Rule``: how layers combine and what
 an untrusted repo file may change) and, where a ``fix`` flag sets it, that flag. Policy files
 (``settings/files.py``) are this tree with every key optional; merging (``settings/merge.py``)
 reads the rules; the command line overrides fields through :func:`flag_fields`; the sandbox,
 the gate, the budget, the tool runtime and the model adapters read their section.
 
-A leaf module: it imports only ``types`` from the project.
+Nearly a leaf module: it imports only ``types`` and ``settings.mergerule`` from the project.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
+from sandbox_agent.settings.mergerule import Merge, Rule
 from sandbox_agent.types import Frozen
 
 __all__ = [
@@ -30,12 +29,10 @@ __all__ = [
     "EnvironmentSection",
     "ExamplesSection",
     "GateSection",
-    "Merge",
     "ModelSection",
     "PathsSection",
     "Policy",
     "PriceSection",
-    "Rule",
     "RunSection",
     "SandboxSection",
     "Sections",
@@ -51,45 +48,6 @@ ToolName = Literal["bash", "read_file", "write_file", "edit_file", "apply_patch"
 """The tools a run may offer (``tools.runtime.TOOLS``; a test keeps the two equal)."""
 STRONGER_RUNTIME = "runsc"
 """gVisor's runtime: the one value of ``[sandbox] runtime`` an untrusted repo file may set."""
-
-
-class Merge(StrEnum):
-    """How a field combines across layers, and what an untrusted layer may do to it."""
-
-    UNION = "union"
-    """A list every layer adds to, untrusted ones too (deny rules, protected paths)."""
-    UNION_TRUSTED = "union_trusted"
-    """A list every trusted layer adds to; an untrusted layer's additions are ignored."""
-    NARROWER = "narrower"
-    """Globs the nearest layer replaces; an untrusted layer only with a subset."""
-    LOWER = "lower"
-    """The nearest layer's value; an untrusted layer only a lower one (limits)."""
-    FALSE = "false"
-    """The nearest layer's value; an untrusted layer may only turn it off (network)."""
-    TRUE = "true"
-    """The nearest layer's value; an untrusted layer may only turn it on (require_diff)."""
-    IF_UNSET = "if_unset"
-    """The nearest layer's value; an untrusted layer only when no layer set it yet."""
-    EMPTY = "empty"
-    """The nearest layer's value; an untrusted layer may only empty it (setup commands)."""
-    TRUSTED = "trusted"
-    """The nearest layer's value; an untrusted layer may not change it (image, prices)."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A field's merge rule and the flag that overrides it, if any, with that flag's help.
-
-    A flag is generated on ``fix``, ``revise`` and ``batch run`` (``cli/options.py``): its
-    type is the field's, its help is ``help`` followed by the field's dotted path.
-    """
-
-    merge: Merge
-    flag: str | None = None
-    tight: object = None
-    """For ``Merge.TRUSTED``: a value an untrusted layer may still set (e.g. ``"never"``)."""
-    help: str = ""
-    """The flag's help line (without the ``(policy: ...)`` that follows it)."""
 
 
 _UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}

@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import docker
@@ -25,7 +24,15 @@ from tests.batch.helpers import (
     tree_hashes,
     write_tasks,
 )
-from tests.workflow.helpers import FIX_EDIT, bash, cli_argv, write_script
+from tests.workflow.helpers import (
+    FIX_EDIT,
+    bash,
+    cli_argv,
+    stop_when,
+    traces_holding,
+    wait_for,
+    write_script,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -81,15 +88,6 @@ def env_tmp(env: dict[str, str]) -> Path:
     return Path(env["TMPDIR"])
 
 
-def wait_for(predicate: object, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting")
-
-
 def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
     tmp_path: Path, docker_client: docker.DockerClient
 ) -> None:
@@ -112,19 +110,8 @@ def test_ctrl_c_interrupts_every_run_and_resume_runs_only_what_had_not_ended(
         env=env,
     )
 
-    def both_slow_ones_sleep() -> bool:
-        traces = list(batches.glob("*/runs/*/trace.jsonl"))
-        return sum('"slow-sleep"' in t.read_text() for t in traces) == 2
-
-    try:
-        wait_for(both_slow_ones_sleep)
-        time.sleep(0.5)  # let the sleeps start inside their containers
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:  # the workers stop by themselves when the batch dies
-            proc.kill()
-            proc.communicate()
+    # the workers stop by themselves when the batch dies
+    out, err = stop_when(proc, lambda: traces_holding(batches, '"slow-sleep"') == 2)
     assert proc.returncode == 1, err
     summary = json.loads(out)
     assert summary["status"] == "interrupted"
@@ -177,17 +164,11 @@ def test_workers_interrupt_their_runs_when_the_scheduler_is_killed(
         [sys.executable, "-m", "sandbox_agent", "batch", str(path), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        text=True,
         env=env,
     )
-    try:
-        wait_for(
-            lambda: any(
-                '"slow-sleep"' in t.read_text() for t in batches.glob("*/runs/*/trace.jsonl")
-            )
-        )
-    finally:
-        proc.kill()  # SIGKILL: the scheduler cannot interrupt anything
-        proc.wait()
+    # SIGKILL: the scheduler cannot interrupt anything
+    stop_when(proc, lambda: traces_holding(batches, '"slow-sleep"'), signal.SIGKILL)
     result = next(batches.glob("*/runs/*/result.json"))
     wait_for(lambda: json.loads(result.read_text())["status"] == "ended", timeout=60)
     record = json.loads(result.read_text())

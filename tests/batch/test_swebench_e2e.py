@@ -6,10 +6,14 @@ the official harness's format and resolves exactly the first. The test patch is 
 model's workspace (the model searches every file for its lines) nor in any trace. A wrong fix
 failing its target is shown on the local repo below and in ``tests/gate/test_hidden.py``.
 
-Two real instances, not three: each costs an environment build and several runs of the
-project's whole suite (half an hour for three on a loaded machine). The third instance cut
-(marshmallow 10afde11, in ``swebench_instances.py``) is one SWE-bench's validation would drop:
-its FAIL_TO_PASS test already passes at its base commit here.
+Each instance's line names its test command as SWE-bench's harness runs its tests: pytest on
+the test patch's files (``swebench judge`` writes the same field from the harness's specs), not
+the project's whole suite, whose other files (more-itertools' ``test_recipes.py``: a prime
+sieve of 12 s) no instance's lists name. Two real instances, not three: each costs an
+environment build and several test runs; three real SWE-bench Verified instances, gold and
+empty, are ``test_judge_e2e.py``'s. The third instance cut (marshmallow 10afde11, in
+``swebench_instances.py``) is one SWE-bench's validation would drop: its FAIL_TO_PASS test
+already passes at its base commit here.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from sandbox_agent.gate.hidden import patch_files
 from sandbox_agent.gate.outcomes import to_report_id
 from tests.batch.helpers import CALC_FIX, batch_cli, batch_env, calc_repo, leftovers, write_tasks
 from tests.batch.swebench_instances import (
@@ -83,7 +88,7 @@ def test_swebench_batch_resolves_the_right_instance_and_writes_predictions(
     clones = tmp_path / "clones"
     instances = [build(c, clones) for c in COMMITS]
     script = _script(tmp_path, instances)
-    tasks = write_tasks(tmp_path / "instances.jsonl", [i.fields for i in instances])
+    tasks = write_tasks(tmp_path / "instances.jsonl", [_as_the_harness_runs(i) for i in instances])
     env = batch_env(tmp_path)
     ids = [str(i.fields["instance_id"]) for i in instances]
     done = batch_cli(
@@ -119,6 +124,14 @@ def test_swebench_batch_resolves_the_right_instance_and_writes_predictions(
     for instance, task_id in zip(instances, ids, strict=True):
         _hidden_from_the_model(instance, runs[task_id])
     assert leftovers(docker_client, [r["run_id"] for r in runs.values()], tmp_path / "tmp") == []
+
+
+def _as_the_harness_runs(instance: Instance) -> dict[str, object]:
+    """The instance's line with the harness's test command: pytest on the test patch's files."""
+    files = sorted(patch_files(instance.test_patch))
+    assert files, instance.fields["instance_id"]
+    assert all(f.startswith("tests/") for f in files), files
+    return {**instance.fields, "test_command": " ".join(["python -m pytest -q", *files])}
 
 
 def _hidden_from_the_model(instance: Instance, run: dict[str, object]) -> None:

@@ -9,18 +9,14 @@ options, alone: on the baseline's code they must fail, with the patch they must 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
 from sandbox_agent.gate.completion import CompletionGate
-from sandbox_agent.settings.tree import GateSection
-from sandbox_agent.types import Finish, GateVerdict
 from tests.fakes import TempDirSandbox
+from tests.gate.calc import BUGGY, FINISH, FIXED, calc_gate, calc_sandbox, failed
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-FIXED = BUGGY.replace("a - b", "a + b")
 COMMAND = "python3 -m unittest tests/test_calc.py"
 
 
@@ -35,36 +31,20 @@ TEST_MUL = case("TestMul", "self.assertEqual(calc.mul(2, 3), 6)")
 TEST_ADD = case("TestAdd", "self.assertEqual(calc.add(1, 2), 3)")
 TEST_ADD_ZERO = case("TestAddZero", "self.assertEqual(calc.add(1, 0), 1)")  # 1 - 0 == 1 + 0
 TEST_WRONG = case("TestWrong", "self.assertEqual(calc.add(1, 2), 4)")  # fails either way
-FINISH = Finish(answer="done", call_id="f1")
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> TempDirSandbox:
-    ws = tmp_path / "ws"
-    (ws / "tests").mkdir(parents=True)
-    (ws / "calc.py").write_text(BUGGY)
-    (ws / "tests" / "test_calc.py").write_text(TEST_MUL)
-    return TempDirSandbox(ws)
+    return calc_sandbox(tmp_path, {"tests/test_calc.py": TEST_MUL})
 
 
 def make_gate(sandbox: TempDirSandbox, command: str = COMMAND, **config: object) -> CompletionGate:
-    settings: dict[str, object] = {"test_command": command, "max_attempts": 9}
-    settings.update(config)
-    gate = CompletionGate(
-        sandbox,
-        GateSection.model_validate(settings),
-        is_protected=lambda path: path.startswith("tests/"),
-        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
-    )
+    gate = calc_gate(sandbox, command, {"max_attempts": 9, **config})
     baseline = gate.run_baseline()
     assert baseline.report is None  # not pytest: no per-test report
     assert baseline.result is not None
     assert baseline.result.exit_code == 0
     return gate
-
-
-def failed(verdict: GateVerdict) -> dict[str, str]:
-    return {c.name: c.detail for c in verdict.checks if not c.passed}
 
 
 def ran(sandbox: TempDirSandbox) -> list[str]:
@@ -189,3 +169,48 @@ def test_an_unknown_runner_keeps_the_old_rule_and_names_the_command(
         "`bash run_tests.sh` names no test runner the gate knows, so the gate cannot run a "
         "new test file by itself: your test counts only when that command runs it"
     ) in detail
+
+
+@pytest.fixture
+def root_tests(tmp_path: Path) -> TempDirSandbox:
+    """vercel/ms's shape: `npm test` is `mocha tests.js`, one test file at the root."""
+    ws = tmp_path / "root"
+    ws.mkdir()
+    (ws / "calc.py").write_text(BUGGY)
+    (ws / "check_calc.py").write_text(TEST_MUL)
+    return TempDirSandbox(ws)
+
+
+ROOT_COMMAND = "python3 -m unittest check_calc.py"
+
+
+def test_a_test_appended_to_the_one_file_the_command_names_proves_the_fix(
+    root_tests: TempDirSandbox,
+) -> None:
+    """No `[paths] tests` glob matches a root `check_calc.py`; the command naming it does."""
+    gate = make_gate(root_tests, command=ROOT_COMMAND)
+    root_tests.write_file("calc.py", FIXED)
+    root_tests.write_file("check_calc.py", TEST_MUL + "\n\n" + TEST_ADD.split("\n\n\n", 1)[1])
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.changed_test_files == ("check_calc.py",)
+
+
+def test_the_source_change_alone_is_refused_where_the_command_names_the_test_file(
+    root_tests: TempDirSandbox,
+) -> None:
+    gate = make_gate(root_tests, command=ROOT_COMMAND)
+    root_tests.write_file("calc.py", FIXED)
+    assert "proof" in failed(gate.check(FINISH))
+
+
+def test_a_weakened_test_in_the_named_file_is_judged_from_its_original(
+    root_tests: TempDirSandbox,
+) -> None:
+    """The fix breaks `mul`, and the model edits the named file's `mul` test to match."""
+    gate = make_gate(root_tests, command=ROOT_COMMAND)
+    root_tests.write_file("calc.py", FIXED.replace("a * b", "a * b + 1"))
+    weakened = TEST_MUL.replace("6)", "7)") + "\n\n" + TEST_ADD.split("\n\n\n", 1)[1]
+    root_tests.write_file("check_calc.py", weakened)
+    assert not gate.check(FINISH).passed

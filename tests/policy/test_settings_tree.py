@@ -23,8 +23,9 @@ from sandbox_agent.policy.examples import lint_policy_file
 from sandbox_agent.settings.files import PolicyFile
 from sandbox_agent.settings.load import REPO_POLICY_NAME, load_policy
 from sandbox_agent.settings.merge import apply_overrides, merge_layer
+from sandbox_agent.settings.mergerule import Merge
 from sandbox_agent.settings.reference import settings_markdown
-from sandbox_agent.settings.tree import Merge, Policy, SandboxSection, field_rules, flag_fields
+from sandbox_agent.settings.tree import Policy, SandboxSection, field_rules, flag_fields
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.review.apply import apply_patch, plan_apply
 from sandbox_agent.review.patchfile import parse_changes
 from sandbox_agent.sandbox.hostgit import git, host_git
-from sandbox_agent.sandbox.workspace import inspect_repo
+from sandbox_agent.sandbox.repoinfo import inspect_repo
 from tests.review.test_apply import diff_of, make_repo
 from tests.review.test_apply import git as plain_git
 

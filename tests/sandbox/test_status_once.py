@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.sandbox import hostgit, snapcache
-from sandbox_agent.sandbox.workspace import STATUS_FRESH_S, inspect_repo, tree_status
+from sandbox_agent.sandbox.repoinfo import STATUS_FRESH_S, inspect_repo, tree_status
 from tests.sandbox.conftest import git
 
 

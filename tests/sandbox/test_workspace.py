@@ -11,14 +11,8 @@ import pytest
 
 from sandbox_agent.errors import RepoNotFoundError
 from sandbox_agent.sandbox import packwriter
-from sandbox_agent.sandbox.workspace import (
-    OWNER_FILE,
-    WORKSPACE_PREFIX,
-    inspect_repo,
-    remove_workspace,
-    repo_root,
-    snapshot,
-)
+from sandbox_agent.sandbox.repoinfo import inspect_repo, repo_root
+from sandbox_agent.sandbox.workspace import OWNER_FILE, WORKSPACE_PREFIX, remove_workspace, snapshot
 from tests.sandbox.conftest import git
 
 

@@ -15,7 +15,7 @@ IN_CONTAINER = "sandbox/incontainer/"
 (``tests/structure/test_wire.py`` checks it)."""
 
 LAYERS = [
-    {"types", "errors", "text", "resources", "settings", "redact", "names"},
+    {"types", "errors", "text", "resources", "settings", "redact", "names", "lru"},
     {"models", "sandbox", "policy", "tools"},
     {"gate", "env"},
     {"agent"},

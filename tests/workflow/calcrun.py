@@ -1,4 +1,4 @@
-"""Scripted actions and readers shared by the end-to-end tests on a small ``calc`` project."""
+"""The small ``calc`` project of the end-to-end gate tests, the scripted actions, the readers."""
 
 from __future__ import annotations
 
@@ -6,6 +6,27 @@ from pathlib import Path
 
 from sandbox_agent.run.artifacts import RunDir
 from sandbox_agent.types import GateOutcome
+from tests.gate.calc import BUGGY
+from tests.workflow.helpers import git
+
+PYTHONPATH = '[tool.pytest.ini_options]\npythonpath = ["."]\n'
+"""A ``pyproject.toml`` that lets pytest import ``calc`` from the root."""
+
+
+def calc_repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    """The user's ``calc`` repository (``add`` subtracts) with ``files`` (path: text), committed.
+
+    The same project as the gate's unit tests (``tests/gate/calc.py``), as a git repository.
+    """
+    repo = tmp_path / "user" / "calc"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text(BUGGY)
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "calc")
+    return repo
 
 
 def edit(old: str, new: str) -> dict[str, object]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from sandbox_agent.cli.demo import DEMO_TASK, make_demo_repo
@@ -119,3 +121,45 @@ def sleeping_fix(
 def cli_argv(*args: str) -> list[str]:
     """The command line running ``sandbox-agent ARGS`` with this interpreter."""
     return [sys.executable, "-m", "sandbox_agent", *args]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 120.0) -> None:
+    """Return once ``predicate()`` is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+def traces_holding(runs: Path, text: str) -> int:
+    """How many traces under ``runs`` (``*/trace.jsonl``, a batch's ``*/runs/*/...``) hold it."""
+    found = [*runs.glob("*/trace.jsonl"), *runs.glob("*/runs/*/trace.jsonl")]
+    return sum(text in t.read_text() for t in found)
+
+
+def stop_when(
+    proc: subprocess.Popen[str],
+    ready: Callable[[], object],
+    signum: int = signal.SIGINT,
+    *,
+    ready_s: float = 120.0,
+    end_s: float = 120.0,
+) -> tuple[str, str]:
+    """Ctrl-C (or ``signum``) a command line once ``ready()`` holds; its stdout and stderr.
+
+    ``ready``: the step to stop has begun (its trace says so); half a second more lets its
+    command start in the container. The process has ``end_s`` to end, and never outlives
+    this call (killed and reaped however it goes). Output not piped reads as ``""``.
+    """
+    try:
+        wait_for(ready, ready_s)
+        time.sleep(0.5)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=end_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return out or "", err or ""

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.run.artifacts import RunDir
-from tests.workflow.calcrun import edit, failed, finish, history, write
+from tests.workflow.calcrun import PYTHONPATH, calc_repo, edit, failed, finish, history, write
 from tests.workflow.helpers import fix, git
 
 pytestmark = pytest.mark.docker
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TESTS = (
     "import shutil\n\nimport calc\n\n\n"
     "def test_mul():\n    assert calc.mul(2, 3) == 6\n\n\n"
@@ -27,27 +26,16 @@ TESTS = (
 )
 REGRESSION = "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
 SAME = "import calc\n\n\ndef test_mul_one():\n    assert calc.mul(1, 1) == 1\n"
-
-
-def calc_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "user" / "calc"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text(BUGGY)
-    (repo / "tests" / "test_calc.py").write_text(TESTS)
-    (repo / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\npythonpath = ["."]\n'
-        'python_files = ["test_*.py", "check_*.py"]\n'
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "calc")
-    return repo
+FILES = {
+    "tests/test_calc.py": TESTS,
+    "pyproject.toml": PYTHONPATH + 'python_files = ["test_*.py", "check_*.py"]\n',
+}
 
 
 def test_a_fix_is_accepted_only_with_proof_and_without_regression(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     policy = tmp_path / "mine.toml"
     policy.write_text("[gate]\nmax_attempts = 5\n")
     record = fix(
@@ -86,7 +74,7 @@ def test_a_fix_is_accepted_only_with_proof_and_without_regression(
 def test_a_harmless_change_passes_under_no_regression(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     record = fix(
         tmp_path,
         repo,
@@ -126,7 +114,7 @@ def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_noth
     on a loaded one); the model's first step waits out the deadline, so every later run comes
     after it.
     """
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     deadline = time.time() + MARGIN_S
     (repo / "tests" / "test_timing.py").write_text(
         f"import time\n\n\ndef test_fast_enough():\n    assert time.time() < {deadline}\n"
@@ -159,7 +147,7 @@ def test_a_test_whose_outcome_varies_without_the_patch_is_flaky_and_decides_noth
 def test_require_all_refuses_the_pre_existing_failure_and_a_target_must_be_fixed(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     record = fix(
         tmp_path,
         repo,

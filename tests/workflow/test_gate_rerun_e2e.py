@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.run.artifacts import RunDir
-from tests.workflow.calcrun import edit, failed, finish, history
-from tests.workflow.helpers import fix, git
+from tests.workflow.calcrun import PYTHONPATH, calc_repo, edit, failed, finish, history
+from tests.workflow.helpers import fix
 
 pytestmark = pytest.mark.docker
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TESTS = (
     "import pytest\n\nimport calc\n\n\n"
     "def test_add():\n    assert calc.add(1, 2) == 3\n\n\n"
@@ -34,19 +33,7 @@ OTHER = (
     "def test_one():\n    assert calc.mul(1, 1) == 1\n\n\n"
     "def test_two():\n    assert calc.mul(2, 1) == 2\n"
 )
-
-
-def calc_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "user" / "calc"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text(BUGGY)
-    (repo / "tests" / "test_calc.py").write_text(TESTS)
-    (repo / "tests" / "test_other.py").write_text(OTHER)
-    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "calc")
-    return repo
+FILES = {"tests/test_calc.py": TESTS, "tests/test_other.py": OTHER, "pyproject.toml": PYTHONPATH}
 
 
 def _sections(gate_log: str) -> dict[str, str]:
@@ -58,7 +45,7 @@ def _sections(gate_log: str) -> dict[str, str]:
 def test_the_flaky_check_runs_only_the_changed_tests_and_judges_as_before(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     policy = tmp_path / "mine.toml"
     policy.write_text("[gate]\nmax_attempts = 5\n")
     record = fix(

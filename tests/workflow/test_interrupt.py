@@ -5,25 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import docker
 import pytest
 
 from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
-from tests.workflow.helpers import demo_repo, sleeping_fix
+from tests.workflow.helpers import demo_repo, sleeping_fix, stop_when, traces_holding
 
 pytestmark = pytest.mark.docker
-
-
-def wait_for(predicate: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting")
 
 
 def workspaces_of(run_id: str, tmpdir: Path) -> list[Path]:
@@ -40,21 +30,16 @@ def test_interrupt_keeps_artifacts_and_removes_container_and_workspace(
     runs, workspaces = tmp_path / "runs", tmp_path / "workspaces"
     workspaces.mkdir()
     proc = sleeping_fix(repo, tmp_path, runs, {**os.environ, "TMPDIR": str(workspaces)})
+    live: list[Path] = []
 
     def sleeping() -> bool:
-        traces = list(runs.glob("*/trace.jsonl"))
-        return bool(traces) and '"tool_name":"bash"' in traces[0].read_text().replace(" ", "")
+        if traces_holding(runs, '"sleep 600"') == 0:
+            return False
+        live[:] = workspaces_of(next(runs.iterdir()).name, workspaces)
+        return True
 
-    try:
-        wait_for(sleeping)
-        time.sleep(0.5)  # let the sleep start inside the container
-        run_id = next(runs.iterdir()).name
-        live = workspaces_of(run_id, workspaces)
-        assert live, "the run's workspace should exist while it runs"
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    out, err = stop_when(proc, sleeping, signum, ready_s=60, end_s=60)
+    assert live, "the run's workspace should exist while it runs"
     assert proc.returncode == 1, err
     record = json.loads(out)
     assert record["exit_reason"] == "interrupted"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,10 @@ from tests.workflow.helpers import (
     fix,
     git,
     sleeping_fix,
+    stop_when,
+    traces_holding,
     write_script,
 )
-from tests.workflow.test_interrupt import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -84,17 +84,8 @@ def test_ctrl_c_leaves_a_run_that_resumes(tmp_path: Path, docker_client: object)
     repo = demo_repo(tmp_path)
     runs = tmp_path / "runs"
     with sleeping_fix(repo, tmp_path, runs, os.environ) as proc:
-
-        def sleeping() -> bool:
-            traces = list(runs.glob("*/trace.jsonl"))
-            return bool(traces) and '"sleep 600"' in traces[0].read_text()
-
-        try:
-            wait_for(sleeping, timeout=900)  # after a build (minutes on a loaded machine)
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            proc.kill()
+        # after a build (minutes on a loaded machine)
+        out, err = stop_when(proc, lambda: traces_holding(runs, '"sleep 600"'), ready_s=900)
     assert proc.returncode == 1, err
     parent = RunRecord.model_validate_json(out)
     assert parent.exit_reason == "interrupted"

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflow.calcrun import edit, failed, finish, history, write
-from tests.workflow.helpers import fix, git
+from tests.workflow.calcrun import calc_repo, edit, failed, finish, history, write
+from tests.workflow.helpers import fix
 
 pytestmark = pytest.mark.docker
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 COMMAND = "python -m unittest tests/test_calc.py"
 
 
@@ -29,23 +28,13 @@ def case(name: str, body: str) -> str:
     )
 
 
-def calc_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "user" / "calc"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text(BUGGY)
-    (repo / "tests" / "test_calc.py").write_text(
-        case("TestMul", "self.assertEqual(calc.mul(2, 3), 6)")
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "calc")
-    return repo
+FILES = {"tests/test_calc.py": case("TestMul", "self.assertEqual(calc.mul(2, 3), 6)")}
 
 
 def test_a_new_test_file_is_run_with_the_commands_runner_and_proves_the_fix(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     policy = tmp_path / "mine.toml"
     policy.write_text("[gate]\nmax_attempts = 5\n")
     record = fix(

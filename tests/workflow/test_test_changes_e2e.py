@@ -12,34 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflow.calcrun import failed, finish, history, write
-from tests.workflow.helpers import fix, git
+from tests.gate.calc import BUGGY
+from tests.workflow.calcrun import calc_repo, failed, finish, history, write
+from tests.workflow.helpers import fix
 
 pytestmark = pytest.mark.docker
 
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TESTS = (
     "import calc\n\n\n"
     "def test_add():\n    assert calc.add(1, 2) == 3\n\n\n"
     "def test_mul():\n    assert calc.mul(2, 3) == 6\n"
 )
-
-
-def calc_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "user" / "calc"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text(BUGGY)
-    (repo / "tests" / "test_calc.py").write_text(TESTS)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "calc")
-    return repo
+FILES = {"tests/test_calc.py": TESTS}
 
 
 def test_unrelated_proof_then_a_weakened_test_then_the_real_fix(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
-    repo = calc_repo(tmp_path)
+    repo = calc_repo(tmp_path, FILES)
     policy = tmp_path / "mine.toml"
     policy.write_text(
         'extends = "python"\n[gate]\ntest_command = "python -m pytest -q"\nmax_attempts = 5\n'
