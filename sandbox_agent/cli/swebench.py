@@ -29,6 +29,7 @@ import typer
 from sandbox_agent.batch.judge import judge_tasks, read_json_items, read_predictions
 from sandbox_agent.batch.judge_report import harness_report
 from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_batch
+from sandbox_agent.cli.batch import ray_flag
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
@@ -37,8 +38,18 @@ from sandbox_agent.text import visible
 
 __all__ = ["swebench_app"]
 
+
+class _JudgeGroup(Group):
+    """``judge ... --ray`` alone means a local Ray instance, as ``batch --ray`` does."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
+        if args and args[0] == "judge":
+            args = ray_flag(args)
+        return super().parse_args(ctx, args)
+
+
 swebench_app = typer.Typer(
-    cls=Group,
+    cls=_JudgeGroup,
     help="Judge SWE-bench predictions with the gate (`swebench judge PREDICTIONS`).",
     no_args_is_help=True,
 )
@@ -124,7 +135,10 @@ def judge(
         EnvMode.AUTO
     ),
     workers: Annotated[int | None, typer.Option(min=1, help="Runs at once.")] = None,
-    ray: Annotated[str | None, typer.Option(help="Run on Ray (as `batch --ray`).")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(help="Run on Ray: alone a local instance, or auto / HOST:PORT (as batch)."),
+    ] = None,
     resume: Annotated[str | None, typer.Option(help="Resume this batch (id or dir).")] = None,
     max_cost_total: Annotated[float | None, typer.Option(min=0.0)] = None,
     batches_dir: Annotated[Path | None, typer.Option("--batches-dir")] = None,
