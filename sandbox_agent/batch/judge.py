@@ -136,7 +136,8 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
         for path in spec.get("requirements_paths", []):
             steps.append(f"test ! -f {path} || {PIP} -r {path}")
     elif packages and packages != "environment.yml":
-        steps.append(f"{PIP} " + " ".join(shlex.quote(_of_its_time(p)) for p in packages.split()))
+        words = (shlex.quote(_of_its_time(p)) for p in shlex.split(packages))
+        steps.append(f"{PIP} " + " ".join(words))
     pins = spec.get("pip_packages") or []
     if pins:
         steps.append(f"{PIP} " + " ".join(shlex.quote(_of_its_time(str(p))) for p in pins))

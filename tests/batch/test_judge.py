@@ -94,6 +94,11 @@ def test_an_unpinned_pytest_is_the_pytest_of_the_harness_s_time() -> None:
     assert xarray is not None
     assert any("pytest==7.4.0" in s for s in xarray)
     assert not any("pytest<9" in s and "pytest==" in s for s in xarray)
+    sklearn = recipe_steps("scikit-learn/scikit-learn", "1.3")  # its packages are shell words
+    assert sklearn is not None
+    assert "install numpy==1.19.2 scipy==1.5.2 cython==3.0.10 'pytest<9' 'pandas<2.0.0'" in (
+        " ".join(sklearn)
+    )
 
 
 @pytest.mark.parametrize(
