@@ -82,6 +82,8 @@ def _batch(
     What it left out: the instances whose environment could not be built (id -> why).
     A batch starts only when every task's environment builds; the judge drops the one a failed
     build names (an error for that instance, as the harness's build failures are) and goes on.
+    Each attempt's own output (the builds' lines, timed) is appended to ``batch.log`` beside the
+    tasks.
     """
     failed: dict[str, str] = {}
     lines = tasks.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -90,6 +92,8 @@ def _batch(
         command += ["--format", "swebench", "--repos", str(repos), "--json"]
         command += ["--batches-dir", str(batches), *extra]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
+        with (tasks.parent / "batch.log").open("a", encoding="utf-8") as log:
+            log.write(done.stderr)  # the builds' lines, each with its time: kept, not shown
         if done.returncode != 2 and done.stdout.strip():
             summary = json.loads(done.stdout)
             return find_batch(batches, str(summary["batch_id"])).read(), failed

@@ -59,3 +59,18 @@ def test_ray_alone_is_a_local_instance_and_an_address_passes_on(
     assert result.exit_code == 2, result.output
     assert "the batch did not start" in result.stderr
     assert seen == [["--workers=1", *passed]]
+
+
+def test_each_batch_attempt_s_output_is_kept_beside_its_tasks(tmp_path: Path) -> None:
+    """A batch that cannot start (here: its task's clone is not there) says why on stderr; the
+    judge keeps that output in ``batch.log`` (with builds, their timed lines) and goes on."""
+    instances, _ = _one_instance(tmp_path)
+    tasks = tmp_path / "work" / "tasks.jsonl"
+    tasks.parent.mkdir()
+    tasks.write_text(instances.read_text())
+    record, unbuilt = swebench._batch(tasks, tmp_path / "no-clones", tmp_path / "b", [])
+    assert record is None
+    assert unbuilt == {}
+    log = (tasks.parent / "batch.log").read_text()
+    assert "error:" in log
+    assert "no-clones" in log
