@@ -181,7 +181,7 @@ def record(config: Any) -> dict[str, Any]:
         "python_version": sys.version.split()[0],
         "pytest": str(pytest.__file__),
         "pytest_version": pytest.__version__,
-        "rootdir": _relative(str(config.rootpath)),
+        "rootdir": _relative(str(rootdir(config))),
         "inifile": _relative(str(inipath)) if inipath else None,
         "ini": _ini(config),
         "plugins": [list(p) for p in plugins],
@@ -190,6 +190,14 @@ def record(config: Any) -> dict[str, Any]:
         "early_workspace_modules": list(EARLY_WORKSPACE_MODULES),
         "used": used_files(),
     }
+
+
+def rootdir(config: Any) -> Any:
+    """The run's rootdir: ``rootpath`` from pytest 6.1 on, ``rootdir`` (a ``py.path``) before.
+
+    SWE-bench's older instances test with the pytest of their time (pytest 5.4 is its own).
+    """
+    return getattr(config, "rootpath", None) or config.rootdir
 
 
 def send(message: dict[str, Any]) -> None:
