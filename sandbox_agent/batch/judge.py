@@ -142,7 +142,8 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     if pins:
         steps.append(f"{PIP} " + " ".join(shlex.quote(_of_its_time(str(p))) for p in pins))
     # the workspace has no tags: a version from git (setuptools_scm) is the spec's
-    scm = f"SETUPTOOLS_SCM_PRETEND_VERSION={version}.0 "
+    # an editable install is a path entry, as the harness's setuptools of its time made it
+    scm = f"SETUPTOOLS_SCM_PRETEND_VERSION={version}.0 {LEGACY_EDITABLE} "
     install = re.sub(r"^python ", f"{scm}/opt/venv/bin/python ", str(spec.get("install") or ""))
     if " -e " in f"{install} ":  # an old pinned setuptools has no editable hook: use the venv's
         install += " || " + install.replace(" -e ", " --no-build-isolation -e ", 1)
@@ -188,6 +189,11 @@ def interpreter_steps(python: str) -> list[str]:
         f"/opt/seed/bin/virtualenv -q -p python{python} /opt/venv",
     ]
 
+
+LEGACY_EDITABLE = "SETUPTOOLS_ENABLE_FEATURES=legacy-editable"
+"""An editable install as a path on ``sys.path`` (``setup.py develop``'s way), not today's
+import hook: code that finds modules by walking ``sys.path`` (pylint's ``modpath_from_file``,
+run by its own tests) cannot find the project behind a hook, and stops every test at import."""
 
 OF_ITS_TIME = {"pytest": "pytest<9"}
 """A spec's unpinned requirement as the harness resolved it when it built its environments.

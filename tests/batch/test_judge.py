@@ -69,8 +69,10 @@ def test_the_recipe_is_the_spec_read_by_one_rule() -> None:
     assert steps is not None
     assert any(s.startswith("test ! -f requirements_test.txt || ") for s in steps)
     assert steps[-2] == (
-        "SETUPTOOLS_SCM_PRETEND_VERSION=2.14.0 /opt/venv/bin/python -m pip install -e . || "
-        "SETUPTOOLS_SCM_PRETEND_VERSION=2.14.0 /opt/venv/bin/python -m pip install "
+        "SETUPTOOLS_SCM_PRETEND_VERSION=2.14.0 SETUPTOOLS_ENABLE_FEATURES=legacy-editable "
+        "/opt/venv/bin/python -m pip install -e . || "
+        "SETUPTOOLS_SCM_PRETEND_VERSION=2.14.0 SETUPTOOLS_ENABLE_FEATURES=legacy-editable "
+        "/opt/venv/bin/python -m pip install "
         "--no-build-isolation -e ."
     )
     flask = recipe_steps("pallets/flask", "2.3")
