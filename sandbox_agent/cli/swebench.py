@@ -193,10 +193,11 @@ def judge(
     if mode == "empty":
         report["empty_patch_ids"] = sorted(str(i["instance_id"]) for i in items)
         report["empty_patch_instances"] = len(items)
+    report["recipe_ids"] = sorted(report.pop("replaced_ids"))
     report["zero_configuration_ids"] = sorted(
-        set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"])
+        (set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"]))
+        - set(report["recipe_ids"])
     )
-    report["recipe_ids"] = sorted(set(report["instances"]) - set(report["zero_configuration_ids"]))
     path = work / "report.json"
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if as_json:
@@ -228,11 +229,13 @@ def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """
     merged = dict(reports[0])
     instances = dict(merged["instances"])
+    replaced: set[str] = set()  # the verdicts a later report (the recipe's) reached
     for later in reports[1:]:  # the recipe's verdict stands, unless it could not judge at all
         for instance_id, entry in later["instances"].items():
             before = instances.get(instance_id)
             if entry["verdict"] != "error" or before is None or before["verdict"] == "error":
                 instances[instance_id] = entry
+                replaced.add(instance_id)
     keys = ("resolved", "unresolved", "error", "empty")
     lists: dict[str, list[str]] = {k: [] for k in keys}
     for instance_id, entry in instances.items():
@@ -246,4 +249,5 @@ def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     merged["empty_patch_instances"] = len(lists["empty"])
     merged["completed_instances"] = len(lists["resolved"]) + len(lists["unresolved"])
     merged["batch_dirs"] = [r["batch_dir"] for r in reports if r["batch_dir"]]
+    merged["replaced_ids"] = replaced
     return merged

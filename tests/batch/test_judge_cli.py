@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -74,3 +75,22 @@ def test_each_batch_attempt_s_output_is_kept_beside_its_tasks(tmp_path: Path) ->
     log = (tasks.parent / "batch.log").read_text()
     assert "error:" in log
     assert "no-clones" in log
+
+
+def test_a_verdict_the_recipe_reached_is_the_recipe_s_not_zero_configuration_s() -> None:
+    """pallets__flask-5014: unresolved with zero configuration, resolved in its recipe; the
+    report said zero configuration judged it (it was in the first report's lists)."""
+
+    def report(verdicts: dict[str, str]) -> dict[str, Any]:
+        lists = {v: sorted(i for i, x in verdicts.items() if x == v) for v in verdicts.values()}
+        return {
+            "instances": {i: {"verdict": v} for i, v in verdicts.items()},
+            **{f"{v}_ids": lists.get(v, []) for v in ("resolved", "unresolved", "error", "empty")},
+            "batch_dir": "b",
+        }
+
+    zero = report({"flask": "unresolved", "pytest": "resolved", "requests": "error"})
+    recipe = report({"flask": "resolved", "requests": "error"})
+    merged = swebench._merge([zero, recipe])
+    assert merged["resolved_ids"] == ["flask", "pytest"]
+    assert merged["replaced_ids"] == {"flask", "requests"}
