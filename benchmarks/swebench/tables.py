@@ -32,11 +32,27 @@ def merged(paths: list[Path]) -> dict[str, dict[str, Any]]:
         if not text:
             continue  # a set still running or stopped: no report yet
         report = json.loads(text)
-        zero = set(report.get("zero_configuration_ids", []))
+        zero = set(report.get("zero_configuration_ids", [])) - _judged_in_recipe(report)
         for instance_id, entry in report["instances"].items():
             verdict = entry.get("verdict") or ("resolved" if entry.get("resolved") else "error")
             env = "zero" if instance_id in zero else "recipe" if verdict != "error" else "-"
             out[instance_id] = {**entry, "verdict": verdict, "env": env}
+    return out
+
+
+def _judged_in_recipe(report: dict[str, Any]) -> set[str]:
+    """The instances whose run in the recipe's batch ended with a verdict (not an error).
+
+    Read from the batches, for reports written before ``recipe_ids`` counted an instance whose
+    zero-configuration verdict the recipe replaced.
+    """
+    out: set[str] = set()
+    for number, batch_dir in enumerate(report.get("batch_dirs", [])):
+        batch = json.loads((Path(batch_dir) / "batch.json").read_text(encoding="utf-8"))
+        policies = [Path(t["policy"]) for t in batch["tasks"] if t.get("policy")]
+        recipe = any("auto = false" in p.read_text(encoding="utf-8") for p in policies)
+        if number > 0 or recipe:  # the recipe's phase, or a judge run with --env recipe
+            out |= {r["id"] for r in batch["runs"] if r["state"] == "ended"}
     return out
 
 

@@ -193,11 +193,13 @@ def judge(
     if mode == "empty":
         report["empty_patch_ids"] = sorted(str(i["instance_id"]) for i in items)
         report["empty_patch_instances"] = len(items)
-    report["recipe_ids"] = sorted(report.pop("replaced_ids"))
-    report["zero_configuration_ids"] = sorted(
-        (set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"]))
-        - set(report["recipe_ids"])
-    )
+    judged = set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"])
+    if env is EnvMode.RECIPE:  # the first batch was the recipe's
+        report.pop("replaced_ids")
+        report["recipe_ids"], report["zero_configuration_ids"] = sorted(judged), []
+    else:
+        report["recipe_ids"] = sorted(report.pop("replaced_ids"))
+        report["zero_configuration_ids"] = sorted(judged - set(report["recipe_ids"]))
     path = work / "report.json"
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if as_json:
