@@ -14,6 +14,7 @@ workspace functions each failing test's call ran (``relevance.py``).
 
 from __future__ import annotations
 
+import dis
 import json
 import os
 import re
@@ -308,6 +309,15 @@ def _trace() -> Any:
     return stop
 
 
+def code_lines(code: Any) -> list[int]:
+    """The line numbers of a code object's instructions, on every Python the probe runs in.
+
+    ``co_lines`` is 3.10's; ``dis.findlinestarts`` (each line's first instruction) is in every
+    version, down to the 3.9 a SWE-bench recipe installs. A line of ``None`` (3.13) is dropped.
+    """
+    return [line for _, line in dis.findlinestarts(code) if line]
+
+
 def _functions(codes: set[Any]) -> list[list[Any]]:
     """``[file, first line, last line]`` of each code object from the workspace."""
     out = set()
@@ -315,7 +325,7 @@ def _functions(codes: set[Any]) -> list[list[Any]]:
         rel = _inside(code.co_filename) if code.co_filename.startswith("/") else None
         if rel is None:
             continue
-        lines = [line for _, _, line in code.co_lines() if line]
+        lines = code_lines(code)
         out.add((rel, code.co_firstlineno, max(lines, default=code.co_firstlineno)))
     return [list(f) for f in sorted(out)]
 
