@@ -129,26 +129,84 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     spec = _specs().get(repo, {}).get(version)
     if spec is None:
         return None
-    steps = ["test -x /opt/venv/bin/python || python3 -m venv /opt/venv", f"{PIP} -U pip"]
+    steps = [*interpreter_steps(str(spec.get("python", ""))), f"{PIP} -U pip"]
     steps += list(spec.get("pre_install") or [])
     packages = str(spec.get("packages") or "")
     if packages == "requirements.txt":
         for path in spec.get("requirements_paths", []):
             steps.append(f"test ! -f {path} || {PIP} -r {path}")
     elif packages and packages != "environment.yml":
-        steps.append(f"{PIP} {packages}")
+        words = (shlex.quote(_of_its_time(p)) for p in shlex.split(packages))
+        steps.append(f"{PIP} " + " ".join(words))
     pins = spec.get("pip_packages") or []
     if pins:
-        steps.append(f"{PIP} " + " ".join(shlex.quote(str(p)) for p in pins))
+        steps.append(f"{PIP} " + " ".join(shlex.quote(_of_its_time(str(p))) for p in pins))
     # the workspace has no tags: a version from git (setuptools_scm) is the spec's
-    scm = f"SETUPTOOLS_SCM_PRETEND_VERSION={version}.0 "
+    # an editable install is a path entry, as the harness's setuptools of its time made it
+    scm = f"SETUPTOOLS_SCM_PRETEND_VERSION={version}.0 {LEGACY_EDITABLE} "
     install = re.sub(r"^python ", f"{scm}/opt/venv/bin/python ", str(spec.get("install") or ""))
     if " -e " in f"{install} ":  # an old pinned setuptools has no editable hook: use the venv's
         install += " || " + install.replace(" -e ", " --no-build-isolation -e ", 1)
     if install:
         steps.append(install)
-    steps.append(f"/opt/venv/bin/python -c 'import pytest' 2>/dev/null || {PIP} pytest")
+    fallback = shlex.quote(_of_its_time("pytest"))
+    steps.append(f"/opt/venv/bin/python -c 'import pytest' 2>/dev/null || {PIP} {fallback}")
     return steps
+
+
+DEBIAN_PYTHONS = {"3.9": "bullseye"}
+"""A spec's Python that Debian's archive has in another release than the image's (bookworm's
+3.11): the release it comes from. Python 3.10 is in no Debian release: its specs get 3.11."""
+
+
+def interpreter_steps(python: str) -> list[str]:
+    """Setup commands that make ``/opt/venv`` a venv of the spec's ``python``.
+
+    When Debian's archive has that Python in another release (:data:`DEBIAN_PYTHONS`), it is
+    installed from there (that release's packages pinned below the image's own, so nothing
+    else changes; its ``distutils`` unpacked, as its package conflicts with bookworm's) and the
+    venv made with ``virtualenv`` from PyPI (Debian's ``python3.9-venv`` cannot be installed
+    beside bookworm's pip); otherwise the image's Python 3.11. The code and
+    pins of an older version often cannot run on 3.11 (pytest before 6.2.5 rewrites asserts
+    with an ``ast`` 3.11 refuses; ``collections.Mapping`` is gone; old ``wrapt`` needs
+    ``inspect.formatargspec``), which the harness never sees: it runs the spec's Python.
+    """
+    release = DEBIAN_PYTHONS.get(python)
+    if release is None:
+        return ["test -x /opt/venv/bin/python || python3 -m venv /opt/venv"]
+    sources = f"deb http://deb.debian.org/debian {release} main"
+    pin = f"Package: *\\nPin: release n={release}\\nPin-Priority: 100\\n"
+    return [
+        f"echo '{sources}' > /etc/apt/sources.list.d/{release}.list",
+        f"printf '{pin}' > /etc/apt/preferences.d/{release}",
+        "apt-get update -qq",
+        f"apt-get install -y -qq python{python} python{python}-dev",
+        # its distutils (pip and setuptools of that time need it) is a package bookworm's own
+        # replaces: its files alone, unpacked beside 3.11's
+        f"cd /tmp && apt-get download python3-distutils/{release} python3-lib2to3/{release} && "
+        "for d in python3-distutils_*.deb python3-lib2to3_*.deb; do dpkg -x $d /; done",
+        "python3 -m venv /opt/seed && /opt/seed/bin/python -m pip install -q virtualenv",
+        f"/opt/seed/bin/virtualenv -q -p python{python} /opt/venv",
+    ]
+
+
+LEGACY_EDITABLE = "SETUPTOOLS_ENABLE_FEATURES=legacy-editable"
+"""An editable install as a path on ``sys.path`` (``setup.py develop``'s way), not today's
+import hook: code that finds modules by walking ``sys.path`` (pylint's ``modpath_from_file``,
+run by its own tests) cannot find the project behind a hook, and stops every test at import."""
+
+OF_ITS_TIME = {"pytest": "pytest<9"}
+"""A spec's unpinned requirement as the harness resolved it when it built its environments.
+
+The specs (``swebench`` 4.1.0, September 2025) predate pytest 9, and their instances' lists were
+made with an older pytest: today's (9.2) names a long string parameter by its argument
+(``test_get_auth_from_url[url0-auth0]``) where the lists have the string itself, so a listed
+test would never be found. Only a bare name is rewritten; a spec's own pin stands.
+"""
+
+
+def _of_its_time(requirement: str) -> str:
+    return OF_ITS_TIME.get(requirement, requirement)
 
 
 def judge_policy(

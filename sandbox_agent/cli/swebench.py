@@ -29,6 +29,7 @@ import typer
 from sandbox_agent.batch.judge import judge_tasks, read_json_items, read_predictions
 from sandbox_agent.batch.judge_report import harness_report
 from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_batch
+from sandbox_agent.cli.batch import ray_flag
 from sandbox_agent.cli.command import Command, Group
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
@@ -37,8 +38,18 @@ from sandbox_agent.text import visible
 
 __all__ = ["swebench_app"]
 
+
+class _JudgeGroup(Group):
+    """``judge ... --ray`` alone means a local Ray instance, as ``batch --ray`` does."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
+        if args and args[0] == "judge":
+            args = ray_flag(args)
+        return super().parse_args(ctx, args)
+
+
 swebench_app = typer.Typer(
-    cls=Group,
+    cls=_JudgeGroup,
     help="Judge SWE-bench predictions with the gate (`swebench judge PREDICTIONS`).",
     no_args_is_help=True,
 )
@@ -71,6 +82,8 @@ def _batch(
     What it left out: the instances whose environment could not be built (id -> why).
     A batch starts only when every task's environment builds; the judge drops the one a failed
     build names (an error for that instance, as the harness's build failures are) and goes on.
+    Each attempt's own output (the builds' lines, timed) is appended to ``batch.log`` beside the
+    tasks.
     """
     failed: dict[str, str] = {}
     lines = tasks.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -79,6 +92,8 @@ def _batch(
         command += ["--format", "swebench", "--repos", str(repos), "--json"]
         command += ["--batches-dir", str(batches), *extra]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
+        with (tasks.parent / "batch.log").open("a", encoding="utf-8") as log:
+            log.write(done.stderr)  # the builds' lines, each with its time: kept, not shown
         if done.returncode != 2 and done.stdout.strip():
             summary = json.loads(done.stdout)
             return find_batch(batches, str(summary["batch_id"])).read(), failed
@@ -124,7 +139,10 @@ def judge(
         EnvMode.AUTO
     ),
     workers: Annotated[int | None, typer.Option(min=1, help="Runs at once.")] = None,
-    ray: Annotated[str | None, typer.Option(help="Run on Ray (as `batch --ray`).")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(help="Run on Ray: alone a local instance, or auto / HOST:PORT (as batch)."),
+    ] = None,
     resume: Annotated[str | None, typer.Option(help="Resume this batch (id or dir).")] = None,
     max_cost_total: Annotated[float | None, typer.Option(min=0.0)] = None,
     batches_dir: Annotated[Path | None, typer.Option("--batches-dir")] = None,
@@ -175,10 +193,13 @@ def judge(
     if mode == "empty":
         report["empty_patch_ids"] = sorted(str(i["instance_id"]) for i in items)
         report["empty_patch_instances"] = len(items)
-    report["zero_configuration_ids"] = sorted(
-        set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"])
-    )
-    report["recipe_ids"] = sorted(set(report["instances"]) - set(report["zero_configuration_ids"]))
+    judged = set(reports[0]["resolved_ids"]) | set(reports[0]["unresolved_ids"])
+    if env is EnvMode.RECIPE:  # the first batch was the recipe's
+        report.pop("replaced_ids")
+        report["recipe_ids"], report["zero_configuration_ids"] = sorted(judged), []
+    else:
+        report["recipe_ids"] = sorted(report.pop("replaced_ids"))
+        report["zero_configuration_ids"] = sorted(judged - set(report["recipe_ids"]))
     path = work / "report.json"
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if as_json:
@@ -210,11 +231,13 @@ def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """
     merged = dict(reports[0])
     instances = dict(merged["instances"])
+    replaced: set[str] = set()  # the verdicts a later report (the recipe's) reached
     for later in reports[1:]:  # the recipe's verdict stands, unless it could not judge at all
         for instance_id, entry in later["instances"].items():
             before = instances.get(instance_id)
             if entry["verdict"] != "error" or before is None or before["verdict"] == "error":
                 instances[instance_id] = entry
+                replaced.add(instance_id)
     keys = ("resolved", "unresolved", "error", "empty")
     lists: dict[str, list[str]] = {k: [] for k in keys}
     for instance_id, entry in instances.items():
@@ -228,4 +251,5 @@ def _merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     merged["empty_patch_instances"] = len(lists["empty"])
     merged["completed_instances"] = len(lists["resolved"]) + len(lists["unresolved"])
     merged["batch_dirs"] = [r["batch_dir"] for r in reports if r["batch_dir"]]
+    merged["replaced_ids"] = replaced
     return merged

@@ -14,6 +14,7 @@ failure (``verdict.py``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
@@ -125,4 +126,26 @@ def report_id(test: str, ids: Collection[str]) -> str:
     if exact in ids or " " in test:
         return exact
     longer = [i for i in ids if i.startswith(exact + " ")]
+    if not longer and exact.endswith("]"):  # a path parameter the harness cut to its name
+        longer = [i for i in ids if _path_option_cut(i) == exact]
     return longer[-1] if longer else exact
+
+
+def _path_option_cut(test_id: str) -> str | None:
+    """``test_id`` as SWE-bench's ``parse_log_pytest_options`` names it, when that differs.
+
+    That parser (requests', pylint's) keeps of a parameter that is an absolute path only its
+    last part: ``test_x[/testbed/tests/t.py]`` is listed as ``test_x[/t.py]`` (a parameter
+    starting ``//`` or holding ``*`` is kept whole). ``None`` when the id has no such parameter.
+    """
+    found = _OPTION.search(test_id)
+    if found is None:
+        return None
+    main, option = found.groups()
+    if not option.startswith("/") or option.startswith("//") or "*" in option:
+        return None
+    cut = "/" + option.split("/")[-1]
+    return None if cut == option else f"{main}[{cut}]"
+
+
+_OPTION = re.compile(r"(.*?)\[(.*)\]")

@@ -14,6 +14,7 @@ workspace functions each failing test's call ran (``relevance.py``).
 
 from __future__ import annotations
 
+import dis
 import json
 import os
 import re
@@ -181,7 +182,7 @@ def record(config: Any) -> dict[str, Any]:
         "python_version": sys.version.split()[0],
         "pytest": str(pytest.__file__),
         "pytest_version": pytest.__version__,
-        "rootdir": _relative(str(config.rootpath)),
+        "rootdir": _relative(str(rootdir(config))),
         "inifile": _relative(str(inipath)) if inipath else None,
         "ini": _ini(config),
         "plugins": [list(p) for p in plugins],
@@ -190,6 +191,14 @@ def record(config: Any) -> dict[str, Any]:
         "early_workspace_modules": list(EARLY_WORKSPACE_MODULES),
         "used": used_files(),
     }
+
+
+def rootdir(config: Any) -> Any:
+    """The run's rootdir: ``rootpath`` from pytest 6.1 on, ``rootdir`` (a ``py.path``) before.
+
+    SWE-bench's older instances test with the pytest of their time (pytest 5.4 is its own).
+    """
+    return getattr(config, "rootpath", None) or config.rootdir
 
 
 def send(message: dict[str, Any]) -> None:
@@ -300,6 +309,15 @@ def _trace() -> Any:
     return stop
 
 
+def code_lines(code: Any) -> list[int]:
+    """The line numbers of a code object's instructions, on every Python the probe runs in.
+
+    ``co_lines`` is 3.10's; ``dis.findlinestarts`` (each line's first instruction) is in every
+    version, down to the 3.9 a SWE-bench recipe installs. A line of ``None`` (3.13) is dropped.
+    """
+    return [line for _, line in dis.findlinestarts(code) if line]
+
+
 def _functions(codes: set[Any]) -> list[list[Any]]:
     """``[file, first line, last line]`` of each code object from the workspace."""
     out = set()
@@ -307,7 +325,7 @@ def _functions(codes: set[Any]) -> list[list[Any]]:
         rel = _inside(code.co_filename) if code.co_filename.startswith("/") else None
         if rel is None:
             continue
-        lines = [line for _, _, line in code.co_lines() if line]
+        lines = code_lines(code)
         out.add((rel, code.co_firstlineno, max(lines, default=code.co_firstlineno)))
     return [list(f) for f in sorted(out)]
 

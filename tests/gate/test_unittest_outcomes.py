@@ -232,3 +232,28 @@ def test_a_name_the_harness_cut_at_a_space_finds_its_test() -> None:
     ordered = ["tests.test_r.T::test_other[a b]", "tests.test_r.T::test_other[a c]"]  # harness
     assert report_id(several, ordered) == "tests.test_r.T::test_other[a c]"
     assert report_id("tests/test_r.py::T::test_none", ids) == "tests.test_r.T::test_none"
+
+
+def test_a_path_parameter_the_harness_cut_to_its_name_finds_its_test() -> None:
+    """requests' and pylint's parser keeps of an absolute path parameter only its last part:
+    ``test_u[/testbed/tests/test_utils.py]`` is listed as ``test_u[/test_utils.py]``."""
+    ids = [
+        "tests.test_u.T::test_u[/]",
+        "tests.test_u.T::test_u[/workspace/tests/test_utils.py]",
+        "tests.test_u.T::test_u[/opt/venv/lib/python3.11/site-packages/pytest/__init__.py]",
+        "tests.test_u.T::test_u[/etc/invalid/location]",
+        "tests.test_u.T::test_g[//host/share/x]",
+        "tests.test_u.T::test_g[/a/*/x]",
+    ]
+    listed = "tests/test_u.py::T::test_u[/test_utils.py]"
+    assert report_id(listed, ids) == "tests.test_u.T::test_u[/workspace/tests/test_utils.py]"
+    assert report_id("tests/test_u.py::T::test_u[/__init__.py]", ids) == ids[2]
+    assert report_id("tests/test_u.py::T::test_u[/location]", ids) == ids[3]
+    assert report_id("tests/test_u.py::T::test_u[/]", ids) == ids[0]
+    # what the parser keeps whole is not matched by its last part: the id stays as listed
+    assert report_id("tests/test_u.py::T::test_g[/x]", ids) == "tests.test_u.T::test_g[/x]"
+    # another function's parameter is not this one's
+    assert (
+        report_id("tests/test_u.py::T::test_v[/location]", ids)
+        == "tests.test_u.T::test_v[/location]"
+    )
