@@ -1,9 +1,11 @@
 """``swebench judge`` on a real local Ray cluster gives the report it gives on local workers.
 
-Two real SWE-bench Verified instances (pytest's own, cut from its history with the official
-lists; the project is the ``fetch`` tool's snapshot), judged with their gold patches twice: on
-local workers, then on the two-node cluster ``test_batch_ray.py`` starts. The verdicts and every
-test's outcome must be the same; only where each run happened differs.
+A real SWE-bench Verified instance (pytest's own, cut from its history with the official lists;
+the project is the ``fetch`` tool's snapshot), judged with its gold patch twice: on local
+workers, then on the two-node cluster ``test_batch_ray.py`` starts. The verdict and every test's
+outcome must be the same; only where each run happened differs. One instance keeps CI short
+(its environment is the one ``test_judge_e2e.py`` builds); five are compared in
+``benchmarks/swebench.md``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ __all__ = ["ray_cluster"]
 pytestmark = [pytest.mark.docker, pytest.mark.ray]
 
 INSTANCES = Path(__file__).parents[2] / "benchmarks" / "swebench" / "instances.jsonl"
-IDS = ("pytest-dev__pytest-10051", "pytest-dev__pytest-10081")
+IDS = ("pytest-dev__pytest-10051",)
 
 
 def _judge(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def test_the_same_instances_judged_locally_and_on_ray_give_the_same_report(
     git(tmp_path, "clone", "-q", "--no-checkout", str(mirror), str(clones / "pytest-dev__pytest"))
     subset = tmp_path / "subset.jsonl"
     subset.write_text("".join(json.dumps(x) + "\n" for x in chosen))
-    common = ["--gold", "--instances", str(subset), "--repos", str(clones), "--workers", "2"]
+    common = ["--gold", "--instances", str(subset), "--repos", str(clones), "--workers", "1"]
 
     local = _judge(batch_env(tmp_path), *common, "--batches-dir", str(tmp_path / "local"))
     env = ray_env(token, TMPDIR=str(ray_tmp), HOME=str(tmp_path))
