@@ -34,6 +34,7 @@ from sandbox_agent.gate import (
     newtests,
     outcomes,
     ownmodules,
+    parallel,
     patchchecks,
     rerun,
     runners,
@@ -53,7 +54,15 @@ from sandbox_agent.gate.runs import (
     tests_check,
 )
 from sandbox_agent.gate.testchanges import TestChanges
-from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
+from sandbox_agent.gate.testrun import (
+    Pin,
+    TestReport,
+    TestRun,
+    gate_env,
+    is_pytest,
+    resolve_pin,
+    run_tests,
+)
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import Finish, GateCheck, GateEvidence, GateVerdict
@@ -89,6 +98,7 @@ class CompletionGate:
         baseline_in_copy: bool = False,
         hidden_tests: HiddenTests | None = None,
         baselines: baseline_cache.BaselineCache | None = None,
+        cores: float | None = None,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -134,6 +144,8 @@ class CompletionGate:
         (``runners.py``); ``None`` for pytest."""
         self.baselines = baselines
         """Where the baseline's outcomes are kept and found again (``baseline_cache.py``)."""
+        self.processes = parallel.processes(config.workers, cores)
+        """How many pytest processes a finish's suite may be split over (``parallel.py``)."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -262,7 +274,7 @@ class CompletionGate:
                 self.new_files, self.changed_tests = model.added, model.changed
                 return checks + refused, deciding
             if deciding is None:
-                full = self._run_tests(copy, label, self._named_plugins())
+                full = self._run_tests(copy, label, self._named_plugins(), patch=patch.text)
             else:  # in a fresh copy: the deciding tests wrote in this one
                 full = self._run_copy(patch.text, label)
             model = self._model_tests(changed, full, copy)
@@ -375,10 +387,18 @@ class CompletionGate:
             runs.now_again = self._run_copy(patch, f"{label}: {which} with the patch again", only)
 
     def _run_copy(
-        self, patch: str, label: str, only: tuple[str, ...] = (), command: str | None = None
+        self,
+        patch: str,
+        label: str,
+        only: tuple[str, ...] = (),
+        command: str | None = None,
+        *,
+        split: bool = True,
     ) -> TestRun:
+        """A run in a fresh copy with ``patch``; ``split``: the suite may be split."""
         with self._copy(patch) as copy:
-            return self._run_tests(copy, label, self._named_plugins(), command, only)
+            given = patch if split else None
+            return self._run_tests(copy, label, self._named_plugins(), command, only, patch=given)
 
     def _judge(self, runs: Runs, model: TestChanges, code_patch: str) -> list[GateCheck]:
         """The rule's checks of the runs, and the harness of each."""
@@ -473,24 +493,45 @@ class CompletionGate:
         named_plugins: tuple[str, ...] | None,
         command: str | None = None,
         only: tuple[str, ...] = (),
+        *,
+        patch: str | None = None,
     ) -> TestRun:
         """Run the test command (or ``command``: the new files with the runner) and log it.
 
-        ``only``: just these tests (``rerun.py``), under the pin.
+        ``only``: just these tests (``rerun.py``), under the pin. ``patch``: what ``sandbox``
+        holds; given, the suite may be split over processes (``parallel.py``), and a split run
+        is confirmed in one process in fresh copies of it.
         """
-        run = streamed.settle(
-            run_tests(
-                sandbox,
-                command or self.test_command,
-                self.config.timeout_s,
-                label,
-                self.pin,
-                named_plugins,
-                ignore_tree_bytecode=self.config.allow_harness_changes,
-                only=only,
+        split = None
+        if patch is not None and command is None and not only and self.pin is not None:
+            split = parallel.plan(self.baseline, self.processes)
+        run = None
+        if split is not None and self.pin is not None:
+            env = gate_env(ignore_tree_bytecode=self.config.allow_harness_changes)
+            label += f" (the suite over {split.processes} processes)"
+            run = parallel.run_split(
+                sandbox, split, self.pin, named_plugins, self.test_command, label,
+                self.config.timeout_s, env,
+            )  # fmt: skip
+        if run is None:
+            run = streamed.settle(
+                run_tests(
+                    sandbox,
+                    command or self.test_command,
+                    self.config.timeout_s,
+                    label,
+                    self.pin,
+                    named_plugins,
+                    ignore_tree_bytecode=self.config.allow_harness_changes,
+                    only=only,
+                )
             )
-        )
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
+        if run.processes > 1 and patch is not None:
+            base = self.baseline.report if self.baseline is not None else None
+            return parallel.confirm(
+                run, base, lambda o, why: self._run_copy(patch, why, o, split=False)
+            )
         return run
