@@ -11,9 +11,10 @@ project, in one sandbox on the project's environment, one after another:
   after a first run that warms the caches, and once more at the end (the load moves);
 - baseline run: the gate's baseline on a cold cache; baseline cached: a second gate (another
   run) on the same commit, and of it the cache entry's look-up and check;
-- premature finish: a change that is not the fix (a comment), refused; with ``fail_fast`` on
-  (now) and off (the whole suite, as before);
-- accepted finish: the fix; with ``fail_fast`` off and on (the premature ones' order reversed).
+- premature finish: a change that is not the fix (a comment), refused (``fail_fast`` on);
+- accepted finish: the fix, judged with ``[gate] workers = 1`` (one process), ``2`` (the suite
+  split over two processes when the baseline took 8 s or more), and ``1`` again (the load
+  moves); the evidence of the split verdict compared with the one-process one.
 
 Every gate time is ``gate.check`` whole: the patch, the copies and containers, every test run.
 """
@@ -102,9 +103,13 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
         p.repo, config, run_id="bench-speed", workspace_root=tmp, progress=lambda _: None
     ) as sandbox:
 
-        def gate(run: str, fail_fast: bool = True) -> CompletionGate:
+        def gate(run: str, fail_fast: bool = True, workers: int = 1) -> CompletionGate:
             settings = GateSection(
-                test_command=command, max_attempts=20, fail_fast=fail_fast, timeout_s=1800
+                test_command=command,
+                max_attempts=20,
+                fail_fast=fail_fast,
+                timeout_s=1800,
+                workers=workers,
             )
             cache = BaselineCache(tmp / "baselines", sandbox.snapshot_key, env.image_id, run)
             return CompletionGate(
@@ -114,6 +119,8 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
                 judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
                 baseline_in_copy=True,
                 baselines=cache,
+                cores=config.limits.cpus,
+                log_path=tmp / f"{run}.log",
             )
 
         with sandbox.clean_copy("") as copy:  # a first run warms the page cache: not counted
@@ -134,18 +141,28 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
         check = again.baselines.source.check_s
         rows.append(("baseline, cached (a repeated run)", spent, f"entry checked in {check:.3f} s"))
         original = (p.repo / p.file).read_text()
-        off = gate("run-3", fail_fast=False)
-        off.run_baseline()
+        split = gate("run-3", workers=2)
+        split.run_baseline()
         sandbox.write_file(p.file, original + "\n# not the fix\n")
-        for label, g in (("fail_fast on", again), ("fail_fast off", off)):
-            spent, verdict = timed(partial(g.check, FINISH))
-            assert not verdict.passed, "a premature finish was accepted"
-            rows.append((f"premature finish refused ({label})", spent, ""))
+        spent, verdict = timed(partial(again.check, FINISH))
+        assert not verdict.passed, "a premature finish was accepted"
+        rows.append(("premature finish refused (fail_fast on)", spent, ""))
         sandbox.write_file(p.file, original.replace(p.broken, p.fixed, 1))
-        for label, g in (("fail_fast off", off), ("fail_fast on", again)):  # the other order
+        found = {}
+        for label, g in (("workers 1", again), ("workers 2", split), ("workers 1, again", first)):
             spent, verdict = timed(partial(g.check, FINISH))
             assert verdict.passed, verdict.feedback
-            rows.append((f"accepted finish ({label})", spent, ""))
+            assert verdict.evidence is not None
+            found[label] = verdict.evidence.model_dump(mode="json")
+            assert g.log_path is not None
+            log = g.log_path.read_text()
+            how = f"split over {g.processes}" if "processes)" in log else "one process"
+            if "the suite again in one process" in log:
+                how += ", then the suite again in one process"
+            if g is split:
+                same = found["workers 1"] == found["workers 2"]
+                how += f"; evidence identical to workers 1: {same}"
+            rows.append((f"accepted finish, fail_fast on ({label})", spent, how))
         with sandbox.clean_copy("") as copy:  # the load changes: the plain suite once more
             plain, _ = timed(lambda: copy.exec(command, timeout_s=1800))
         rows.append(("plain suite again, at the end", plain, "the load moved this much"))

@@ -278,7 +278,7 @@ def confirm(run: TestRun, base: TestReport | None, again: Again) -> TestRun:
         return run
     if base is None or run.report is None or _unclean(run):  # rejected as a single run's
         return run
-    label = run.label
+    label = run.label.split(" (the suite over ", 1)[0]
     whole = f"{label} (the suite again in one process: "
     was, got = outcomes.outcomes(base), outcomes.outcomes(run.report)
     pairs = outcomes.match(was, got)

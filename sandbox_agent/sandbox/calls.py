@@ -167,39 +167,46 @@ class ExecutorCalls:
         Raises:
             SandboxError: an executor did not start, or failed (not a command).
         """
-        if self._closed:
-            raise SandboxError("the sandbox is closed", op="exec")
         line_limit = max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + (64 << 10))
+        channels: list[ExecutorChannel] = []
+        try:
+            with self._lock:  # one at a time: the listener hands each its own connection
+                if self._closed:
+                    raise SandboxError("the sandbox is closed", op="exec")
+                for _ in commands:
+                    channels.append(self._open_channel())
 
-        def one(command: str) -> ExecResult:
-            channel = self._open_channel()
-            try:
-                answer = channel.request(
-                    ExecRequest(command, timeout_s, max_output_bytes),
-                    timeout_s=timeout_s + CHANNEL_MARGIN_S,
-                    line_limit=line_limit,
+            def one(i: int) -> ExecResult:
+                try:
+                    answer = channels[i].request(
+                        ExecRequest(commands[i], timeout_s, max_output_bytes),
+                        timeout_s=timeout_s + CHANNEL_MARGIN_S,
+                        line_limit=line_limit,
+                    )
+                except (ChannelClosedError, ChannelTimeoutError, ChannelOverflowError) as e:
+                    self._raise_if_dead(e)
+                    raise SandboxError(f"a concurrent executor failed: {e}", op="exec") from e
+                if isinstance(answer, Refusal):
+                    raise SandboxError(
+                        f"a concurrent exec was refused: {answer.message}", op="exec"
+                    )
+                stdout, stdout_dropped = decode_stream(answer.stdout)
+                stderr, stderr_dropped = decode_stream(answer.stderr)
+                return ExecResult(
+                    exit_code=answer.exit_code,
+                    stdout=stdout,
+                    stderr=stderr,
+                    timed_out=answer.timed_out,
+                    duration_s=answer.duration_s,
+                    stdout_dropped=stdout_dropped,
+                    stderr_dropped=stderr_dropped,
                 )
-            except (ChannelClosedError, ChannelTimeoutError, ChannelOverflowError) as e:
-                self._raise_if_dead(e)
-                raise SandboxError(f"a concurrent executor failed: {e}", op="exec") from e
-            finally:
-                channel.close()
-            if isinstance(answer, Refusal):
-                raise SandboxError(f"a concurrent exec was refused: {answer.message}", op="exec")
-            stdout, stdout_dropped = decode_stream(answer.stdout)
-            stderr, stderr_dropped = decode_stream(answer.stderr)
-            return ExecResult(
-                exit_code=answer.exit_code,
-                stdout=stdout,
-                stderr=stderr,
-                timed_out=answer.timed_out,
-                duration_s=answer.duration_s,
-                stdout_dropped=stdout_dropped,
-                stderr_dropped=stderr_dropped,
-            )
 
-        with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
-            return list(pool.map(one, commands))
+            with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
+                return list(pool.map(one, range(len(commands))))
+        finally:
+            for channel in channels:
+                channel.close()
 
     def _revive(self) -> None:
         """Start a container that died (OOM, killed) again, so the diff can still be taken."""

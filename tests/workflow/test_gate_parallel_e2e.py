@@ -82,6 +82,7 @@ def test_a_fix_is_judged_the_same_split_over_two_processes_and_in_one(
     repo = calc_repo(tmp_path)
     evidence = {}
     for workers in (2, 1):
+        (tmp_path / str(workers)).mkdir()
         policy = tmp_path / f"workers-{workers}.toml"
         policy.write_text(f"[gate]\nworkers = {workers}\nfail_fast = false\n")
         record = fix(
@@ -93,7 +94,7 @@ def test_a_fix_is_judged_the_same_split_over_two_processes_and_in_one(
             policy_file=policy,
             test_cmd="python -m pytest -q",
         )
-        assert record.exit_reason == "finished", record.error
+        assert record.exit_reason == "finished", [failed(h) for h in history(record.run_dir)]
         (good,) = history(record.run_dir)
         assert failed(good) == {}
         assert good.evidence is not None
