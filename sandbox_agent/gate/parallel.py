@@ -9,8 +9,9 @@ modules collected).
 
 The plan (:func:`plan`): the baseline's test modules, grouped where one is inside another
 (``tests.a`` and ``tests.a.b``), weighed by the durations of their tests in the baseline's
-JUnit report, and dealt heaviest first to the least loaded process. Every process runs the
-same pinned command with the same harness; its share is given to the probe (``SPLIT``): a test
+JUnit report (plus each test's share of the run's time the report does not count), and
+dealt heaviest first to the least loaded process. Every process runs the same pinned command
+with the same harness; its share is given to the probe (``SPLIT``): a test
 runs in the process of the longest module its classname is in, and anything in none of them
 (a new test file, a module's doctests) in process 0, so every test runs in exactly one
 process. Each process has its own ``exec`` (``ConcurrentExec``): its own outcome channel, JUnit
@@ -82,11 +83,16 @@ def plan(baseline: TestRun | None, most: int) -> Plan | None:
     if baseline.result is None or baseline.result.duration_s < MIN_SUITE_S:
         return None
     modules = _modules(baseline.harness)
+    durations = baseline.report.durations
+    ids = baseline.report.ids
+    # What the report's times leave out (each test's reporting, a coverage plugin's tracing
+    # outside the test's phases) is shared out per test: on arrow it is most of the run.
+    each = max(0.0, baseline.result.duration_s - sum(durations.values())) / max(1, len(ids))
     weights: dict[str, float] = {}
-    for test_id in baseline.report.ids:
+    for test_id in ids:
         unit = _unit(test_id.rpartition("::")[0], modules)
         if unit is not None:
-            seconds = baseline.report.durations.get(test_id, 0.0)
+            seconds = durations.get(test_id, 0.0) + each
             weights[unit] = weights.get(unit, _MODULE_S) + seconds
     groups: dict[str, list[str]] = {}
     for module in sorted(weights, key=len):
