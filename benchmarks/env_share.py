@@ -59,7 +59,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--first", type=Path, required=True)
     parser.add_argument("--second", type=Path, required=True)
+    parser.add_argument(
+        "--layer-repo",
+        default=layers.LAYER_REPO,
+        help="the shared layers' image repository: another name keeps this run's layers (and "
+        "their removal before each build from scratch) apart from everyone else's",
+    )
     args = parser.parse_args()
+    layers.LAYER_REPO = args.layer_repo
     first, second = args.first.resolve(), args.second.resolve()
     client = engine.connect()
     rows: list[tuple[str, float, str]] = []

@@ -8,12 +8,14 @@ committed (the bug), so the fix is the original text. Texts use ``\\n`` for newl
 project, in one sandbox on the project's environment, one after another:
 
 - plain suite: the test command as written, once, in a clean copy (the time of the command),
-  after a first run that warms the caches, and once more at the end (the load moves);
+  after the baseline's run (which warms the caches), and once more at the end (the load
+  moves);
 - baseline run: the gate's baseline on a cold cache; baseline cached: a second gate (another
   run) on the same commit, and of it the cache entry's look-up and check;
-- premature finish: a change that is not the fix (a comment), refused; with ``fail_fast`` on
-  (now) and off (the whole suite, as before);
-- accepted finish: the fix; with ``fail_fast`` off and on (the premature ones' order reversed).
+- premature finish: a change that is not the fix (a comment), refused (``fail_fast`` on);
+- accepted finish: the fix, judged with ``[gate] workers = 1`` (one process) and ``2`` (the
+  suite split over two processes when the baseline took 8 s or more); the evidence of the
+  split verdict compared with the one-process one.
 
 Every gate time is ``gate.check`` whole: the patch, the copies and containers, every test run.
 """
@@ -102,9 +104,13 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
         p.repo, config, run_id="bench-speed", workspace_root=tmp, progress=lambda _: None
     ) as sandbox:
 
-        def gate(run: str, fail_fast: bool = True) -> CompletionGate:
+        def gate(run: str, fail_fast: bool = True, workers: int = 1) -> CompletionGate:
             settings = GateSection(
-                test_command=command, max_attempts=20, fail_fast=fail_fast, timeout_s=1800
+                test_command=command,
+                max_attempts=20,
+                fail_fast=fail_fast,
+                timeout_s=1800,
+                workers=workers,
             )
             cache = BaselineCache(tmp / "baselines", sandbox.snapshot_key, env.image_id, run)
             return CompletionGate(
@@ -114,18 +120,18 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
                 judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
                 baseline_in_copy=True,
                 baselines=cache,
+                cores=config.limits.cpus,
+                log_path=tmp / f"{run}.log",
             )
 
-        with sandbox.clean_copy("") as copy:  # a first run warms the page cache: not counted
-            cold, _ = timed(lambda: copy.exec(command, timeout_s=1800))
-        with sandbox.clean_copy("") as copy:
-            plain, _ = timed(lambda: copy.exec(command, timeout_s=1800))
-        rows.append(("plain suite (as written, once)", plain, f"`{command}` (cold: {cold:.1f} s)"))
-        first = gate("run-1")
+        first = gate("run-1")  # the baseline's run warms the page cache too
         spent, base = timed(first.run_baseline)
         if base.result is None or base.result.exit_code != 1 or base.report is None:
             raise SystemExit(f"the baseline is not a failing suite: {base.check().detail}")
         failing = len(base.report.failures)
+        with sandbox.clean_copy("") as copy:
+            plain, _ = timed(lambda: copy.exec(command, timeout_s=1800))
+        rows.append(("plain suite (as written, once)", plain, f"`{command}`"))
         rows.append(("baseline, run (cold cache)", spent, f"{failing} failing"))
         again = gate("run-2")
         spent, _ = timed(again.run_baseline)
@@ -134,18 +140,28 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
         check = again.baselines.source.check_s
         rows.append(("baseline, cached (a repeated run)", spent, f"entry checked in {check:.3f} s"))
         original = (p.repo / p.file).read_text()
-        off = gate("run-3", fail_fast=False)
-        off.run_baseline()
+        split = gate("run-3", workers=2)
+        split.run_baseline()
         sandbox.write_file(p.file, original + "\n# not the fix\n")
-        for label, g in (("fail_fast on", again), ("fail_fast off", off)):
-            spent, verdict = timed(partial(g.check, FINISH))
-            assert not verdict.passed, "a premature finish was accepted"
-            rows.append((f"premature finish refused ({label})", spent, ""))
+        spent, verdict = timed(partial(again.check, FINISH))
+        assert not verdict.passed, "a premature finish was accepted"
+        rows.append(("premature finish refused (fail_fast on)", spent, ""))
         sandbox.write_file(p.file, original.replace(p.broken, p.fixed, 1))
-        for label, g in (("fail_fast off", off), ("fail_fast on", again)):  # the other order
+        found = {}
+        for label, g in (("workers 1", again), ("workers 2", split)):
             spent, verdict = timed(partial(g.check, FINISH))
             assert verdict.passed, verdict.feedback
-            rows.append((f"accepted finish ({label})", spent, ""))
+            assert verdict.evidence is not None
+            found[label] = verdict.evidence.model_dump(mode="json")
+            assert g.log_path is not None
+            log = g.log_path.read_text()
+            how = f"split over {g.processes}" if "processes)" in log else "one process"
+            if "the suite again in one process" in log:
+                how += ", then the suite again in one process"
+            if g is split:
+                same = found["workers 1"] == found["workers 2"]
+                how += f"; evidence identical to workers 1: {same}"
+            rows.append((f"accepted finish, fail_fast on ({label})", spent, how))
         with sandbox.clean_copy("") as copy:  # the load changes: the plain suite once more
             plain, _ = timed(lambda: copy.exec(command, timeout_s=1800))
         rows.append(("plain suite again, at the end", plain, "the load moved this much"))
@@ -175,6 +191,7 @@ def main() -> None:
             p = project(spec, where)
             out.append(table(p.name, measure(p, where, args.test_cmd)))
             out.append(f"load after {p.name}: `{os.getloadavg()}`\n")
+            print(out[-2] + "\n" + out[-1], flush=True)
             shutil.rmtree(where, ignore_errors=True)
     text = "\n".join(out)
     print(text)

@@ -6,10 +6,13 @@ tests that talk to a model start their own local server and pass its URL explici
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
 from hypothesis import settings
+
+from sandbox_agent.gate import parallel
 
 # The engine fixtures (with their leftover-container and leftover-workspace checks) serve every
 # directory's Docker tests, not only the sandbox's.
@@ -58,3 +61,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _no_real_model_service(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: refused
+
+
+@pytest.fixture(autouse=True)
+def _split_every_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SANDBOX_AGENT_TEST_GATE_PROCESSES=2 pytest tests/gate ...``: every gate splits its suite.
+
+    The gate's split (``gate/parallel.py``) starts on a suite of 8 s or more with a CPU limit it
+    is told of; the suites here take a second and the fakes tell it none. With this variable
+    set, each gate assumes that many CPUs and splits any suite of two test modules or more, so
+    the same tests show that a split run judges as one process does.
+    """
+    processes = os.environ.get("SANDBOX_AGENT_TEST_GATE_PROCESSES")
+    if processes:
+        monkeypatch.setattr(parallel, "DEFAULT_CORES", float(processes))
+        monkeypatch.setattr(parallel, "MIN_SUITE_S", 0.0)

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sandbox_agent.errors import SandboxError, ToolError
@@ -128,6 +129,17 @@ class TempDirSandbox:
             stdout_dropped=stdout.dropped,
             stderr_dropped=stderr.dropped,
         )
+
+    def exec_concurrently(
+        self, commands: list[str], *, timeout_s: float, max_output_bytes: int
+    ) -> list[ExecResult]:
+        """``exec`` of each command at the same time (``ConcurrentExec``), on threads."""
+        with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
+            runs = pool.map(
+                lambda c: self.exec(c, timeout_s=timeout_s, max_output_bytes=max_output_bytes),
+                commands,
+            )
+            return list(runs)
 
     def reset_processes(self) -> None:
         """Kill the process group of every command run so far (what they left running)."""

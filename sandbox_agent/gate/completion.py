@@ -30,12 +30,12 @@ from sandbox_agent.gate import (
     exitproof,
     failfast,
     feedback,
+    finishruns,
     hidden,
     newtests,
-    outcomes,
     ownmodules,
+    parallel,
     patchchecks,
-    rerun,
     runners,
     streamed,
     tamper,
@@ -47,7 +47,14 @@ from sandbox_agent.gate.hidden import HiddenTests
 from sandbox_agent.gate.runners import Runner, Unresolved
 from sandbox_agent.gate.runs import Runs, rule_checks
 from sandbox_agent.gate.testchanges import TestChanges
-from sandbox_agent.gate.testrun import Pin, TestReport, TestRun, is_pytest, resolve_pin, run_tests
+from sandbox_agent.gate.testrun import (
+    Pin,
+    TestRun,
+    gate_env,
+    is_pytest,
+    resolve_pin,
+    run_tests,
+)
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import Finish, GateCheck, GateEvidence, GateVerdict
@@ -83,6 +90,7 @@ class CompletionGate:
         baseline_in_copy: bool = False,
         hidden_tests: HiddenTests | None = None,
         baselines: baseline_cache.BaselineCache | None = None,
+        cores: float | None = None,
     ) -> None:
         if config.test_command is None:
             raise ValueError("the gate needs a test command (the runner resolves one)")
@@ -128,6 +136,8 @@ class CompletionGate:
         (``runners.py``); ``None`` for pytest."""
         self.baselines = baselines
         """Where the baseline's outcomes are kept and found again (``baseline_cache.py``)."""
+        self.processes = parallel.processes(config.workers, cores)
+        """How many pytest processes a finish's suite may be split over (``parallel.py``)."""
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -259,7 +269,7 @@ class CompletionGate:
                 self.new_files, self.changed_tests = model.added, model.changed
                 return checks + refused, deciding
             if deciding is None:
-                full = self._run_tests(copy, label, self._named_plugins())
+                full = self._run_tests(copy, label, self._named_plugins(), patch=patch.text)
             else:  # in a fresh copy: the deciding tests wrote in this one
                 full = self._run_copy(patch.text, label)
             model = self._model_tests(changed, full, copy)
@@ -317,75 +327,28 @@ class CompletionGate:
     def _runs(
         self, split: tuple[str, str, tuple[str, ...]], model: TestChanges, full: TestRun, label: str
     ) -> Runs:
-        """The baseline's tests from their original files, the model's apart, the flaky reruns.
-
-        The model's tests run with the whole patch and on the baseline's code with the test
-        changes alone.
-        """
-        without, only, _ = split
+        """The runs a finish is judged from (``finishruns.py``)."""
         self.new_files, self.changed_tests = model.added, model.changed
-        runs = Runs(full=full, now=full)
         base = self.baseline.report if self.baseline is not None else None
-        if base is None and full.report is None:  # no per-test report: exit statuses prove
-            return self._exit_runs(runs, split, model, label)
-        if base is None or full.report is None:
-            return runs
-        if model.files:
-            runs.now = self._run_copy(without, f"{label}: the baseline's tests, original files")
-            runs.with_new = full
-            runs.new_on_base = self._run_copy(only, f"{label}: your tests, baseline code")
-        if runs.now.report is not None:
-            self._rerun_changed(runs, base, runs.now.report, without, label)
-        return runs
-
-    def _exit_runs(
-        self, runs: Runs, split: tuple[str, str, tuple[str, ...]], model: TestChanges, label: str
-    ) -> Runs:
-        """Without a report: the command on the baseline's test files; the model's apart.
-
-        The model's test files (new and changed) run with the patch, and alone on the
-        baseline's code.
-
-        With a known runner (``runners.py``) they run with it: with the patch (every rule) and
-        on the baseline's code (``proof``); else the command runs with the patch, and under
-        ``proof`` on the baseline's code with only the test changes.
-        """
-        without, only, _ = split
-        if not model.files:
-            return runs
-        runs.now = self._run_copy(without, f"{label}: the baseline's tests, original files")
-        ran = exitproof.runnable(self.runner, model.files)
-        command = self.runner.command(ran) if ran and isinstance(self.runner, Runner) else None
         patch = self.judged.text if self.judged is not None else ""
-        if command is None:  # the command itself, with the whole patch
-            runs.with_new = runs.full
-        else:
-            runs.with_new = self._run_copy(patch, f"{label}: your tests", command=command)
-        if self.config.require == "proof":
-            on_base = f"{label}: your tests, baseline code"
-            runs.new_on_base = self._run_copy(only, on_base, command=command)
-        return runs
-
-    def _rerun_changed(
-        self, runs: Runs, base: TestReport, now: TestReport, patch: str, label: str
-    ) -> None:
-        """A test whose outcome changed runs again, on the baseline's copy and the patch's."""
-        was, got = outcomes.outcomes(base), outcomes.outcomes(now)
-        pairs = outcomes.match(was, got)
-        changed = [t for t, n in pairs.items() if was[t] != got[n]]
-        if not changed:
-            return
-        only = rerun.selection(changed) if self.pin is not None else ()
-        which = f"the {len(changed)} changed test(s)" if only else "the suite"
-        runs.base_again = self._run_copy("", f"{label}: {which} on the baseline again", only)
-        if any(was[t] == "passed" for t in changed):
-            runs.now_again = self._run_copy(patch, f"{label}: {which} with the patch again", only)
+        judging = finishruns.FinishRuns(
+            self._run_copy, self.runner, self.config.require, pinned=self.pin is not None
+        )
+        return judging.runs(split, model, full, base, patch, label)
 
     def _run_copy(
-        self, patch: str, label: str, only: tuple[str, ...] = (), command: str | None = None
+        self,
+        patch: str,
+        label: str,
+        only: tuple[str, ...] = (),
+        command: str | None = None,
+        *,
+        split: bool = True,
     ) -> TestRun:
+        """A run in a fresh copy with ``patch``; ``split``: the suite may be split."""
         with self._copy(patch) as copy:
-            return self._run_tests(copy, label, self._named_plugins(), command, only)
+            given = patch if split else None
+            return self._run_tests(copy, label, self._named_plugins(), command, only, patch=given)
 
     def _is_test_file(self, path: str) -> bool:
         """A test file: a ``[paths] tests`` glob's, the test command's by name, a new protected one.
@@ -427,24 +390,45 @@ class CompletionGate:
         named_plugins: tuple[str, ...] | None,
         command: str | None = None,
         only: tuple[str, ...] = (),
+        *,
+        patch: str | None = None,
     ) -> TestRun:
         """Run the test command (or ``command``: the new files with the runner) and log it.
 
-        ``only``: just these tests (``rerun.py``), under the pin.
+        ``only``: just these tests (``rerun.py``), under the pin. ``patch``: what ``sandbox``
+        holds; given, the suite may be split over processes (``parallel.py``), and a split run
+        is confirmed in one process in fresh copies of it.
         """
-        run = streamed.settle(
-            run_tests(
-                sandbox,
-                command or self.test_command,
-                self.config.timeout_s,
-                label,
-                self.pin,
-                named_plugins,
-                ignore_tree_bytecode=self.config.allow_harness_changes,
-                only=only,
+        split = None
+        if patch is not None and command is None and not only and self.pin is not None:
+            split = parallel.plan(self.baseline, self.processes)
+        run = None
+        if split is not None and self.pin is not None:
+            env = gate_env(ignore_tree_bytecode=self.config.allow_harness_changes)
+            label += f" (the suite over {split.processes} processes)"
+            run = parallel.run_split(
+                sandbox, split, self.pin, named_plugins, self.test_command, label,
+                self.config.timeout_s, env,
+            )  # fmt: skip
+        if run is None:
+            run = streamed.settle(
+                run_tests(
+                    sandbox,
+                    command or self.test_command,
+                    self.config.timeout_s,
+                    label,
+                    self.pin,
+                    named_plugins,
+                    ignore_tree_bytecode=self.config.allow_harness_changes,
+                    only=only,
+                )
             )
-        )
         if self.log_path is not None:
             with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
+        if run.processes > 1 and patch is not None:
+            base = self.baseline.report if self.baseline is not None else None
+            return parallel.confirm(
+                run, base, lambda o, why: self._run_copy(patch, why, o, split=False)
+            )
         return run

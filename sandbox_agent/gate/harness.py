@@ -280,6 +280,7 @@ probe.FAILURES_PATH, probe.TRACE = cfg["failures"], cfg["audit"]
 probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
+probe.SPLIT.update(cfg.get("split") or {})
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
@@ -299,6 +300,7 @@ def pinned_command(
     named_plugins: tuple[str, ...] | None,
     own: tuple[str, ...] = (),
     only: tuple[str, ...] = (),
+    split: dict[str, Any] | None = None,
 ) -> str:
     """The bash command that runs the tests under the pinned harness.
 
@@ -306,7 +308,8 @@ def pinned_command(
     else autoloading is off and exactly these entry-point plugins are loaded, by name.
     ``own``: harness modules that are the project under test (``ownmodules``), imported from
     the workspace's install before the rest of the harness. ``only``: run just these tests
-    (``rerun.py``: the probe deselects the others; empty: every test).
+    (``rerun.py``: the probe deselects the others; empty: every test). ``split``: this
+    process's share of a split run (``parallel.py``; the probe's ``SPLIT``).
     """
     args = [*invocation.args, "-p", "no:cacheprovider", *GATE_OPTIONS]
     env = ["PYTHONDONTWRITEBYTECODE=1"]
@@ -326,6 +329,7 @@ def pinned_command(
         "audit": named_plugins is None,  # what was used is read at the baseline only
         "own": list(own),
         "only": list(only),
+        "split": split or {},
     }
     words = [
         *invocation.assignments,

@@ -43,6 +43,11 @@ ONLY: list[str] = []
 """Set by the boot script for a rerun of some tests (the flaky check): report ids, or
 ``module::function`` (every parameter set of it), or ``::module`` (all of a module); empty:
 every test runs. The others are deselected, and test files none of them is in not collected."""
+SPLIT: dict[str, Any] = {}
+"""Set by the boot script for one process of a split run (``parallel.py``): ``index`` (this
+process) and ``units`` (dotted test module -> the process that runs it). A test runs in the
+process of the longest unit its JUnit classname is in, else in process 0: every test in
+exactly one. The others are deselected, and test files of another process not collected."""
 _CONFIG: list[Any] = []
 _COLLECTED: set[str] = set()
 FAILURES_PATH = ""
@@ -367,12 +372,28 @@ def _within(classname: str, module: str) -> bool:
     return classname == module or classname.startswith(module + ".")
 
 
+def _share(classname: str) -> int:
+    """The process of a split run a test of this JUnit classname runs in (see :data:`SPLIT`)."""
+    units, parts = SPLIT["units"], classname.split(".")
+    for end in range(len(parts), 0, -1):
+        owner = units.get(".".join(parts[:end]))
+        if owner is not None:
+            return int(owner)
+    return 0
+
+
+def _mine(test_id: str) -> bool:
+    if SPLIT:
+        return _share(test_id.rpartition("::")[0]) == int(SPLIT["index"])
+    return _wanted(test_id)
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
-    """For a rerun of some tests: every other test is deselected, as ``-k`` would."""
-    if not ONLY:
+    """For a rerun of some tests, or a process of a split run: the others are deselected."""
+    if not ONLY and not SPLIT:
         return
-    kept = [item for item in items if _wanted(junit_id(item.nodeid))]
-    dropped = [item for item in items if not _wanted(junit_id(item.nodeid))]
+    kept = [item for item in items if _mine(junit_id(item.nodeid))]
+    dropped = [item for item in items if not _mine(junit_id(item.nodeid))]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = kept
@@ -381,14 +402,23 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
 if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this name from 7 on
 
     def pytest_ignore_collect(collection_path: Any, config: Any) -> bool | None:
-        """For a rerun of some tests: a test module none of them is in is not even imported."""
-        if not ONLY or collection_path.suffix != ".py" or collection_path.name in _ALWAYS:
+        """For a rerun of some tests: a test module none of them is in is not even imported.
+
+        For a process of a split run, a test module of another process is not either.
+        """
+        if (
+            not (ONLY or SPLIT)
+            or collection_path.suffix != ".py"
+            or collection_path.name in _ALWAYS
+        ):
             return None
         try:
             rel = collection_path.relative_to(config.rootpath).as_posix()
         except ValueError:
             return None
         module = junit_id(f"{rel}::x").rpartition("::")[0]
+        if SPLIT:
+            return None if _share(module) == int(SPLIT["index"]) else True
         modules = {w.rpartition("::")[0] or w[2:] for w in ONLY}
         if any(_within(m, module) for m in modules if m):
             return None

@@ -96,7 +96,10 @@ def report_of(streamed: Streamed, junit: TestReport | None) -> TestReport:
         if o == "failed"
     )
     skipped = frozenset(i for i, o in streamed.tests.items() if o == "skipped")
-    return TestReport(ids=frozenset(streamed.tests), skipped=skipped, failures=failures)
+    durations = junit.durations if junit is not None else {}
+    return TestReport(
+        ids=frozenset(streamed.tests), skipped=skipped, failures=failures, durations=durations
+    )
 
 
 def disagreements(streamed: Streamed, junit: TestReport | None, exit_code: int) -> list[str]:

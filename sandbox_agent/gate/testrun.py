@@ -8,6 +8,7 @@ and xfailed ones, and the failures shown to the model first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import uuid
@@ -64,6 +65,8 @@ class TestReport(Frozen):
     failures: tuple[Failure, ...] = ()
     order: tuple[str, ...] = ()
     """The ids in the order the report lists them (pytest's run order)."""
+    durations: dict[str, float] = Field(default_factory=dict)
+    """Seconds each test took, as the JUnit report says (``parallel.py`` plans a split by them)."""
 
     @property
     def total(self) -> int:
@@ -96,6 +99,8 @@ class TestRun(Frozen):
     ran: dict[str, tuple[tuple[str, int, int], ...]] = Field(default_factory=dict)
     """At the baseline: report id of a failed test -> ``(file, first, last line)`` of each
     workspace function its call ran."""
+    processes: int = 1
+    """How many pytest processes the suite was split over (``parallel.py``)."""
 
     @property
     def passed(self) -> bool:
@@ -220,7 +225,7 @@ def run_tests(
     ``ignore_tree_bytecode``: no ``__pycache__`` in the tree is read (``PYTHONPYCACHEPREFIX``).
     ``only``: with ``pin``, just these tests run (``rerun.py``); empty: all of them.
     """
-    env = _GATE_ENV + (_IGNORE_TREE_BYTECODE if ignore_tree_bytecode else "")
+    env = gate_env(ignore_tree_bytecode=ignore_tree_bytecode)
     if pin is not None:
         named = (named_plugins, only)
         return _run_pinned(sandbox, command, timeout_s, label, pin, named, env)
@@ -239,6 +244,11 @@ def run_tests(
     return _read_report(sandbox, command, label, result, report)
 
 
+def gate_env(*, ignore_tree_bytecode: bool) -> str:
+    """What every test run of the gate's starts with (its environment)."""
+    return _GATE_ENV + (_IGNORE_TREE_BYTECODE if ignore_tree_bytecode else "")
+
+
 _PROBE_SOURCE = (Path(__file__).parent / "pytest_probe.py").read_text(encoding="utf-8")
 
 
@@ -252,6 +262,23 @@ def _run_pinned(
     env: str,
 ) -> TestRun:
     named_plugins, only = selection
+    started = pinned_start(sandbox, pin, named_plugins, only=only)
+    if started is None:
+        return TestRun(label=label, command=command, result=None)
+    run_dir, pinned = started
+    result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
+    return pinned_collect(sandbox, command, label, run_dir, result)
+
+
+def pinned_start(
+    sandbox: Sandbox,
+    pin: Pin,
+    named_plugins: tuple[str, ...] | None,
+    *,
+    only: tuple[str, ...] = (),
+    split: dict[str, object] | None = None,
+) -> tuple[str, str] | None:
+    """A run directory with the probe in it, and the pinned command (``None``: setup failed)."""
     run_dir = f"{REPORT_DIR}/{uuid.uuid4().hex}"
     probe = f"{run_dir}/probe/{harness.PROBE_MODULE}.py"
     setup = _exec(
@@ -260,7 +287,7 @@ def _run_pinned(
         60.0,
     )
     if setup is None or setup.exit_code != 0:
-        return TestRun(label=label, command=command, result=None)
+        return None
     pinned = harness.pinned_command(
         pin.invocation,
         pin.interpreter,
@@ -268,8 +295,15 @@ def _run_pinned(
         named_plugins=named_plugins,
         own=pin.own,
         only=only,
+        split=split,
     )
-    result = _exec(sandbox, env + pinned, timeout_s, MAX_REPORT_BYTES)
+    return run_dir, pinned
+
+
+def pinned_collect(
+    sandbox: Sandbox, command: str, label: str, run_dir: str, result: ExecResult | None
+) -> TestRun:
+    """The run a pinned command made: its channel, report, failures and harness record."""
     if result is None:
         return TestRun(label=label, command=command, result=result)
     channel = result.stdout  # the test output itself went to stderr
@@ -375,11 +409,14 @@ def parse_junit(text: str) -> TestReport:
     if root.tag not in ("testsuites", "testsuite"):
         raise ValueError(f"the JUnit report's root is <{root.tag}>, not <testsuites>")
     ids: dict[str, None] = {}
+    durations: dict[str, float] = {}
     skipped: set[str] = set()
     failures: list[Failure] = []
     for case in root.iter("testcase"):
         test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
         ids[test_id] = None
+        with contextlib.suppress(ValueError, TypeError):
+            durations[test_id] = durations.get(test_id, 0.0) + float(case.get("time") or 0)
         if case.find("skipped") is not None:
             skipped.add(test_id)
         for tag in ("failure", "error"):
@@ -388,5 +425,9 @@ def parse_junit(text: str) -> TestReport:
                 message = (node.get("message") or node.text or tag).strip().splitlines()
                 failures.append(Failure(id=test_id, message=message[0][:300] if message else tag))
     return TestReport(
-        ids=frozenset(ids), skipped=frozenset(skipped), failures=tuple(failures), order=tuple(ids)
+        ids=frozenset(ids),
+        skipped=frozenset(skipped),
+        failures=tuple(failures),
+        order=tuple(ids),
+        durations=durations,
     )

@@ -123,6 +123,7 @@ class Run:
             baseline_in_copy=True,  # nothing the baseline's tests write reaches the workspace
             hidden_tests=prepared.options.hidden_tests,
             baselines=baselines,
+            cores=self.settings.sandbox.cpus,
         )
 
     def _initial_record(self) -> RunRecord:

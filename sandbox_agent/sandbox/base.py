@@ -7,7 +7,7 @@ the container). A path that resolves outside it raises ``ToolError("path_escape"
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -173,5 +173,24 @@ class Sandbox(Protocol):
 
         Raises:
             SandboxError: the processes could not be reset.
+        """
+        ...
+
+
+@runtime_checkable
+class ConcurrentExec(Protocol):
+    """A sandbox that runs several commands at once, each its own ``exec`` (the gate's split run).
+
+    Each command gets its own stdout and stderr pipes and its own exit status, read by the
+    sandbox (in a ``DockerSandbox``, each by an executor of its own that no command can reach).
+    """
+
+    def exec_concurrently(
+        self, commands: list[str], *, timeout_s: float, max_output_bytes: int
+    ) -> list[ExecResult]:
+        """Run ``commands`` at the same time; their results in the same order.
+
+        Raises:
+            SandboxError: the sandbox itself failed (not a command).
         """
         ...

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import docker
@@ -161,6 +162,58 @@ class ExecutorCalls:
                 "the sandbox's executor was killed while handling this call (did a command "
                 "kill every process?); the container is still up, so retry",
             ) from e
+
+    def exec_concurrently(
+        self, commands: list[str], *, timeout_s: float, max_output_bytes: int
+    ) -> list[ExecResult]:
+        """Run ``commands`` at once, each through an executor of its own (closed after).
+
+        Each executor is started as the main one is (root's saved id: no command reaches it),
+        so each command's stdout, stderr and exit status are its own, as ``exec``'s are.
+
+        Raises:
+            SandboxError: an executor did not start, or failed (not a command).
+        """
+        line_limit = max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + (64 << 10))
+        channels: list[ExecutorChannel] = []
+        try:
+            with self._lock:  # one at a time: the listener hands each its own connection
+                if self._closed:
+                    raise SandboxError("the sandbox is closed", op="exec")
+                for _ in commands:
+                    channels.append(self._open_channel())
+
+            def one(i: int) -> ExecResult:
+                try:
+                    answer = channels[i].request(
+                        ExecRequest(commands[i], timeout_s, max_output_bytes),
+                        timeout_s=timeout_s + CHANNEL_MARGIN_S,
+                        line_limit=line_limit,
+                    )
+                except (ChannelClosedError, ChannelTimeoutError, ChannelOverflowError) as e:
+                    self._raise_if_dead(e)
+                    raise SandboxError(f"a concurrent executor failed: {e}", op="exec") from e
+                if isinstance(answer, Refusal):
+                    raise SandboxError(
+                        f"a concurrent exec was refused: {answer.message}", op="exec"
+                    )
+                stdout, stdout_dropped = decode_stream(answer.stdout)
+                stderr, stderr_dropped = decode_stream(answer.stderr)
+                return ExecResult(
+                    exit_code=answer.exit_code,
+                    stdout=stdout,
+                    stderr=stderr,
+                    timed_out=answer.timed_out,
+                    duration_s=answer.duration_s,
+                    stdout_dropped=stdout_dropped,
+                    stderr_dropped=stderr_dropped,
+                )
+
+            with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
+                return list(pool.map(one, range(len(commands))))
+        finally:
+            for channel in channels:
+                channel.close()
 
     def _revive(self) -> None:
         """Start a container that died (OOM, killed) again, so the diff can still be taken."""

@@ -249,6 +249,11 @@ class GateSection(_Section):
     """Run the tests that can prove a finish first (targets, the baseline's failing tests, the
     tests of the files the patch touches) and refuse at once when they show no proof; the
     whole suite runs only for a finish that may have its proof (``gate/failfast.py``)."""
+    workers: Annotated[int, Rule(Merge.LOWER)] = Field(default=16, ge=1)
+    """At most this many pytest processes a finish's test run is split over, in the gate's
+    container (``gate/parallel.py``); the sandbox's CPU limit (``[sandbox] cpus``) caps it, so
+    by default there are as many as the sandbox has CPUs. ``1`` runs the suite in one process
+    (for a suite whose tests cannot run at the same time as each other)."""
 
 
 class EnvironmentSection(_Section):

