@@ -39,6 +39,7 @@ from sandbox_agent.sandbox.diffbounds import (
 )
 from sandbox_agent.sandbox.executor import DEFAULT_LINE_LIMIT, ExecutorChannel, decode_stream
 from sandbox_agent.sandbox.incontainer.wire import (
+    ExecAnswer,
     ExecRequest,
     KillallRequest,
     PingRequest,
@@ -197,17 +198,7 @@ class ExecutorCalls:
                     raise SandboxError(
                         f"a concurrent exec was refused: {answer.message}", op="exec"
                     )
-                stdout, stdout_dropped = decode_stream(answer.stdout)
-                stderr, stderr_dropped = decode_stream(answer.stderr)
-                return ExecResult(
-                    exit_code=answer.exit_code,
-                    stdout=stdout,
-                    stderr=stderr,
-                    timed_out=answer.timed_out,
-                    duration_s=answer.duration_s,
-                    stdout_dropped=stdout_dropped,
-                    stderr_dropped=stderr_dropped,
-                )
+                return _result(answer)
 
             with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
                 return list(pool.map(one, range(len(commands))))
@@ -238,17 +229,7 @@ class ExecutorCalls:
             timeout_s + margin_s,
             max(DEFAULT_LINE_LIMIT, 3 * max_output_bytes + ANSWER_OVERHEAD),
         )
-        stdout, stdout_dropped = decode_stream(answer.stdout)
-        stderr, stderr_dropped = decode_stream(answer.stderr)
-        return ExecResult(
-            exit_code=answer.exit_code,
-            stdout=stdout,
-            stderr=stderr,
-            timed_out=answer.timed_out,
-            duration_s=answer.duration_s,
-            stdout_dropped=stdout_dropped,
-            stderr_dropped=stderr_dropped,
-        )
+        return _result(answer)
 
     def read_file(self, path: str, *, max_bytes: int) -> str:
         """UTF-8 text of a workspace file, read inside the container."""
@@ -320,3 +301,18 @@ class ExecutorCalls:
     def changed_paths(self) -> tuple[str, ...]:
         """``patch().paths``."""
         return self.patch().paths
+
+
+def _result(answer: ExecAnswer) -> ExecResult:
+    """An exec's answer as the Sandbox protocol's result (output decoded, drops counted)."""
+    stdout, stdout_dropped = decode_stream(answer.stdout)
+    stderr, stderr_dropped = decode_stream(answer.stderr)
+    return ExecResult(
+        exit_code=answer.exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=answer.timed_out,
+        duration_s=answer.duration_s,
+        stdout_dropped=stdout_dropped,
+        stderr_dropped=stderr_dropped,
+    )
