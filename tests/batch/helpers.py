@@ -8,10 +8,11 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import docker
 
+from sandbox_agent.batch.records import BatchDir, BatchRecord, BatchRun, BatchSettings
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script
 from sandbox_agent.sandbox.engine import RUN_LABEL
 from sandbox_agent.sandbox.workspace import WORKSPACE_PREFIX
@@ -30,6 +31,32 @@ SWAP = {
     "arguments": {"path": "calc.py", "old_text": "a + b", "new_text": "b + a"},
 }
 FINISH = {"type": "finish", "answer": "done"}
+
+
+def saved_batch(
+    root: Path,
+    runs: Sequence[BatchRun],
+    *,
+    status: Literal["running", "ended", "interrupted"] = "ended",
+    settings: BatchSettings | None = None,
+) -> BatchDir:
+    """A batch directory under ``root`` holding only its ``batch.json`` with ``runs``."""
+    batch_id = "b-20261201-000000-abcdef"
+    batch_dir = BatchDir(root / batch_id)
+    batch_dir.path.mkdir()
+    batch_dir.write(
+        BatchRecord(
+            batch_id=batch_id,
+            batch_dir=str(batch_dir.path),
+            created_at="2026-12-01T00:00:00+00:00",
+            updated_at="2026-12-01T00:00:00+00:00",
+            status=status,
+            settings=settings or BatchSettings(),
+            tasks=(),
+            runs=tuple(runs),
+        )
+    )
+    return batch_dir
 
 
 def calc_repo(path: Path) -> Path:

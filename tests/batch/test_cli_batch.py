@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sandbox_agent.batch.records import BatchDir, BatchRecord, BatchRun, BatchSettings
+from sandbox_agent.batch.records import BatchRun, BatchSettings
 from sandbox_agent.cli.app import app
 from sandbox_agent.cli.batch import ray_flag
 from sandbox_agent.run.artifacts import RunSummary
 from sandbox_agent.types import Usage
-from tests.batch.helpers import calc_repo, demo_flags, write_tasks
+from tests.batch.helpers import calc_repo, demo_flags, saved_batch, write_tasks
 
 runner = CliRunner()
 
@@ -101,17 +101,9 @@ def test_ray_without_ray_installed_says_how_to_install_it(tmp_path: Path) -> Non
 
 
 def test_show_prints_the_table_and_totals_and_json(tmp_path: Path) -> None:
-    batch_dir = BatchDir(tmp_path / "b-20261201-000000-abcdef")
-    batch_dir.path.mkdir()
-    record = BatchRecord(
-        batch_id="b-20261201-000000-abcdef",
-        batch_dir=str(batch_dir.path),
-        created_at="2026-12-01T00:00:00+00:00",
-        updated_at="2026-12-01T00:00:00+00:00",
-        status="interrupted",
-        settings=BatchSettings(max_cost_total=1.0),
-        tasks=(),
-        runs=(
+    batch_dir = saved_batch(
+        tmp_path,
+        (
             BatchRun(
                 id="[red]a[/red]",
                 state="ended",
@@ -132,8 +124,9 @@ def test_show_prints_the_table_and_totals_and_json(tmp_path: Path) -> None:
             BatchRun(id="c", state="failed", run=RunSummary(error="task c: bad")),
             BatchRun(id="d"),
         ),
+        status="interrupted",
+        settings=BatchSettings(max_cost_total=1.0),
     )
-    batch_dir.write(record)
     code, out, _ = invoke("show", "b-2026", "--batches-dir", str(tmp_path))
     assert code == 0
     assert "[red]a[/red]" in out  # an id from a file is shown as it is, never as markup
@@ -151,21 +144,8 @@ def test_show_prints_the_table_and_totals_and_json(tmp_path: Path) -> None:
 def test_piped_show_keeps_each_row_on_one_line(tmp_path: Path) -> None:
     """Piped to a file or grep, `batch show` never wraps a row (the rule every command keeps)."""
     task = "a-task-whose-name-is-long-enough-to-wrap-an-eighty-column-table-" * 2
-    batch_dir = BatchDir(tmp_path / "b-20261201-000000-abcdef")
-    batch_dir.path.mkdir()
     summary = RunSummary(run_id="20261201-000001-123456", exit_reason="finished", gate_passed=True)
-    batch_dir.write(
-        BatchRecord(
-            batch_id="b-20261201-000000-abcdef",
-            batch_dir=str(batch_dir.path),
-            created_at="2026-12-01T00:00:00+00:00",
-            updated_at="2026-12-01T00:00:00+00:00",
-            status="ended",
-            settings=BatchSettings(),
-            tasks=(),
-            runs=(BatchRun(id=task, state="ended", run=summary),),
-        )
-    )
+    batch_dir = saved_batch(tmp_path, [BatchRun(id=task, state="ended", run=summary)])
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     done = subprocess.run(
         [sys.executable, "-m", "sandbox_agent", "batch", "show", str(batch_dir.path)],

@@ -11,30 +11,23 @@ import docker
 import pytest
 from typer.testing import CliRunner
 
-from sandbox_agent.batch.records import BatchDir, BatchRecord, BatchRun, BatchSettings
+from sandbox_agent.batch.records import BatchRun
 from sandbox_agent.batch.tasks import parse_tasks
 from sandbox_agent.cli.app import app
 from sandbox_agent.env import cache
 from sandbox_agent.errors import UserError
 from sandbox_agent.run.artifacts import RunSummary
 from sandbox_agent.types import Usage
+from tests.batch.helpers import saved_batch
 from tests.cli.escapes import EVIL, assert_inert
 
 runner = CliRunner()
 
 
 def test_batch_show_makes_every_field_of_batch_json_inert(tmp_path: Path) -> None:
-    batch_dir = BatchDir(tmp_path / "b-20261201-000000-abcdef")
-    batch_dir.path.mkdir()
-    record = BatchRecord(
-        batch_id="b-20261201-000000-abcdef",
-        batch_dir=str(batch_dir.path),
-        created_at="2026-12-01T00:00:00+00:00",
-        updated_at="2026-12-01T00:00:00+00:00",
-        status="ended",
-        settings=BatchSettings(),
-        tasks=(),
-        runs=(
+    batch_dir = saved_batch(
+        tmp_path,
+        (
             BatchRun(
                 id=EVIL,
                 state="ended",
@@ -49,7 +42,6 @@ def test_batch_show_makes_every_field_of_batch_json_inert(tmp_path: Path) -> Non
             BatchRun(id="b", state="failed", run=RunSummary(error=EVIL)),
         ),
     )
-    batch_dir.write(record)
     result = runner.invoke(app, ["batch", "show", str(batch_dir.path)])
     assert result.exit_code == 0, result.output
     assert "pwned" in result.stdout  # shown, made visible
