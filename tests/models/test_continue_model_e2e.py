@@ -35,6 +35,15 @@ def _record(result: Result) -> RunRecord:
     return RunDir(Path(json.loads(result.stdout)["run_dir"])).read_record()
 
 
+def _in_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """In a fresh calc repo: the flags every command of a test shares (runs, a price, JSON)."""
+    policy = tmp_path / "mine.toml"
+    policy.write_text(f'[budget.prices."{LOCAL}"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n')
+    monkeypatch.chdir(_repo(tmp_path / "repo"))
+    common = ["--runs-dir", str(tmp_path / "runs"), "--policy", str(policy), "--json"]
+    return [*common, "--test-cmd", "python3 -m pytest -q"]
+
+
 def _models_sent(server: FakeOpenAIServer) -> list[str]:
     return [r.body["model"] for r in server.requests]
 
@@ -47,12 +56,7 @@ def test_resume_and_revise_keep_the_runs_model_at_the_users_endpoint(
 ) -> None:
     server.models = ModelsEndpoint(ids=(LOCAL,))
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)  # the user's own setting
-    policy = tmp_path / "mine.toml"
-    policy.write_text(f'[budget.prices."{LOCAL}"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n')
-    repo = _repo(tmp_path / "repo")
-    monkeypatch.chdir(repo)
-    common = ["--runs-dir", str(tmp_path / "runs"), "--policy", str(policy), "--json"]
-    common += ["--test-cmd", "python3 -m pytest -q"]
+    common = _in_repo(tmp_path, monkeypatch)
 
     server.push(ok(tool_calls=[("c1", "bash", json.dumps({"command": "ls"}))]))
     first = _cli("fix", "add() subtracts", "--model", LOCAL, "--max-steps", "1", *common)
@@ -88,12 +92,7 @@ def test_a_stored_endpoint_not_the_users_stops_until_base_url_names_one(
     """The stored endpoint is not the user's: a stop naming --base-url (as before); with the
     flag, the run goes on with the user's model, not the other endpoint's name."""
     server.models = ModelsEndpoint(ids=(LOCAL, "gpt-4o-mini"))
-    policy = tmp_path / "mine.toml"
-    policy.write_text(f'[budget.prices."{LOCAL}"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n')
-    repo = _repo(tmp_path / "repo")
-    monkeypatch.chdir(repo)
-    common = ["--runs-dir", str(tmp_path / "runs"), "--policy", str(policy), "--json"]
-    common += ["--test-cmd", "python3 -m pytest -q"]
+    common = _in_repo(tmp_path, monkeypatch)
     server.push(ok(tool_calls=[("c1", "bash", json.dumps({"command": "ls"}))]))
     other = ["--base-url", server.base_url, "--max-steps", "1"]
     made = _cli("fix", "add() subtracts", "--model", LOCAL, *other, *common)
