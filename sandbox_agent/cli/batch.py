@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
@@ -57,14 +57,23 @@ def ray_flag(args: list[str]) -> list[str]:
     return out
 
 
-class _RunByDefault(Group):
-    """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
+class RayGroup(Group):
+    """A group whose command ``ray_command`` takes ``--ray`` alone as a local Ray instance."""
+
+    ray_command: ClassVar[str] = "run"
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
+        if args and args[0] == self.ray_command:
+            args = ray_flag(args)
+        return super().parse_args(ctx, args)
+
+
+class _RunByDefault(RayGroup):
+    """``batch X ...`` means ``batch run X ...`` unless X is a subcommand or ``--help``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
-        if args and args[0] == "run":
-            args = ray_flag(args)
         return super().parse_args(ctx, args)
 
 

@@ -29,8 +29,8 @@ import typer
 from sandbox_agent.batch.judge import judge_tasks, read_json_items, read_predictions
 from sandbox_agent.batch.judge_report import harness_report
 from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_batch
-from sandbox_agent.cli.batch import ray_flag
-from sandbox_agent.cli.command import Command, Group
+from sandbox_agent.cli.batch import RayGroup
+from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
 from sandbox_agent.names import decode_name
@@ -39,13 +39,10 @@ from sandbox_agent.text import visible
 __all__ = ["swebench_app"]
 
 
-class _JudgeGroup(Group):
+class _JudgeGroup(RayGroup):
     """``judge ... --ray`` alone means a local Ray instance, as ``batch --ray`` does."""
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
-        if args and args[0] == "judge":
-            args = ray_flag(args)
-        return super().parse_args(ctx, args)
+    ray_command = "judge"
 
 
 swebench_app = typer.Typer(
