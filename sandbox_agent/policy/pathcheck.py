@@ -8,6 +8,7 @@ the file tools. Symlinks are followed on the host copy of the workspace when the
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_agent.policy.analysis import Effects
@@ -64,23 +65,18 @@ def _unnamed_target(raw: str) -> Decision | None:
     return None
 
 
+@dataclass(frozen=True)
 class PathChecker:
-    """Checks paths against the workspace boundary and ``[paths]`` of one policy."""
+    """Checks paths against the workspace boundary and ``[paths]`` of one policy.
 
-    def __init__(
-        self,
-        policy: Policy,
-        workspace: str,
-        home: str,
-        host_workspace: Path | None,
-        protected: frozenset[str] | None = None,
-    ) -> None:
-        """Check for ``policy``; the other arguments are those of ``RuleEngine``."""
-        self.policy = policy
-        self.workspace = workspace
-        self.home = home
-        self.host_workspace = host_workspace
-        self.protected = protected
+    ``policy`` is the one checked for; the other fields are the arguments of ``RuleEngine``.
+    """
+
+    policy: Policy
+    workspace: str
+    home: str
+    host_workspace: Path | None
+    protected: frozenset[str] | None = None
 
     def protecting(self, rel: str) -> str | None:
         """The protect glob that refuses a change to ``rel`` (``protect_new`` for a new file)."""
