@@ -37,7 +37,15 @@ from sandbox_agent.settings.merge import apply_overrides
 from sandbox_agent.settings.tree import Policy, flag_fields
 from sandbox_agent.types import Frozen, HistoryItem
 
-__all__ = ["SCRIPTED_PREFIX", "FixOptions", "Prepared", "Resumption", "Revision", "prepare"]
+__all__ = [
+    "SCRIPTED_PREFIX",
+    "Continuation",
+    "FixOptions",
+    "Prepared",
+    "Resumption",
+    "Revision",
+    "prepare",
+]
 
 SCRIPTED_PREFIX = "scripted:"
 
@@ -45,22 +53,8 @@ Retries = Callable[[int, float, str], None]
 """Hears each model retry: attempt, wait in seconds, a one-line summary."""
 
 
-class Revision(Frozen):
-    """What ``revise`` carries over: the earlier run, its patch, its answer, the feedback."""
-
-    run_id: str
-    run_dir: Path
-    patch: bytes
-    answer: str | None
-    feedback: str = Field(min_length=1)
-    recorded_base_url: str | None = None
-    """The endpoint the earlier run says it used: compared with the user's, never used."""
-    recorded_model: str | None = None
-    """The model the earlier run says it used: kept only at the user's own endpoint."""
-
-
-class Resumption(Frozen):
-    """What ``resume`` carries over: the earlier run, its patch and its conversation.
+class Continuation(Frozen):
+    """What a run that continues an earlier one (``revise``, ``resume``) carries over from it.
 
     All of it is the run directory's data (untrusted): what the run is about, never how it runs.
     """
@@ -68,6 +62,22 @@ class Resumption(Frozen):
     run_id: str
     run_dir: Path
     patch: bytes
+    recorded_base_url: str | None = None
+    """The endpoint the earlier run says it used: compared with the user's, never used."""
+    recorded_model: str | None = None
+    """The model the earlier run says it used: kept only at the user's own endpoint."""
+
+
+class Revision(Continuation):
+    """What ``revise`` carries over besides: the earlier answer, and the reviewer's feedback."""
+
+    answer: str | None
+    feedback: str = Field(min_length=1)
+
+
+class Resumption(Continuation):
+    """What ``resume`` carries over besides: the conversation, and why and where it stopped."""
+
     history: tuple[HistoryItem, ...]
     """The conversation after the task, as the earlier run's model saw it (before compaction)."""
     stopped: str
@@ -78,10 +88,6 @@ class Resumption(Frozen):
     env_key: str | None = None
     force: bool = False
     """``--force``: go on although the baseline or the environment changed."""
-    recorded_base_url: str | None = None
-    """The endpoint the earlier run says it used: compared with the user's, never used."""
-    recorded_model: str | None = None
-    """The model the earlier run says it used: kept only at the user's own endpoint."""
 
 
 class FixOptions(Frozen):
@@ -109,7 +115,7 @@ class FixOptions(Frozen):
     sees them (``gate/hidden.py``)."""
 
     @property
-    def parent(self) -> Revision | Resumption | None:
+    def parent(self) -> Continuation | None:
         """The earlier run this one continues (``revise`` or ``resume``), if any."""
         return self.revises if self.revises is not None else self.resumes
 

@@ -36,7 +36,7 @@ from sandbox_agent.agent.trace import (
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.prepare import FixOptions, Resumption
-from sandbox_agent.run.revision import Choices, continuing, recorded_base_url
+from sandbox_agent.run.revision import Choices, carried_over, continuing
 from sandbox_agent.types import Finish, HistoryItem, ModelFeedback, ModelTurn, Observation, ToolCall
 
 __all__ = [
@@ -84,17 +84,13 @@ def resume_options(
         "resume",
         Choices(repo, policy_file, trust_repo_policy, overrides, runs_dir),
         resumes=Resumption(
-            run_id=record.run_id,
-            run_dir=run_dir.path,
-            patch=patch,
+            **carried_over(run_dir, record, patch),
             history=history,
             stopped=_why_stopped(record),
             crashed=record.status != "ended",
             repo_tree=record.repo_tree,
             env_key=record.env_key,
             force=force,
-            recorded_base_url=recorded_base_url(record),
-            recorded_model=record.model or None,
         ),
     )
 

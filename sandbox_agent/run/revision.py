@@ -24,6 +24,7 @@ from sandbox_agent.sandbox.repoinfo import inspect_repo
 
 __all__ = [
     "Choices",
+    "carried_over",
     "continuing",
     "ignored_request",
     "recorded_base_url",
@@ -68,13 +69,9 @@ def revise_options(
         "revise",
         Choices(repo, policy_file, trust_repo_policy, overrides, runs_dir),
         revises=Revision(
-            run_id=record.run_id,
-            run_dir=run_dir.path,
-            patch=run_dir.read_patch(),
+            **carried_over(run_dir, record, run_dir.read_patch()),
             answer=record.answer,
             feedback=feedback,
-            recorded_base_url=recorded_base_url(record),
-            recorded_model=record.model or None,
         ),
     )
 
@@ -107,6 +104,17 @@ def continuing(
     repo = choices.repo if choices.repo is not None else same_repo(record, command)
     mine = {**choices._asdict(), "repo": repo}
     return FixOptions(**mine, task=record.task, resumes=resumes, revises=revises)
+
+
+def carried_over(run_dir: RunDir, record: RunRecord, patch: bytes) -> dict[str, Any]:
+    """The fields of a ``Continuation`` of the run ``record`` in ``run_dir``, with ``patch``."""
+    return {
+        "run_id": record.run_id,
+        "run_dir": run_dir.path,
+        "patch": patch,
+        "recorded_base_url": recorded_base_url(record),
+        "recorded_model": record.model or None,
+    }
 
 
 def same_repo(record: RunRecord, command: str) -> Path:
