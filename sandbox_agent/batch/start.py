@@ -26,7 +26,7 @@ from sandbox_agent.batch.tasks import TaskSpec
 from sandbox_agent.batch.worker import WorkerSpec, checkout
 from sandbox_agent.errors import StoredRunMismatchError, UserError
 from sandbox_agent.names import child_path
-from sandbox_agent.run.artifacts import now_iso
+from sandbox_agent.run.artifacts import BASELINES, now_iso
 from sandbox_agent.run.prepare import Prepared, prepare
 from sandbox_agent.run.runner import environment
 from sandbox_agent.sandbox.hostgit import git
@@ -55,7 +55,7 @@ def check_tasks(
     to_build: dict[str, tuple[Prepared, TaskSpec]] = {}
     with ExitStack() as checkouts:  # each base's checkout lives until its build is done
         for task in tasks:
-            spec = _spec(task, settings, Path("/nonexistent"))
+            spec = _spec(task, settings, None)
             try:
                 if task.base is not None:
                     _check_base(task.repo, task.base)
@@ -138,13 +138,16 @@ def _check_base(repo: Path, base: str) -> None:
         raise UserError(f"base {base!r}: not a commit of {repo}")
 
 
-def _spec(task: TaskSpec, settings: BatchSettings, runs_dir: Path) -> WorkerSpec:
+def _spec(task: TaskSpec, settings: BatchSettings, batch_dir: BatchDir | None) -> WorkerSpec:
+    """A task's work; ``batch_dir`` ``None`` while the batch is only checked (no run yet)."""
+    where = batch_dir or BatchDir(Path("/nonexistent/batch"))
     return WorkerSpec(
         task=task,
         overrides=settings.overrides,
         policy_file=Path(settings.policy_file) if settings.policy_file else None,
         trust_repo_policy=settings.trust_repo_policy,
-        runs_dir=runs_dir,
+        runs_dir=where.runs_dir,
+        baselines_dir=where.path.parent / BASELINES,
     )
 
 
@@ -175,7 +178,7 @@ def new_batch(
 def specs_of(record: BatchRecord, batch_dir: BatchDir) -> list[WorkerSpec]:
     """The tasks still to run: every one not ended for good (interrupted ones run again)."""
     done = {r.id for r in record.runs if r.done}
-    return [_spec(t, record.settings, batch_dir.runs_dir) for t in record.tasks if t.id not in done]
+    return [_spec(t, record.settings, batch_dir) for t in record.tasks if t.id not in done]
 
 
 def resume_specs(

@@ -48,6 +48,9 @@ class WorkerSpec(Frozen):
     policy_file: Path | None = None
     trust_repo_policy: bool = False
     runs_dir: Path
+    baselines_dir: Path | None = None
+    """The batches directory's ``baselines``: every batch kept there shares them (``swebench
+    judge``'s gold, empty and predictions passes run the same baselines once)."""
     workspace_root: Path | None = None
 
     def options(self, repo: Path) -> FixOptions:
@@ -58,6 +61,7 @@ class WorkerSpec(Frozen):
             policy_file=self.task.policy or self.policy_file,
             trust_repo_policy=self.trust_repo_policy,
             runs_dir=self.runs_dir,
+            baselines_dir=self.baselines_dir,
             workspace_root=self.workspace_root,
             overrides={**self.overrides, **self.task.overrides()},
             hidden_tests=self.task.hidden,

@@ -103,6 +103,9 @@ class FixOptions(Frozen):
     policy_file: Path | None = None
     trust_repo_policy: bool = False
     runs_dir: Path | None = None
+    baselines_dir: Path | None = None
+    """Where the baselines' outcomes are kept and found (``gate/baseline_cache.py``): beside
+    ``runs_dir`` by default; a batch's runs share their batches directory's."""
     workspace_root: Path | None = None
     """Where workspace copies are made (a temporary directory by default)."""
     overrides: dict[str, Any] = Field(default_factory=dict)

@@ -245,7 +245,7 @@ def run_fix(
                 run_dir = RunDir.create(prepared.runs_dir, run_id)
                 _link_parent(options, run_id, warn)
                 baselines = BaselineCache(
-                    baselines_dir(prepared.runs_dir),
+                    options.baselines_dir or baselines_dir(prepared.runs_dir),
                     sandbox.snapshot_key,
                     prepared.env.image_id,
                     run_id,

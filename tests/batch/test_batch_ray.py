@@ -1,5 +1,12 @@
 """The Ray path on a real local cluster: a head and one more node, both on this machine.
 
+``batch --ray`` runs six tasks and holds the batch budget there, and ``swebench judge --ray``
+gives the report it gives on local workers (a real SWE-bench Verified instance, pytest's own,
+cut from its history with the official lists; the project is the ``fetch`` tool's snapshot,
+judged with its gold patch on local workers and on the cluster: the verdict and every test's
+outcome must be the same, only where each run happened differs). One module, so under
+pytest-xdist (``--dist loadfile``) one worker starts one cluster for all of them.
+
 The cluster is started by ``ray start --block`` processes that this module owns, and stopped
 by ending exactly those processes (each stops the Ray processes it started), never by a
 machine-wide ``ray stop``.
@@ -19,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -33,6 +41,8 @@ from tests.batch.helpers import (
     six_tasks,
     tree_hashes,
 )
+from tests.batch.swebench_instances import mirror_of
+from tests.workflow.helpers import git
 
 __all__ = ["priced_server"]
 
@@ -175,3 +185,60 @@ def test_the_batch_budget_holds_on_ray(
     summary = json.loads(done.stdout)
     check_budget(summary, priced_server)
     assert leftovers(docker_client, [r["run_id"] for r in summary["runs"]], node_tmp) == []
+
+
+INSTANCES = Path(__file__).parents[2] / "benchmarks" / "swebench" / "instances.jsonl"
+JUDGE_IDS = ("pytest-dev__pytest-10051",)
+"""One instance keeps CI short (its environment is the one ``test_judge_e2e.py`` builds); five
+are compared in ``benchmarks/swebench.md``."""
+
+
+def _judge(env: dict[str, str], *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox_agent", "swebench", "judge", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=2400,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, Any]:
+    """What a report says of each instance, without where its runs happened."""
+    keys = ("resolved_ids", "unresolved_ids", "error_ids", "empty_patch_ids", "recipe_ids")
+    entries = {
+        i: {k: e.get(k) for k in ("verdict", "resolved", "exit_reason", "tests_status")}
+        for i, e in report["instances"].items()
+    }
+    return {**{k: report[k] for k in keys}, "instances": entries}
+
+
+def test_the_same_instances_judged_locally_and_on_ray_give_the_same_report(
+    tmp_path: Path, ray_cluster: tuple[str, Path, str]
+) -> None:
+    address, ray_tmp, token = ray_cluster
+    lines = [json.loads(x) for x in INSTANCES.read_text().splitlines()]
+    chosen = [x for x in lines if x["instance_id"] in JUDGE_IDS]
+    mirror = mirror_of("pytest-dev/pytest")
+    if not mirror.is_dir():
+        pytest.skip(f"the fetched project is not on this machine: {mirror}")
+    clones = tmp_path / "clones"
+    git(tmp_path, "clone", "-q", "--no-checkout", str(mirror), str(clones / "pytest-dev__pytest"))
+    subset = tmp_path / "subset.jsonl"
+    subset.write_text("".join(json.dumps(x) + "\n" for x in chosen))
+    common = ["--gold", "--instances", str(subset), "--repos", str(clones), "--workers", "1"]
+
+    local = _judge(batch_env(tmp_path), *common, "--batches-dir", str(tmp_path / "local"))
+    env = ray_env(token, TMPDIR=str(ray_tmp), HOME=str(tmp_path))
+    on_ray = _judge(env, *common, "--ray", address, "--batches-dir", str(tmp_path / "ray"))
+
+    assert local["resolved_ids"] == sorted(JUDGE_IDS), json.dumps(local["instances"])[:3000]
+    assert verdicts(on_ray) == verdicts(local)
+    for batch_dir in on_ray["batch_dirs"]:
+        batch = json.loads((Path(batch_dir) / "batch.json").read_text())
+        assert batch["settings"]["ray"] == address
+        assert all(r["node"] for r in batch["runs"])  # each run says the Ray node it ran on

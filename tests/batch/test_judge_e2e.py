@@ -78,3 +78,16 @@ def test_gold_resolves_and_empty_does_not_on_real_instances(tmp_path: Path) -> N
     assert empty["resolved_ids"] == []
     assert empty["empty_patch_ids"] == sorted(IDS)
     assert empty["unresolved_ids"] == sorted(IDS)  # the gate refuses no change; none is an error
+    # One batches directory, one baseline cache: the empty pass takes each instance's baseline
+    # (the original code, and with the hidden tests) from the gold pass's runs.
+    gold_dirs, empty_dirs = gold["batch_dirs"], empty["batch_dirs"]
+    assert isinstance(gold_dirs, list)
+    assert isinstance(empty_dirs, list)
+    gold_runs = {p.parent.name for d in gold_dirs for p in Path(d).glob("runs/*/gate.log")}
+    sources = [
+        json.loads(result.read_text())["baseline_source"]
+        for d in empty_dirs
+        for result in Path(d).glob("runs/*/result.json")
+    ]
+    assert len(sources) == len(IDS)
+    assert all(s["cached"] and s["run_id"] in gold_runs for s in sources), sources
