@@ -23,6 +23,8 @@ MODEL = "smollm2"
 KEY = "local-key"
 CONTEXT = 4096
 """The server's ``--n_ctx``; the runs get the same ``--context-window``."""
+PROMPT_CACHE_BYTES = 1 << 30
+"""The disk cache of evaluated prompts (about 40 MB a state): the least recently used go."""
 
 
 def install() -> tuple[Path, Path]:
@@ -64,13 +66,21 @@ class LlamaServer:
     def start(self, timeout_s: float = 120.0) -> None:
         argv = [str(self.python), "-m", "llama_cpp.server", "--model", str(self.model)]
         argv += ["--model_alias", MODEL, "--chat_format", "chatml-function-calling"]
-        # --cache: the KV state of each prompt is kept, so a run whose system prompt the
-        # server has seen before does not evaluate it again (native and JSON alternate here).
-        argv += ["--n_ctx", str(CONTEXT), "--cache", "true", "--api_key", KEY]
+        # --cache on disk: the KV state of each prompt is kept in this machine's cache (beside
+        # the model), so a run whose system prompt a server has seen before, in this session or
+        # an earlier one, does not evaluate it again (the server finds the longest prefix kept).
+        argv += ["--n_ctx", str(CONTEXT), "--cache", "true", "--cache_type", "disk"]
+        argv += ["--cache_size", str(PROMPT_CACHE_BYTES), "--api_key", KEY]
+        # One thread for the prompt as for the reply: the server's default of a thread per core
+        # for the prompt spins at its barriers while the tests beside it hold the cores (a
+        # 1,700-token prompt took 54 s that way at load 3, 29 s on one thread; 221 s under CI).
+        argv += ["--n_threads", "1", "--n_threads_batch", "1"]
         argv += ["--host", "127.0.0.1", "--port", str(self.port)]
+        prompts = self.model.parent.parent / "llama-prompt-cache"  # .cache/llama_cache below
+        prompts.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=prompts
             )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
