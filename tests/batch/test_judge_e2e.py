@@ -2,8 +2,10 @@
 
 The instances are the committed ones (``benchmarks/swebench/instances.jsonl``: cut from the
 projects' history with the official lists); the projects are the ``fetch`` tool's snapshots
-(``$SANDBOX_AGENT_MIRRORS``), cloned here. Two test with pytest (pytest itself), one with SymPy's
-own runner, whose per-test outcomes the gate reads from its text. Each instance's gold patch
+(``$SANDBOX_AGENT_MIRRORS``), cloned here. One tests with pytest (pytest itself), two with SymPy's
+own runner, whose per-test outcomes the gate reads from its text: the three whose test modules
+run in seconds (pytest-10081's ``testing/test_unittest.py``, 16 s a run, was one, and each
+instance's module runs three times for gold). Each instance's gold patch
 must resolve it and no patch must not, as SWE-bench validates its own environments; the report
 has the harness's shape. The whole subset is ``benchmarks/swebench/run.py``, not a test.
 """
@@ -24,7 +26,7 @@ from tests.workflow.helpers import git
 pytestmark = pytest.mark.docker
 
 INSTANCES = Path(__file__).parents[2] / "benchmarks" / "swebench" / "instances.jsonl"
-IDS = ("pytest-dev__pytest-10051", "pytest-dev__pytest-10081", "sympy__sympy-19495")
+IDS = ("pytest-dev__pytest-10051", "sympy__sympy-19495", "sympy__sympy-20590")
 
 
 def _judge(tmp_path: Path, *args: str) -> dict[str, object]:
