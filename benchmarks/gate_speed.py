@@ -180,6 +180,7 @@ def main() -> None:
     parser.add_argument("--project", action="append", default=None)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--test-cmd", help="instead of the environment's test command")
+    parser.add_argument("--logs", type=Path, help="keep each gate's log here (a folder a project)")
     args = parser.parse_args()
     specs = args.project or ["demo"]
     out = [f"load before: `{os.getloadavg()}`\n"]
@@ -189,7 +190,16 @@ def main() -> None:
             where = tmp / f"p{i}"
             where.mkdir()
             p = project(spec, where)
-            out.append(table(p.name, measure(p, where, args.test_cmd)))
+            try:
+                out.append(table(p.name, measure(p, where, args.test_cmd)))
+            except (AssertionError, SystemExit) as e:  # the next project is still measured
+                reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                out.append(f"### {p.name}\n\nnot measured: {reason}\n")
+            if args.logs is not None:
+                kept = args.logs / f"{i}-{p.name.split()[0]}"
+                kept.mkdir(parents=True, exist_ok=True)
+                for log in where.glob("run-*.log"):
+                    shutil.copy2(log, kept / log.name)
             out.append(f"load after {p.name}: `{os.getloadavg()}`\n")
             print(out[-2] + "\n" + out[-1], flush=True)
             shutil.rmtree(where, ignore_errors=True)

@@ -20,6 +20,7 @@ import select
 import shutil
 import socket
 import ssl
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -66,6 +67,16 @@ class ProxyServer(ThreadingHTTPServer):
     def count(self, what: str) -> None:
         with self.lock:
             self.served[what] += 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-answer (pip or uv dropping a download) is no error of the cache.
+
+        ``socketserver``'s default printed its traceback into the build's terminal; any other
+        exception still goes there.
+        """
+        if isinstance(sys.exc_info()[1], OSError):  # reset, broken pipe, TLS cut short
+            return
+        super().handle_error(request, client_address)
 
 
 @contextlib.contextmanager

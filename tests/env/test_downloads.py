@@ -113,6 +113,35 @@ def test_the_proxy_refuses_strangers_other_ports_and_the_hosts_own_services(
         assert _connect(server, inner, server.token) == 403, inner
 
 
+def test_a_client_that_leaves_mid_download_prints_no_traceback(
+    served: tuple[proxy.ProxyServer, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """pip and uv drop a download they no longer need; the build's terminal stays clean."""
+    server, ca = served
+    body = os.urandom(8 << 20)
+    digest = hashlib.blake2b(body, digest_size=32).hexdigest()
+    server.store.admit(digest, io.BytesIO(body))
+    path = f"/packages/{digest[:2]}/{digest[2:4]}/{digest[4:]}/big-1.0-py3-none-any.whl"
+    assert pypi_digest(path) == digest
+    host, port = server.server_address[:2]
+    raw = socket.create_connection((str(host), port), timeout=30)
+    auth = base64.b64encode(f"{proxy.USER}:{server.token}".encode()).decode()
+    target = "files.pythonhosted.org:443"
+    raw.sendall(f"CONNECT {target} HTTP/1.1\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode())
+    assert b" 200 " in raw.recv(200)
+    context = ssl.create_default_context(cafile=str(ca))
+    tls = context.wrap_socket(raw, server_hostname="files.pythonhosted.org")
+    tls.sendall(f"GET {path} HTTP/1.1\r\nHost: files.pythonhosted.org\r\n\r\n".encode())
+    assert b"200" in tls.recv(4096)
+    tls.close()  # gone, with megabytes still to come
+    deadline = time.monotonic() + 10
+    while server.served["hits"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # the server's write fails after the client's close
+    assert server.served["hits"] == 1
+    assert "Traceback" not in capfd.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_pypi_file_is_fetched_once_checked_then_served_from_the_store(
     served: tuple[proxy.ProxyServer, Path],
