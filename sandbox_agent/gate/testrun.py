@@ -43,7 +43,11 @@ _IGNORE_TREE_BYTECODE = f"export PYTHONPYCACHEPREFIX={PYCACHE}; "
 ``compiled_files`` lets them through): no ``__pycache__`` there is read. Not always: with an
 empty prefix every module, the standard library's included, is compiled from source in every
 run (about 1.5 s of CPU for pytest alone)."""
-MAX_REPORT_BYTES = 8 * 1024 * 1024
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+"""The most a test run's channel (its outcomes, streamed), its JUnit report or its output may
+be: pypa/packaging's 62,416 tests stream about 28 MB (three phases a test, long parametrized
+ids), and at 8 MiB its right fix was refused. Past the bound the channel is cut and the run's
+outcomes cannot be trusted (a refusal): the bound is the host's memory, not a suite's size."""
 _PYTEST_FIRST_WORDS = ("pytest", "py.test")
 
 
