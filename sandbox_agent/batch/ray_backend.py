@@ -169,6 +169,7 @@ def _localised(spec: WorkerSpec, work: Path) -> WorkerSpec:
             "overrides": overrides,
             "policy_file": work / "policy.toml" if spec.policy_file else None,
             "runs_dir": work / "runs",
+            "baselines_dir": None,  # the driver's path means nothing on another machine
             "workspace_root": None,
         }
     )
