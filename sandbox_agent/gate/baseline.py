@@ -303,6 +303,20 @@ def _timed_out(run: TestRun) -> BaselineDiagnosis:
     )
 
 
+def hidden_decide(diagnosis: BaselineDiagnosis) -> BaselineDiagnosis:
+    """A baseline whose visible tests pass, judged with SWE-bench's hidden tests: not weak.
+
+    The gate's targets are the hidden ``FAIL_TO_PASS`` tests (``hidden.py``), run on a copy
+    of the baseline with the test patch; that the project's own tests pass says nothing of them.
+    """
+    if diagnosis.verdict is not BaselineVerdict.PASSING:
+        return diagnosis
+    message = diagnosis.message.replace(
+        "the gate can only check it still passes", "the hidden tests (FAIL_TO_PASS) decide"
+    )
+    return diagnosis.model_copy(update={"gate_strength": "normal", "message": message, "fix": ""})
+
+
 def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> BaselineDiagnosis:
     """Classify the baseline run of the test command.
 

@@ -25,10 +25,10 @@ from sandbox_agent.errors import (
 from sandbox_agent.gate.baseline import (
     REVISE_NOTE,
     BaselineDiagnosis,
-    BaselineVerdict,
     baseline_note,
     classify_baseline,
     declared_in,
+    hidden_decide,
     local_modules,
 )
 from sandbox_agent.gate.baseline_cache import BaselineCache
@@ -191,6 +191,8 @@ class Run:
             classify_baseline(run, local_modules(self.p.repo.root)),
             ((step.command, step.why) for step in self.p.plan.steps),
         )
+        if self.p.options.hidden_tests is not None:  # their FAIL_TO_PASS are the targets
+            diagnosis = hidden_decide(diagnosis)
         checks = [run.check()]
         if diagnosis.broken:  # said with the baseline, so nothing calls it "as expected"
             checks.append(GateCheck(name="environment", passed=False, detail=diagnosis.message))
@@ -260,7 +262,7 @@ class Run:
                 f"(environment: {self.p.env.tag if self.p.env else 'unknown'})"
             )
         revising = self.p.options.parent is not None  # its baseline has the earlier changes
-        if diagnosis.verdict is BaselineVerdict.PASSING and self.warn is not None and not revising:
+        if diagnosis.gate_strength == "weak" and self.warn is not None and not revising:
             self.warn(
                 "the tests already pass before any change: the gate can only check that they "
                 "still pass (gate strength: weak); add a test that fails until the issue is fixed"

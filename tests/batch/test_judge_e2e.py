@@ -92,4 +92,12 @@ def test_gold_resolves_and_empty_does_not_on_real_instances(tmp_path: Path) -> N
         for result in Path(d).glob("runs/*/result.json")
     ]
     assert len(sources) == len(IDS)
+    # The hidden tests decide: a run's visible tests passing is no weak gate, and no batch says so.
+    logs = list((tmp_path / "batches").glob("judge-*/*/batch.log"))
+    assert len(logs) >= 2  # gold's and empty's first phase
+    for log in logs:
+        assert "gate strength: weak" not in log.read_text(), log
+    for d in gold_dirs:
+        for result in Path(d).glob("runs/*/result.json"):
+            assert json.loads(result.read_text())["baseline"]["gate_strength"] == "normal"
     assert all(s["cached"] and s["run_id"] in gold_runs for s in sources), sources

@@ -10,6 +10,7 @@ from sandbox_agent.gate.baseline import (
     BaselineVerdict,
     classify_baseline,
     declared_in,
+    hidden_decide,
     local_modules,
 )
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
@@ -127,6 +128,21 @@ def test_passing_tests_warn_with_a_weak_gate() -> None:
     assert diagnosis.verdict is BaselineVerdict.PASSING
     assert diagnosis.gate_strength == "weak"
     assert "failing test" in diagnosis.fix or "fails because of the issue" in diagnosis.fix
+
+
+def test_with_swe_benchs_hidden_tests_passing_visible_tests_are_no_weak_gate() -> None:
+    """The hidden FAIL_TO_PASS tests are the targets: no "add a failing test" to a judge's run."""
+    report = TestReport(ids=frozenset({"t::a"}), skipped=frozenset())
+    passing = classify_baseline(run("python -m pytest -q", 0, "1 passed", report=report))
+    judged = hidden_decide(passing)
+    assert judged.verdict is BaselineVerdict.PASSING
+    assert judged.gate_strength == "normal"
+    assert "hidden tests" in judged.message
+    assert judged.fix == ""
+    failures = (Failure(id="t::a", message="x"),)
+    failing = TestReport(ids=frozenset({"t::a"}), skipped=frozenset(), failures=failures)
+    other = classify_baseline(run("python -m pytest -q", 1, "1 failed", report=failing))
+    assert hidden_decide(other) == other
 
 
 def test_sandbox_failure_is_broken() -> None:
