@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sandbox_agent.batch.records import BatchDir, BatchRecord, BatchSettings
+from tests.batch.helpers import saved_batch
 from tests.cli.records import invoke, make_run
 
 BATCH = "b-20261201-000000-abcdef"
@@ -16,19 +16,10 @@ def _state(tmp_path: Path) -> dict[str, str]:
     """A state directory with one run of its own and one batch of two runs."""
     state = tmp_path / "state"
     make_run(state / "sandbox-agent" / "runs", "20261201-000100-aaaaaa", task="alone")
-    batch_dir = BatchDir(state / "sandbox-agent" / "batches" / BATCH)
-    batch_dir.path.mkdir(parents=True)
-    batch_dir.write(
-        BatchRecord(
-            batch_id=BATCH,
-            batch_dir=str(batch_dir.path),
-            created_at="2026-12-01T00:00:00+00:00",
-            updated_at="2026-12-01T00:00:00+00:00",
-            settings=BatchSettings(),
-            tasks=(),
-            runs=(),
-        )
-    )
+    batches = state / "sandbox-agent" / "batches"
+    batches.mkdir(parents=True)
+    batch_dir = saved_batch(batches, (), status="running")
+    assert batch_dir.path.name == BATCH
     make_run(batch_dir.runs_dir, "20261201-000200-bbbbbb", task="first task of the batch")
     make_run(batch_dir.runs_dir, "20261201-000300-cccccc", task="second task of the batch")
     return {"XDG_STATE_HOME": str(state), "COLUMNS": "200"}
