@@ -303,6 +303,10 @@ def _timed_out(run: TestRun) -> BaselineDiagnosis:
     )
 
 
+_ONLY_STILL_PASSES = "the gate can only check it still passes"
+"""What a passing baseline means to the gate, unless hidden tests decide (`hidden_decide`)."""
+
+
 def hidden_decide(diagnosis: BaselineDiagnosis) -> BaselineDiagnosis:
     """A baseline whose visible tests pass, judged with SWE-bench's hidden tests: not weak.
 
@@ -312,7 +316,7 @@ def hidden_decide(diagnosis: BaselineDiagnosis) -> BaselineDiagnosis:
     if diagnosis.verdict is not BaselineVerdict.PASSING:
         return diagnosis
     message = diagnosis.message.replace(
-        "the gate can only check it still passes", "the hidden tests (FAIL_TO_PASS) decide"
+        _ONLY_STILL_PASSES, "the hidden tests (FAIL_TO_PASS) decide"
     )
     return diagnosis.model_copy(update={"gate_strength": "normal", "message": message, "fix": ""})
 
@@ -331,7 +335,7 @@ def classify_baseline(run: TestRun, local: frozenset[str] = frozenset()) -> Base
         return BaselineDiagnosis(
             verdict=BaselineVerdict.PASSING,
             reason="tests_pass",
-            message=f"`{run.command}` already passes: the gate can only check it still passes",
+            message=f"`{run.command}` already passes: {_ONLY_STILL_PASSES}",
             fix="add a test that fails because of the issue, so the gate can tell it is fixed",
             gate_strength="weak",
         )
