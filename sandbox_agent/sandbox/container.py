@@ -298,15 +298,13 @@ def cleanup_failed_start(
 
 
 def remove_container(client: docker.DockerClient, container_id: str) -> None:
-    """Force-remove a container (SIGKILL); a missing one is fine.
+    """Force-remove a container (SIGKILL); a missing one, or one being removed, is fine.
 
     Raises:
         SandboxError: the engine refused.
     """
     try:
-        client.api.remove_container(container_id, force=True, v=True)
-    except docker.errors.NotFound:
-        pass
+        engine.force_remove(client.api, container_id)
     except docker.errors.DockerException as e:
         raise SandboxError(
             f"could not remove container {container_id[:12]}: {e}; `sandbox-agent gc` will",

@@ -93,6 +93,25 @@ def connect(timeout_s: float = 30.0) -> docker.DockerClient:
     return client
 
 
+def force_remove(api: docker.APIClient, container_id: str) -> None:
+    """Force-remove a container (SIGKILL, and its anonymous volumes).
+
+    One already gone is fine, and so is one another process is removing at this moment (the
+    engine answers that second request 409, "removal ... is already in progress", and finishes
+    the first): ``gc`` beside a run's own cleanup, or two ``gc`` commands.
+
+    Raises:
+        docker.errors.DockerException: the engine refused for any other reason.
+    """
+    try:
+        api.remove_container(container_id, force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as e:
+        if not (e.status_code == 409 and "already in progress" in str(e.explanation)):
+            raise
+
+
 def container_state(api: docker.APIClient, container_id: str) -> dict[str, object]:
     """The ``State`` of ``docker inspect``; an empty dict when the container is gone."""
     try:

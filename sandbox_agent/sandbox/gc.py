@@ -9,7 +9,6 @@ A container or workspace whose owning process (same host, pid alive) still runs 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -25,7 +24,13 @@ from docker.models.containers import Container
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox import overlay, snapcache
-from sandbox_agent.sandbox.engine import BUILD_LABEL, OWNER_LABEL, RUN_LABEL, WORKSPACE_LABEL
+from sandbox_agent.sandbox.engine import (
+    BUILD_LABEL,
+    OWNER_LABEL,
+    RUN_LABEL,
+    WORKSPACE_LABEL,
+    force_remove,
+)
 from sandbox_agent.sandbox.workspace import OWNER_FILE, WORKSPACE_PREFIX, remove_workspace
 
 ORPHAN_MIN_AGE_S = 3600.0
@@ -109,8 +114,7 @@ def _collect_containers(
             report.kept.append(f"container {container.name}: {whose} still runs")
             continue
         if not dry_run:
-            with contextlib.suppress(docker.errors.NotFound):
-                container.remove(force=True, v=True)
+            force_remove(client.api, str(container.id))
         report.containers.append(str(container.name))
         workspace = Path(labels.get(WORKSPACE_LABEL, ""))
         if workspace.name.startswith(WORKSPACE_PREFIX) and workspace.is_dir():
