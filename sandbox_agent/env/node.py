@@ -37,6 +37,12 @@ APT_NODE = (
     "installing Debian'\"'\"'s' >&2 && apt-get install -y -q --no-install-recommends npm)) "
     "&& rm -rf /var/lib/apt/lists/*)"
 )
+NPM_UNLOCKED = "npm install --no-save"
+_WHY_UNLOCKED = (
+    "npm install from package.json (npm ci refuses a lock file out of step with package.json, "
+    "as old projects' often are; npm install resolves what the lock cannot give)"
+)
+"""After ``npm ci`` fails: a developer's next command, and the one npm's own error names."""
 _LOCKS = (
     ("package-lock.json", "npm ci", "package-lock.json: npm ci installs exactly the lock"),
     ("npm-shrinkwrap.json", "npm ci", "npm-shrinkwrap.json: npm ci installs exactly the lock"),
@@ -89,7 +95,7 @@ def node_steps(repo: Path, package: dict[str, Any]) -> tuple[list[SetupStep], li
         )
     ]
     inputs = ["package.json"]
-    install, why = "npm install --no-save", "package.json (no lock file): npm install"
+    install, why = NPM_UNLOCKED, "package.json (no lock file): npm install"
     lock = next((entry for entry in _LOCKS if (repo / entry[0]).is_file()), None)
     if lock is not None:
         inputs.append(lock[0])
@@ -100,6 +106,8 @@ def node_steps(repo: Path, package: dict[str, Any]) -> tuple[list[SetupStep], li
     pinned = package.get("packageManager")
     if has_deps and isinstance(pinned, str) and pinned.strip():
         install, why = _pin_fallbacks(install, why, pinned.strip())
+    elif install == "npm ci":
+        install, why = _chain([(install, why), (NPM_UNLOCKED, _WHY_UNLOCKED)])
     if has_deps:
         move = f"rm -rf {NODE_MODULES} && mv node_modules {NODE_MODULES}"
         steps.append(SetupStep(command=f"cd /workspace && {install} && {move}", why=why))
@@ -129,10 +137,18 @@ def _pin_fallbacks(install: str, why: str, pinned: str) -> tuple[str, str]:
             f"&& npm_config_{_UNPIN.replace('-', '_')} pnpm install --frozen-lockfile"
         )
         tries.append((unpinned, f"{same} unpinned (package.json pins packageManager {shown})"))
-    tries.append(("npm install --no-save", "npm from package.json (the lock file is not npm's)"))
+    if install == "npm ci":
+        tries.append((NPM_UNLOCKED, _WHY_UNLOCKED))
+    else:
+        tries.append((NPM_UNLOCKED, "npm from package.json (the lock file is not npm's)"))
+    return _chain(tries)
+
+
+def _chain(tries: list[tuple[str, str]]) -> tuple[str, str]:
+    """One command trying each install in turn, saying which failed; and its ``why``."""
     command = f"{{ {tries[0][0]}; }}"
     for (_, said), (nxt, nxt_why) in itertools.pairwise(tries):
         note = shlex.quote(f"sandbox-agent: that install ({said}) failed; trying {nxt_why}")
         command += f" || {{ echo {note} >&2; {nxt}; }}"
     then = "; then ".join(w for _, w in tries[1:])
-    return command, f"{why}; if it fails: {then}"
+    return command, f"{tries[0][1]}; if it fails: {then}"

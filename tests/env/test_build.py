@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,14 @@ from sandbox_agent.gate.baseline import classify_baseline, local_modules
 from sandbox_agent.gate.testrun import run_tests
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from sandbox_agent.settings.tree import EnvironmentSection
-from tests.env.conftest import PYTHON_PROJECT, TOKEN, EnvBuilds, MakeEnvSandbox, make_repo
+from tests.env.conftest import (
+    NODE_PROJECT,
+    PYTHON_PROJECT,
+    TOKEN,
+    EnvBuilds,
+    MakeEnvSandbox,
+    make_repo,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -69,6 +77,27 @@ def test_node_env_runs_npm_test_with_its_dev_dependency(
     assert "is-number works" in result.stdout
     assert sandbox.exec("test -e node_modules", timeout_s=30).exit_code != 0
     assert sandbox.diff() == ""
+
+
+def test_a_lock_file_out_of_step_with_package_json_installs_by_npm_install(
+    env_builds: EnvBuilds, env_sandbox: MakeEnvSandbox
+) -> None:
+    """Found on Sphinx 5 to 7: ``npm ci`` refuses their lock (EUSAGE); npm install builds it."""
+    stale = json.loads(NODE_PROJECT["package-lock.json"])
+    stale["packages"][""]["devDependencies"] = {"is-number": "6.0.0"}
+    stale["packages"]["node_modules/is-number"] = {"version": "6.0.0", "dev": True}
+    repo = make_repo(
+        env_builds.root / "node-stale-lock",
+        {**NODE_PROJECT, "package-lock.json": json.dumps(stale)},
+    )
+    env = env_builds.build(repo)
+    said = "\n".join(env_builds.lines)
+    assert "EUSAGE" in said
+    assert "that install (package-lock.json: npm ci installs exactly the lock) failed" in said
+    assert "trying npm install from package.json" in said
+    result = env_sandbox(repo, env).exec("npm test", timeout_s=120)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "is-number works" in result.stdout
 
 
 def test_devcontainer_image_with_post_create_command(

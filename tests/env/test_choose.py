@@ -96,3 +96,18 @@ def test_an_unservable_pnpm_pin_falls_back_to_pnpm_unpinned_then_npm(tmp_path: P
     unpinned_package = {k: v for k, v in MS_PACKAGE.items() if k != "packageManager"}
     plain = node_steps(repo, unpinned_package)[0][-1].command
     assert " || " not in plain.split("npm install -g -q pnpm)")[1]  # no pin: as before
+
+
+def test_npm_ci_falls_back_to_npm_install_when_it_refuses_the_lock(tmp_path: Path) -> None:
+    (tmp_path / "package-lock.json").write_text("{}")
+    package = {"devDependencies": {"karma": "^6.3.16"}}
+    install = node_steps(tmp_path, package)[0][-1]
+    first, then = install.command.split(" || { echo ")
+    assert first == "cd /workspace && { npm ci; }"
+    assert "that install (package-lock.json: npm ci installs exactly the lock) failed" in then
+    assert then.endswith(
+        "npm install --no-save; } && rm -rf /node_modules && mv node_modules /node_modules"
+    )
+    assert install.why.startswith(
+        "package-lock.json: npm ci installs exactly the lock; if it fails"
+    )
