@@ -17,9 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import subprocess
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,8 +24,9 @@ from typing import Annotated, Any
 import typer
 
 from sandbox_agent.batch.judge import judge_tasks, read_json_items, read_predictions
+from sandbox_agent.batch.judge_phase import phase_of, run_phase
 from sandbox_agent.batch.judge_report import harness_report
-from sandbox_agent.batch.records import BatchRecord, default_batches_dir, find_batch
+from sandbox_agent.batch.records import BatchRecord, default_batches_dir
 from sandbox_agent.cli.batch import RayGroup
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.output import fail
@@ -67,46 +65,6 @@ def _instances(path: Path) -> list[dict[str, Any]]:
     return list(items)
 
 
-MAX_SETUP_FAILURES = 50
-_FAILED_TASK = re.compile(r"task (\S+): ")
-
-
-def _batch(
-    tasks: Path, repos: Path, batches: Path, extra: list[str]
-) -> tuple[BatchRecord | None, dict[str, str]]:
-    """Run the tasks as a batch (``batch run``, its own process); its record and what it left out.
-
-    What it left out: the instances whose environment could not be built (id -> why).
-    A batch starts only when every task's environment builds; the judge drops the one a failed
-    build names (an error for that instance, as the harness's build failures are) and goes on.
-    Each attempt's own output (the builds' lines, timed) is appended to ``batch.log`` beside the
-    tasks.
-    """
-    failed: dict[str, str] = {}
-    lines = tasks.read_text(encoding="utf-8").splitlines(keepends=True)
-    while len(failed) <= MAX_SETUP_FAILURES:
-        command = [sys.executable, "-m", "sandbox_agent", "batch", "run", str(tasks)]
-        command += ["--format", "swebench", "--repos", str(repos), "--json"]
-        command += ["--batches-dir", str(batches), *extra]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        with (tasks.parent / "batch.log").open("a", encoding="utf-8") as log:
-            log.write(done.stderr)  # the builds' lines, each with its time: kept, not shown
-        if done.returncode != 2 and done.stdout.strip():
-            summary = json.loads(done.stdout)
-            return find_batch(batches, str(summary["batch_id"])).read(), failed
-        sys.stderr.write(done.stderr[-4000:])
-        named = _FAILED_TASK.findall(done.stderr)
-        task_id = named[-1] if named else None
-        if task_id is None or not any(json.loads(x)["instance_id"] == task_id for x in lines):
-            return None, failed
-        failed[task_id] = done.stderr.strip().splitlines()[-1][:500]
-        lines = [x for x in lines if json.loads(x)["instance_id"] != task_id]
-        if not lines:
-            return None, failed
-        tasks.write_text("".join(lines), encoding="utf-8")
-    return None, failed
-
-
 def _needs_recipe(record: BatchRecord) -> list[str]:
     """Instances zero configuration did not resolve: judged again in the harness's recipe.
 
@@ -140,7 +98,10 @@ def judge(
         str | None,
         typer.Option(help="Run on Ray: alone a local instance, or auto / HOST:PORT (as batch)."),
     ] = None,
-    resume: Annotated[str | None, typer.Option(help="Resume this batch (id or dir).")] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(help="Resume the judge this batch (id or dir) or judge directory is of."),
+    ] = None,
     max_cost_total: Annotated[float | None, typer.Option(min=0.0)] = None,
     batches_dir: Annotated[Path | None, typer.Option("--batches-dir")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report.")] = False,
@@ -161,11 +122,11 @@ def judge(
         extra = [f"--workers={workers}"] if workers else []
         extra += [f"--ray={ray}"] if ray else []
         extra += [f"--max-cost-total={max_cost_total}"] if max_cost_total is not None else []
+        if resume is not None:
+            phase_of(batches, resume, work)  # one of this judge's batches, or its directory
         first = env is EnvMode.RECIPE
         tasks, _ = judge_tasks(items, patches, mode, work / "first", recipe=first)
-        record, unbuilt = _batch(
-            tasks, repos, batches, extra + ([f"--resume={resume}"] if resume else [])
-        )
+        record, unbuilt = run_phase(tasks, repos, batches, extra, resume=resume is not None)
         if record is None and not unbuilt:
             raise UserError(
                 f"{tasks}: the batch did not start (run it with `batch run` to see why)"
@@ -182,7 +143,7 @@ def judge(
         if again and env is EnvMode.AUTO:
             retry = [i for i in items if i["instance_id"] in set(again)]
             tasks2, _ = judge_tasks(retry, patches, mode, work / "recipe", recipe=True)
-            second, unbuilt2 = _batch(tasks2, repos, batches, extra)
+            second, unbuilt2 = run_phase(tasks2, repos, batches, extra, resume=resume is not None)
             reports.append(harness_report(second, tasks2, empties, unbuilt2))
     except UserError as e:
         raise fail(e) from e

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from sandbox_agent.batch.judge_phase import run_phase
 from sandbox_agent.batch.records import BatchRecord
 from sandbox_agent.cli import swebench
 from sandbox_agent.cli.app import app
@@ -48,12 +49,12 @@ def test_ray_alone_is_a_local_instance_and_an_address_passes_on(
     seen: list[list[str]] = []
 
     def record(
-        tasks: Path, repos: Path, batches: Path, extra: list[str]
+        tasks: Path, repos: Path, batches: Path, extra: list[str], *, resume: bool = False
     ) -> tuple[BatchRecord | None, dict[str, str]]:
         seen.append(extra)
         return None, {}  # the batch did not start: the judge says so, exit 2
 
-    monkeypatch.setattr(swebench, "_batch", record)
+    monkeypatch.setattr(swebench, "run_phase", record)
     args = ["swebench", "judge", "--gold", "--instances", str(instances), "--repos", str(clones)]
     args += ["--batches-dir", str(tmp_path / "b"), *flags, "--workers", "1"]
     result = CliRunner().invoke(app, args)
@@ -69,7 +70,7 @@ def test_each_batch_attempt_s_output_is_kept_beside_its_tasks(tmp_path: Path) ->
     tasks = tmp_path / "work" / "tasks.jsonl"
     tasks.parent.mkdir()
     tasks.write_text(instances.read_text())
-    record, unbuilt = swebench._batch(tasks, tmp_path / "no-clones", tmp_path / "b", [])
+    record, unbuilt = run_phase(tasks, tmp_path / "no-clones", tmp_path / "b", [])
     assert record is None
     assert unbuilt == {}
     log = (tasks.parent / "batch.log").read_text()
