@@ -124,6 +124,13 @@ def judge(
         extra += [f"--max-cost-total={max_cost_total}"] if max_cost_total is not None else []
         if resume is not None:
             phase_of(batches, resume, work)  # one of this judge's batches, or its directory
+        typer.echo(
+            visible(
+                f"judging {len(items)} instance(s), {mode}, in {work}; if it stops, the same "
+                f"command with --resume {work} goes on"
+            ),
+            err=True,
+        )
         first = env is EnvMode.RECIPE
         tasks, _ = judge_tasks(items, patches, mode, work / "first", recipe=first)
         record, unbuilt = run_phase(tasks, repos, batches, extra, resume=resume is not None)

@@ -173,3 +173,24 @@ def test_the_judge_refuses_a_foreign_batch_to_resume_before_running_anything(
     assert result.exit_code == 2, result.output
     assert "not this judge's tasks" in result.stderr
     assert recorder.commands == []
+
+
+def test_the_judge_says_where_it_works_and_how_to_resume_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(subprocess, "run", Recorder(None))  # the batch does not start
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(
+        json.dumps({"instance_id": "o__n-1", "repo": "o/n", "base_commit": "a", "test_patch": ""})
+        + "\n"
+    )
+    batches = tmp_path / "b"
+    args = ["swebench", "judge", "--gold", "--instances", str(instances), "--repos", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, "--batches-dir", str(batches)])
+    assert result.exit_code == 2, result.output
+    said = result.stderr.splitlines()[0]
+    work = next(batches.glob("judge-gold-*"))
+    assert said.startswith(f"judging 1 instance(s), gold, in {work}; ")
+    assert said.endswith(f"--resume {work} goes on")
+    again = CliRunner().invoke(app, [*args, "--batches-dir", str(batches), "--resume", str(work)])
+    assert again.stderr.splitlines()[0] == said
