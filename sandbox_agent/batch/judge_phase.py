@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from sandbox_agent.batch.records import BATCH_FILE, BatchDir, BatchRecord, find_
 from sandbox_agent.errors import UserError
 from sandbox_agent.names import decode_name
 
-__all__ = ["UNBUILT_FILE", "phase_of", "run_phase"]
+__all__ = ["UNBUILT_FILE", "batch_process", "phase_batch", "phase_of", "run_phase"]
 
 MAX_SETUP_FAILURES = 50
 UNBUILT_FILE = "unbuilt.json"
@@ -64,9 +65,7 @@ def run_phase(
         command = [sys.executable, "-m", "sandbox_agent", "batch", "run", str(tasks)]
         command += ["--format", "swebench", "--repos", str(repos), "--json"]
         command += ["--batches-dir", str(batches), *extra, *again]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        with (tasks.parent / "batch.log").open("a", encoding="utf-8") as log:
-            log.write(done.stderr)  # the builds' lines, each with its time: kept, not shown
+        done = batch_process(command, tasks.parent / "batch.log")
         if done.returncode != 2 and done.stdout.strip():
             summary = json.loads(done.stdout)
             return find_batch(batches, str(summary["batch_id"])).read(), failed
@@ -83,6 +82,47 @@ def run_phase(
         _write(tasks, lines, failed)
         again = []  # the batch resumed had every one of these tasks: a new one starts
     return None, failed
+
+
+def batch_process(
+    command: list[str], log: Path, grace_s: float = 5.0, patience_s: float = 300.0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``batch run``, its stderr (the builds' lines, timed) appended to ``log``.
+
+    On Ctrl-C the judge waits for the batch to end its runs as interrupted and remove their
+    containers (``subprocess.run`` would kill it a quarter second later, leaving both behind). A
+    terminal's Ctrl-C reaches both processes; a ``kill -INT`` of the judge reaches only the
+    judge, so a batch still running after ``grace_s`` is sent SIGINT itself, and one still
+    running after ``patience_s`` more is killed (``sandbox-agent gc`` then removes what it left).
+    """
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            out, err = child.communicate()
+        except KeyboardInterrupt:
+            out, err = _stopped(child, grace_s, patience_s)
+            _append(log, err)
+            raise
+    _append(log, err)
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
+
+
+def _stopped(child: subprocess.Popen[str], grace_s: float, patience_s: float) -> tuple[str, str]:
+    try:
+        return child.communicate(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGINT)
+    try:
+        return child.communicate(timeout=patience_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.communicate()
+
+
+def _append(log: Path, text: str) -> None:
+    with log.open("a", encoding="utf-8") as out:
+        out.write(text)
 
 
 def phase_batch(batches: Path, tasks: Path) -> BatchRecord | None:

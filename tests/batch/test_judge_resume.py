@@ -4,19 +4,26 @@ stays out without being built again.
 Found on the 70-instance subset: eleven environments failed, the judge started its batch
 without those instances, and ``--resume`` of that batch was refused (the judge wrote every
 instance's task again, so the task ids differed). ``batch run`` itself is replaced here by a
-recorder of its command line (no engine); the records are real ``batch.json`` files.
+recorder of its command line (no engine); the records are real ``batch.json`` files. A judge
+stopped with Ctrl-C waits for its batch to end its runs: that with a real child process.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from sandbox_agent.batch.judge_phase import UNBUILT_FILE, phase_of, run_phase
+from sandbox_agent.batch import judge_phase
+from sandbox_agent.batch.judge_phase import UNBUILT_FILE, batch_process, phase_of, run_phase
 from sandbox_agent.batch.records import BatchDir, BatchRecord, BatchRun, BatchSettings
 from sandbox_agent.batch.tasks import TaskFormat, TaskSpec
 from sandbox_agent.cli.app import app
@@ -66,7 +73,7 @@ class Recorder:
         self.tasks_seen: list[list[str]] = []
         self.answer = answer
 
-    def __call__(self, command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    def __call__(self, command: list[str], log: Path) -> subprocess.CompletedProcess[str]:
         self.commands.append(command)
         tasks = Path(command[command.index("run") + 1]).read_text().splitlines()
         self.tasks_seen.append([json.loads(x)["instance_id"] for x in tasks])
@@ -82,7 +89,7 @@ def test_a_resumed_phase_goes_on_from_its_batch_without_what_did_not_build(
     (tasks.parent / UNBUILT_FILE).write_text(json.dumps({IDS[1]: "npm ci failed"}))
     _batch(batches, tasks, [IDS[0], IDS[2]], done=[IDS[0]], name="b-20261205-100000-aaaaaa")
     recorder = Recorder("b-20261205-100000-aaaaaa")
-    monkeypatch.setattr(subprocess, "run", recorder)
+    monkeypatch.setattr(judge_phase, "batch_process", recorder)
     record, unbuilt = run_phase(tasks, tmp_path / "clones", batches, ["--workers=2"], resume=True)
     assert record is not None
     assert recorder.commands[0][-2:] == ["--workers=2", "--resume=b-20261205-100000-aaaaaa"]
@@ -97,7 +104,7 @@ def test_an_instance_missing_from_the_batch_with_no_saved_reason_is_unbuilt(
     batches = tmp_path / "b"
     tasks = _tasks(batches / "judge-x" / "first")
     _batch(batches, tasks, [IDS[0], IDS[2]], done=[IDS[0]], name="b-20261205-100000-aaaaaa")
-    monkeypatch.setattr(subprocess, "run", Recorder("b-20261205-100000-aaaaaa"))
+    monkeypatch.setattr(judge_phase, "batch_process", Recorder("b-20261205-100000-aaaaaa"))
     _, unbuilt = run_phase(tasks, tmp_path / "clones", batches, [], resume=True)
     assert list(unbuilt) == [IDS[1]]
     assert "batch.log" in unbuilt[IDS[1]]
@@ -112,7 +119,7 @@ def test_an_ended_phase_is_read_not_run_and_the_newest_batch_is_the_phase_s(
     _batch(batches, tasks, IDS, done=[IDS[0]], name="b-20261205-090000-aaaaaa")
     _batch(batches, tasks, IDS, done=IDS, name="b-20261205-110000-bbbbbb")
     recorder = Recorder(None)
-    monkeypatch.setattr(subprocess, "run", recorder)
+    monkeypatch.setattr(judge_phase, "batch_process", recorder)
     record, unbuilt = run_phase(tasks, tmp_path / "clones", batches, [], resume=True)
     assert record is not None
     assert record.batch_id == "b-20261205-110000-bbbbbb"
@@ -127,7 +134,7 @@ def test_without_resume_a_phase_starts_anew_and_a_failed_build_is_kept(
     _batch(batches, tasks, IDS, done=IDS, name="b-20261205-110000-bbbbbb")
     calls: list[list[str]] = []
 
-    def first_fails(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    def first_fails(command: list[str], log: Path) -> subprocess.CompletedProcess[str]:
         calls.append(command)
         if len(calls) == 1:
             why = f"error: task {IDS[2]}: environment setup failed at step 7/7\n"
@@ -135,7 +142,7 @@ def test_without_resume_a_phase_starts_anew_and_a_failed_build_is_kept(
         answer = '{"batch_id": "b-20261205-110000-bbbbbb"}'
         return subprocess.CompletedProcess(command, 0, answer, "")
 
-    monkeypatch.setattr(subprocess, "run", first_fails)
+    monkeypatch.setattr(judge_phase, "batch_process", first_fails)
     _, unbuilt = run_phase(tasks, tmp_path / "clones", batches, [])
     assert not any("--resume" in " ".join(c) for c in calls)
     assert unbuilt == {IDS[2]: f"error: task {IDS[2]}: environment setup failed at step 7/7"}
@@ -162,7 +169,7 @@ def test_the_judge_refuses_a_foreign_batch_to_resume_before_running_anything(
     batches = tmp_path / "b"
     other = _batch(batches, _tasks(tmp_path / "y"), IDS, done=IDS, name="b-20261205-120000-b2")
     recorder = Recorder(None)
-    monkeypatch.setattr(subprocess, "run", recorder)
+    monkeypatch.setattr(judge_phase, "batch_process", recorder)
     instances = tmp_path / "instances.jsonl"
     instances.write_text(
         json.dumps({"instance_id": "o__n-1", "repo": "o/n", "base_commit": "a", "test_patch": ""})
@@ -178,7 +185,7 @@ def test_the_judge_refuses_a_foreign_batch_to_resume_before_running_anything(
 def test_the_judge_says_where_it_works_and_how_to_resume_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(subprocess, "run", Recorder(None))  # the batch does not start
+    monkeypatch.setattr(judge_phase, "batch_process", Recorder(None))  # the batch does not start
     instances = tmp_path / "instances.jsonl"
     instances.write_text(
         json.dumps({"instance_id": "o__n-1", "repo": "o/n", "base_commit": "a", "test_patch": ""})
@@ -194,3 +201,44 @@ def test_the_judge_says_where_it_works_and_how_to_resume_it(
     assert said.endswith(f"--resume {work} goes on")
     again = CliRunner().invoke(app, [*args, "--batches-dir", str(batches), "--resume", str(work)])
     assert again.stderr.splitlines()[0] == said
+
+
+CHILD = """
+import signal, sys, time
+stop = []
+signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+print("started", file=sys.stderr, flush=True)
+while not stop:
+    time.sleep(0.02)
+time.sleep(0.5)  # ending its runs, removing their containers
+print("ended its runs", file=sys.stderr, flush=True)
+sys.exit(130)
+"""
+
+
+def test_a_judge_stopped_waits_for_its_batch_to_end_its_runs(tmp_path: Path) -> None:
+    """``kill -INT`` of the judge alone: the batch is told, and ends before the judge does."""
+    log = tmp_path / "batch.log"
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            batch_process([sys.executable, "-c", CHILD], log, grace_s=0.3)
+    finally:
+        timer.cancel()
+    assert log.read_text().splitlines() == ["started", "ended its runs"]
+
+
+def test_a_batch_that_will_not_stop_is_killed_after_the_patience(tmp_path: Path) -> None:
+    stubborn = "import signal, sys, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    stubborn += "print('up', file=sys.stderr, flush=True)\ntime.sleep(60)\n"
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            batch_process([sys.executable, "-c", stubborn], tmp_path / "log", 0.2, 0.5)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 30
+    assert (tmp_path / "log").read_text() == "up\n"
