@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sandbox_agent.env.interpreter import interpreter_steps
 from sandbox_agent.errors import UserError
 from sandbox_agent.gate.hidden import patch_files, section_paths
 from sandbox_agent.gate.newtests import sections
@@ -152,42 +153,6 @@ def recipe_steps(repo: str, version: str) -> list[str] | None:
     fallback = shlex.quote(_of_its_time("pytest"))
     steps.append(f"/opt/venv/bin/python -c 'import pytest' 2>/dev/null || {PIP} {fallback}")
     return steps
-
-
-DEBIAN_PYTHONS = {"3.9": "bullseye"}
-"""A spec's Python that Debian's archive has in another release than the image's (bookworm's
-3.11): the release it comes from. Python 3.10 is in no Debian release: its specs get 3.11."""
-
-
-def interpreter_steps(python: str) -> list[str]:
-    """Setup commands that make ``/opt/venv`` a venv of the spec's ``python``.
-
-    When Debian's archive has that Python in another release (:data:`DEBIAN_PYTHONS`), it is
-    installed from there (that release's packages pinned below the image's own, so nothing
-    else changes; its ``distutils`` unpacked, as its package conflicts with bookworm's) and the
-    venv made with ``virtualenv`` from PyPI (Debian's ``python3.9-venv`` cannot be installed
-    beside bookworm's pip); otherwise the image's Python 3.11. The code and
-    pins of an older version often cannot run on 3.11 (pytest before 6.2.5 rewrites asserts
-    with an ``ast`` 3.11 refuses; ``collections.Mapping`` is gone; old ``wrapt`` needs
-    ``inspect.formatargspec``), which the harness never sees: it runs the spec's Python.
-    """
-    release = DEBIAN_PYTHONS.get(python)
-    if release is None:
-        return ["test -x /opt/venv/bin/python || python3 -m venv /opt/venv"]
-    sources = f"deb http://deb.debian.org/debian {release} main"
-    pin = f"Package: *\\nPin: release n={release}\\nPin-Priority: 100\\n"
-    return [
-        f"echo '{sources}' > /etc/apt/sources.list.d/{release}.list",
-        f"printf '{pin}' > /etc/apt/preferences.d/{release}",
-        "apt-get update -qq",
-        f"apt-get install -y -qq python{python} python{python}-dev",
-        # its distutils (pip and setuptools of that time need it) is a package bookworm's own
-        # replaces: its files alone, unpacked beside 3.11's
-        f"cd /tmp && apt-get download python3-distutils/{release} python3-lib2to3/{release} && "
-        "for d in python3-distutils_*.deb python3-lib2to3_*.deb; do dpkg -x $d /; done",
-        "python3 -m venv /opt/seed && /opt/seed/bin/python -m pip install -q virtualenv",
-        f"/opt/seed/bin/virtualenv -q -p python{python} /opt/venv",
-    ]
 
 
 LEGACY_EDITABLE = "SETUPTOOLS_ENABLE_FEATURES=legacy-editable"

@@ -11,9 +11,10 @@ only the last one failing fails the build. A lock file (``uv.lock``, ``poetry.lo
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sandbox_agent.env.interpreter import DEBIAN_PYTHONS, interpreter_steps
 from sandbox_agent.env.model import VENV, SetupStep
 from sandbox_agent.env.python import UV, PythonFacts
 from sandbox_agent.env.record import by_source
@@ -37,11 +38,13 @@ def _env(facts: PythonFacts) -> str:
     return f"SETUPTOOLS_SCM_PRETEND_VERSION={facts.scm_version} " if facts.scm_version else ""
 
 
-def chain(candidates: Sequence[Candidate], prefix: str) -> tuple[str, str]:
+def chain(
+    candidates: Sequence[Candidate], prefix: str, render: Callable[[Sequence[str]], str] = _q
+) -> tuple[str, str]:
     """One shell command trying each candidate in turn, saying which failed; and its ``why``."""
     parts: list[str] = []
     for i, candidate in enumerate(candidates):
-        command = f"{prefix}{_q(candidate.words)}"
+        command = f"{prefix}{render(candidate.words)}"
         if i == 0:
             parts.append(command)
             continue
@@ -165,7 +168,54 @@ def install_step(facts: PythonFacts) -> tuple[SetupStep | None, list[str]]:
     if not candidates:
         return None, notes
     command, why = chain(candidates, f"cd /workspace && {_env(facts)}")
+    if facts.as_of:
+        when = facts.as_of
+        env = _env(facts)
+        first, _ = chain(candidates, "cd /workspace && ", lambda w: dated(w, when, env))
+        runtime = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--exclude-newer"]
+        runtime += [when, "--reinstall-package", "setuptools", "setuptools"]
+        command, why = of_its_time(f"{first} && {_q(runtime)}", command, why, when)
     return SetupStep(command=command, why=why), notes
+
+
+BUILD_TOOLS = ("setuptools", "wheel", "setuptools-scm", "hatchling", "flit-core", "poetry-core")
+"""Build backends taken as they are today even when the rest is an old commit's: the editable
+install needs PEP 660, which setuptools has had only since 64 (2022). The venv's own setuptools
+is then put back to the one of that time (code of that time imports ``pkg_resources``, which
+today's setuptools no longer has)."""
+_NO_LIMIT = "2100-01-01T00:00:00Z"
+
+
+def dated(words: Sequence[str], when: str, env: str = "") -> str:
+    """``uv pip install ...`` resolving as of ``when`` (``--exclude-newer``), in one command.
+
+    Build tools are today's (:data:`BUILD_TOOLS`). A package of that time that cannot be built
+    here (no wheel for this Python, and the image has no compiler: typed-ast 1.4 for Sphinx 3)
+    is then taken as it is today, and the install tried again, each such package said; at most
+    :data:`_TODAYS` of them, and the command fails as the last install did.
+    """
+    at = list(words).index("install") + 1
+    flags = ["--exclude-newer", when]
+    flags += [w for tool in BUILD_TOOLS for w in ("--exclude-newer-package", f"{tool}={_NO_LIMIT}")]
+    install = f"{env}{_q(words[:at])} {_q(flags)} $x {_q(words[at:])}"
+    note = "sandbox-agent: $p of that time cannot be built here; taking today's"
+    return (
+        f"{{ x=; st=1; for _ in $(seq {_TODAYS + 1}); do {install} >/tmp/uv-dated.out 2>&1; "
+        "st=$?; cat /tmp/uv-dated.out >&2; [ $st = 0 ] && break; "
+        "p=$(sed -n 's/.*Failed to build `\\([A-Za-z0-9._-]*\\)==.*/\\1/p' /tmp/uv-dated.out"
+        ' | head -n1); [ -n "$p" ] || break; case " $x " in *" $p="*) break;; esac; '
+        f'echo "{note}" >&2; x="$x --exclude-newer-package $p={_NO_LIMIT}"; done; [ $st = 0 ]; }}'
+    )
+
+
+_TODAYS = 5
+
+
+def of_its_time(dated: str, today: str, why: str, when: str) -> tuple[str, str]:
+    """``dated`` (the installs as of ``when``), then ``today``'s if it fails: each said."""
+    said = _q(["echo", f"sandbox-agent: the packages as of {when} did not install; trying today's"])
+    command = f"{{ {dated}; }} || {{ {said} >&2; {today}; }}"
+    return command, f"{why}; the packages as of {when} (an old commit's), then today's"
 
 
 def lock_step(facts: PythonFacts) -> SetupStep:
@@ -211,13 +261,22 @@ def test_commands(facts: PythonFacts) -> dict[str, str]:
 
 def python_steps(facts: PythonFacts) -> tuple[list[SetupStep], list[str]]:
     """The steps installing a Python project's test dependencies into the venv, and notes."""
-    steps = [
-        SetupStep(
-            command=f"test -x {VENV}/bin/python || python3 -m venv --system-site-packages {VENV}",
-            why=f"Python project: dependencies go into {VENV}, outside /workspace",
-            network=False,
+    venv = SetupStep(
+        command=f"test -x {VENV}/bin/python || python3 -m venv --system-site-packages {VENV}",
+        why=f"Python project: dependencies go into {VENV}, outside /workspace",
+        network=False,
+        repo_free=True,
+    )
+    if facts.python:
+        venv = SetupStep(
+            command=" && ".join(interpreter_steps(facts.python)),
+            why=f"Python project: dependencies go into {VENV}, a venv of Python {facts.python} "
+            f"from Debian {DEBIAN_PYTHONS[facts.python]}: an old commit's (its packages as of "
+            f"{facts.as_of}, before Python 3.11)",
             repo_free=True,
-        ),
+        )
+    steps = [
+        venv,
         SetupStep(
             command=f"{VENV}/bin/python -m pip install -q --no-cache-dir 'uv>=0.6.10'",
             why="uv installs dependency groups and lock files (Debian's pip cannot)",
@@ -233,13 +292,15 @@ def python_steps(facts: PythonFacts) -> tuple[list[SetupStep], list[str]]:
         steps[-1] = steps[-1].model_copy(
             update={"why": f"{steps[-1].why}; version {facts.scm_version} from the nearest tag"}
         )
+    words = (UV, "pip", "install", "--python", f"{VENV}/bin/python", "pytest")
+    pytest = _q(words)
+    if facts.as_of:
+        pytest, _ = of_its_time(dated(words, facts.as_of), pytest, "", facts.as_of)
     steps.append(
         SetupStep(
-            command=(
-                f"{VENV}/bin/python -c 'import pytest' 2>/dev/null || "
-                f"{UV} pip install --python {VENV}/bin/python pytest"
-            ),
-            why="the test command runs pytest: installed unless the environment has it",
+            command=f"{VENV}/bin/python -c 'import pytest' 2>/dev/null || {pytest}",
+            why="the test command runs pytest: installed unless the environment has it"
+            + (f" (as of {facts.as_of} first)" if facts.as_of else ""),
         )
     )
     return steps, notes + facts.record.notes

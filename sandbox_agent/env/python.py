@@ -11,6 +11,7 @@ same path, so the install keeps working on each fresh copy.
 from __future__ import annotations
 
 import configparser
+import datetime
 import re
 import subprocess
 import tomllib
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox_agent.env.interpreter import of_its_time
 from sandbox_agent.env.model import VENV
 from sandbox_agent.env.recipe import Recipe
 from sandbox_agent.env.record import read_package_json_quiet, read_record, requirement_files
@@ -56,6 +58,12 @@ class PythonFacts:
     """``uv.lock``, ``poetry.lock`` or ``pdm.lock``."""
     scm_version: str | None = None
     """The version to pretend when the project computes it from git."""
+    as_of: str | None = None
+    """Packages are resolved as of this time (RFC 3339) first: an old commit's (:func:`as_of`)."""
+    requires_python: str | None = None
+    """The project's ``Requires-Python``, where its files say it."""
+    python: str | None = None
+    """The venv's Python when not the image's: an old commit's (``env/interpreter.py``)."""
 
 
 def is_python(repo: Path) -> bool:
@@ -80,6 +88,8 @@ def _pyproject_facts(repo: Path, facts: PythonFacts) -> str:
     facts.inputs.append("pyproject.toml")
     project = data.get("project", {})
     facts.installable = bool(project) or "build-system" in data
+    if isinstance(project.get("requires-python"), str):
+        facts.requires_python = project["requires-python"]
     facts.pyproject = data
     extras = project.get("optional-dependencies", {})
     facts.declared_extras += list(extras)
@@ -104,6 +114,9 @@ def _setup_facts(repo: Path, facts: PythonFacts) -> str:
             raise EnvPlanError(f"{cfg}: cannot be read ({e})") from e
         if parser.has_section("metadata") or parser.has_section("options"):
             facts.installable = True
+        facts.requires_python = parser.get("options", "python_requires", fallback=None) or (
+            facts.requires_python
+        )
         if parser.has_section("options.extras_require"):
             declared = parser.options("options.extras_require")
             facts.declared_extras += declared
@@ -113,6 +126,8 @@ def _setup_facts(repo: Path, facts: PythonFacts) -> str:
         facts.inputs.append("setup.py")
         facts.installable = True
         text = setup_py.read_text(encoding="utf-8", errors="replace")
+        said = re.search(r"python_requires\s*=\s*[\"']([^\"']+)[\"']", text)
+        facts.requires_python = facts.requires_python or (said.group(1) if said else None)
         if "extras_require" in text:
             for name in re.findall(r"[\"']([\w.-]+)[\"']\s*[:=]", text):
                 facts.declared_extras.append(name)
@@ -151,6 +166,33 @@ def nearest_tag_version(repo: Path) -> str:
     return tag if re.fullmatch(r"\d+(\.\d+)*([a-z0-9.+-]*)", tag) else "0.0.0"
 
 
+OLD_AFTER_DAYS = 180
+"""A commit older than this is installed with the packages of its time first."""
+
+
+def as_of(repo: Path, now: datetime.datetime | None = None) -> str | None:
+    """The time an old commit's packages are resolved as of; ``None`` for a recent one.
+
+    An old commit was tested, in its own CI, with the packages of its time; today's often break
+    it (Jinja2 3.1 removed ``environmentfilter``, which Sphinx 3 imports; MarkupSafe 2.1 removed
+    ``soft_unicode``, which Jinja2 2.11 imports). When ``HEAD`` was committed more than
+    :data:`OLD_AFTER_DAYS` days ago, the installs resolve as of the first day of the month after
+    it (uv's ``--exclude-newer``): the releases its CI could have had, and one time for every
+    commit of that month, so their environments are one. A recent commit gets today's packages.
+    """
+    try:
+        done = git(repo, "log", "-1", "--format=%cI", "HEAD", timeout_s=30)
+        when = datetime.datetime.fromisoformat(done.stdout.decode().strip())
+    except (UserError, OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    now = now or datetime.datetime.now(datetime.UTC)
+    if done.returncode != 0 or now - when < datetime.timedelta(days=OLD_AFTER_DAYS):
+        return None
+    when = when.astimezone(datetime.UTC)
+    year, month = (when.year + 1, 1) if when.month == 12 else (when.year, when.month + 1)
+    return f"{year:04d}-{month:02d}-01T00:00:00Z"
+
+
 def read_facts(repo: Path) -> PythonFacts:
     """Everything the Python installs depend on, from the repo's files."""
     facts = PythonFacts()
@@ -167,5 +209,7 @@ def read_facts(repo: Path) -> PythonFacts:
             break
     if _SCM.search(text):
         facts.scm_version = nearest_tag_version(repo)
+    facts.as_of = as_of(repo)
+    facts.python = of_its_time(facts.as_of, facts.requires_python)
     facts.inputs = sorted(set(facts.inputs))
     return facts
