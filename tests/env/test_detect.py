@@ -221,11 +221,18 @@ def test_settings_image_setup_and_no_detection(tmp_path: Path) -> None:
 
 def test_malformed_files_are_named(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": "[project\n"})
-    with pytest.raises(EnvPlanError, match=r"pyproject\.toml: cannot be read as TOML"):
+    with pytest.raises(EnvPlanError, match=r"pyproject\.toml: not valid TOML"):
         detect_plan(tmp_path)
     (tmp_path / "pyproject.toml").unlink()
     write(tmp_path, {"package.json": "[1]"})
     with pytest.raises(EnvPlanError, match=r"package\.json: not a JSON object"):
+        detect_plan(tmp_path)
+    (tmp_path / "package.json").write_bytes(b'{"name": "\xff"}')
+    with pytest.raises(EnvPlanError, match=r"package\.json: not valid JSON \(.*utf-8"):
+        detect_plan(tmp_path)
+    (tmp_path / "package.json").unlink()
+    write(tmp_path, {".devcontainer/devcontainer.json": "// a list\n[1,]"})
+    with pytest.raises(EnvPlanError, match=r"devcontainer\.json: not a JSON object"):
         detect_plan(tmp_path)
 
 
