@@ -164,23 +164,14 @@ def default_batches_dir(env: Mapping[str, str]) -> Path:
 
 
 class BatchDir:
-    """One batch's directory."""
+    """One batch's directory and the paths of its files."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-
-    @property
-    def record_path(self) -> Path:
-        return self.path / BATCH_FILE
-
-    @property
-    def runs_dir(self) -> Path:
-        return self.path / "runs"
-
-    @property
-    def logs_dir(self) -> Path:
+        self.record_path = path / BATCH_FILE
+        self.runs_dir = path / "runs"
+        self.logs_dir = path / "logs"
         """Each worker's stderr, one file a task."""
-        return self.path / "logs"
 
     def write(self, record: BatchRecord) -> None:
         """Replace ``batch.json`` atomically."""

@@ -57,6 +57,16 @@ def ray_flag(args: list[str]) -> list[str]:
     return out
 
 
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Run on Ray: alone (or `local`), a local Ray instance; `auto` or HOST:PORT "
+        "joins a cluster.",
+    ),
+]
+"""``--ray`` of ``batch run`` and ``swebench judge``, whose groups are ``RayGroup``s."""
+
+
 class RayGroup(Group):
     """A group whose command ``ray_command`` takes ``--ray`` alone as a local Ray instance."""
 
@@ -129,13 +139,7 @@ def run(
     resume: Annotated[
         str | None, typer.Option(help="Run again what had not ended in this batch (id or dir).")
     ] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            help="Run on Ray: alone (or `local`), a local Ray instance; `auto` or HOST:PORT "
-            "joins a cluster.",
-        ),
-    ] = None,
+    ray: RayOption = None,
     policy: PolicyOption = None,
     trust_repo_policy: TrustOption = False,
     batches_dir: BatchesDirOption = None,

@@ -27,7 +27,7 @@ from sandbox_agent.batch.judge import judge_tasks, read_json_items, read_predict
 from sandbox_agent.batch.judge_phase import phase_of, run_phase
 from sandbox_agent.batch.judge_report import harness_report
 from sandbox_agent.batch.records import BatchRecord, default_batches_dir
-from sandbox_agent.cli.batch import RayGroup
+from sandbox_agent.cli.batch import RayGroup, RayOption
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.output import fail
 from sandbox_agent.errors import UserError
@@ -94,10 +94,7 @@ def judge(
         EnvMode.AUTO
     ),
     workers: Annotated[int | None, typer.Option(min=1, help="Runs at once.")] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option(help="Run on Ray: alone a local instance, or auto / HOST:PORT (as batch)."),
-    ] = None,
+    ray: RayOption = None,
     resume: Annotated[
         str | None,
         typer.Option(help="Resume the judge this batch (id or dir) or judge directory is of."),

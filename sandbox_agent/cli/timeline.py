@@ -9,21 +9,7 @@ from __future__ import annotations
 
 import re
 
-from sandbox_agent.agent.trace import (
-    BudgetUpdateEvent,
-    GateResultEvent,
-    ModelFeedbackEvent,
-    ModelRetryEvent,
-    ModelTurnEvent,
-    ObservationEvent,
-    PolicyDecisionEvent,
-    RunFinished,
-    RunStarted,
-    TextRecord,
-    ToolCallEvent,
-    ToolCallRecord,
-    TraceEvent,
-)
+from sandbox_agent.agent import trace
 from sandbox_agent.text import visible
 from sandbox_agent.types import GateOutcome, ObservationFacts, Usage
 
@@ -35,7 +21,7 @@ def _usage_text(usage: Usage) -> str:
     return f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {cost}"
 
 
-def _call_text(call: ToolCallRecord) -> str:
+def _call_text(call: trace.ToolCallRecord) -> str:
     if call.arguments is not None and "command" in call.arguments:
         return f"{call.tool_name} {call.arguments['command']!r}"
     if call.arguments is not None and "path" in call.arguments:
@@ -78,7 +64,7 @@ def _gate_text(outcome: GateOutcome) -> str:
     return f"gate {outcome.phase}: {verdict_text(outcome)}"
 
 
-def _observation_text(facts: ObservationFacts, content: TextRecord) -> str:
+def _observation_text(facts: ObservationFacts, content: trace.TextRecord) -> str:
     status = facts.kind if facts.is_error else f"exit {facts.exit_code}"
     if facts.exit_code is None and not facts.is_error:
         status = "ok"
@@ -86,16 +72,16 @@ def _observation_text(facts: ObservationFacts, content: TextRecord) -> str:
     return f"observation {facts.tool_name}: {status}{took}, {content.chars} chars"
 
 
-def describe(event: TraceEvent) -> str:
+def describe(event: trace.TraceEvent) -> str:
     """One line for an event, with every control character made visible."""
     return visible(_describe(event))
 
 
-def _describe(event: TraceEvent) -> str:
+def _describe(event: trace.TraceEvent) -> str:
     match event:
-        case RunStarted():
+        case trace.RunStarted():
             return f"run started: model {event.model}, task of {event.task.chars} chars"
-        case ModelTurnEvent():
+        case trace.ModelTurnEvent():
             calls = ", ".join(_call_text(c) for c in event.tool_calls)
             wants = (
                 " + finish"
@@ -103,24 +89,24 @@ def _describe(event: TraceEvent) -> str:
                 else ("finish" if event.finish is not None else "")
             )
             return f"model turn: {calls}{wants} ({_usage_text(event.usage)})"
-        case ToolCallEvent():
+        case trace.ToolCallEvent():
             return f"tool call {event.call.id}: {_call_text(event.call)}"
-        case PolicyDecisionEvent():
+        case trace.PolicyDecisionEvent():
             approved = "" if event.approved is None else f" (user approved: {event.approved})"
             decision = event.decision
             rule = decision.rule or "no rule"
             return f"policy {decision.decision}{approved}: {decision.reason} [{rule}]"
-        case ObservationEvent():
+        case trace.ObservationEvent():
             return _observation_text(event.observation, event.content)
-        case ModelFeedbackEvent():
+        case trace.ModelFeedbackEvent():
             return f"feedback to model ({event.kind}), {event.content.chars} chars"
-        case GateResultEvent():
+        case trace.GateResultEvent():
             return _gate_text(event.outcome)
-        case BudgetUpdateEvent():
+        case trace.BudgetUpdateEvent():
             return f"budget: {_usage_text(event.totals)} so far"
-        case ModelRetryEvent():
+        case trace.ModelRetryEvent():
             return f"model retry {event.attempt} in {event.wait_s:.1f}s: {event.error}"
-        case RunFinished():
+        case trace.RunFinished():
             outcome = event.outcome
             error = f": {outcome.error}" if outcome.error else ""
             return f"run finished: {outcome.exit_reason} after {outcome.steps} steps{error}"

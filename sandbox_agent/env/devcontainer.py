@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.env.model import BaseImage, SetupStep
+from sandbox_agent.env.projectfile import read_object
 from sandbox_agent.errors import EnvPlanError
 
 CANDIDATES = (".devcontainer/devcontainer.json", ".devcontainer.json")
@@ -38,13 +39,7 @@ def read(path: Path) -> dict[str, Any]:
     Raises:
         EnvPlanError: it is not JSON-with-comments describing an object.
     """
-    try:
-        data = json.loads(strip_jsonc(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise EnvPlanError(f"{path}: not valid JSON with comments ({e})") from e
-    if not isinstance(data, dict):
-        raise EnvPlanError(f"{path}: not a JSON object")
-    return data
+    return read_object(path, lambda text: json.loads(strip_jsonc(text)), "JSON")
 
 
 def base_image(repo: Path, path: Path, data: dict[str, Any]) -> BaseImage | None:

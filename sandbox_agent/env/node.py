@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.env.model import NODE_MODULES, SetupStep
-from sandbox_agent.errors import EnvPlanError
+from sandbox_agent.env.projectfile import read_object
 
 NPM_DEFAULT_TEST = 'echo "Error: no test specified" && exit 1'
 NPM_TARBALL = "https://registry.npmjs.org/npm/-/npm-10.9.2.tgz"
@@ -64,18 +64,10 @@ def read_package_json(repo: Path) -> dict[str, Any] | None:
     """The parsed ``package.json``, or ``None`` when there is none.
 
     Raises:
-        EnvPlanError: it is not a JSON object.
+        EnvPlanError: it cannot be read, or is not a JSON object.
     """
     path = repo / "package.json"
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise EnvPlanError(f"{path}: not valid JSON ({e})") from e
-    if not isinstance(data, dict):
-        raise EnvPlanError(f"{path}: not a JSON object")
-    return data
+    return read_object(path, json.loads, "JSON") if path.is_file() else None
 
 
 def has_test_script(package: dict[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from sandbox_agent.env.interpreter import of_its_time
 from sandbox_agent.env.model import VENV
+from sandbox_agent.env.projectfile import read_object
 from sandbox_agent.env.recipe import Recipe
 from sandbox_agent.env.record import read_package_json_quiet, read_record, requirement_files
 from sandbox_agent.errors import EnvPlanError, UserError
@@ -73,18 +74,11 @@ def is_python(repo: Path) -> bool:
     return any(repo.glob("test_*.py")) or any(repo.glob("tests/test_*.py"))
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise EnvPlanError(f"{path}: cannot be read as TOML ({e})") from e
-
-
 def _pyproject_facts(repo: Path, facts: PythonFacts) -> str:
     path = repo / "pyproject.toml"
     if not path.is_file():
         return ""
-    data = _read_toml(path)
+    data = read_object(path, tomllib.loads, "TOML")
     facts.inputs.append("pyproject.toml")
     project = data.get("project", {})
     facts.installable = bool(project) or "build-system" in data

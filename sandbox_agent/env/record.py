@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.env.model import SetupStep
+from sandbox_agent.env.projectfile import read_object
 from sandbox_agent.env.recipe import Fact, Recipe
 from sandbox_agent.env.toxnox import read_hatch, read_nox, read_tox
 from sandbox_agent.env.workflows import read_workflows
+from sandbox_agent.errors import EnvPlanError
 
 REQUIREMENT_FILES = (
     "requirements.txt",
@@ -114,10 +116,9 @@ def read_package_json_quiet(repo: Path) -> dict[str, Any] | None:
     """``package.json`` as an object, or ``None`` (malformed ones are reported by ``node``)."""
     path = repo / "package.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return read_object(path, json.loads, "JSON") if path.is_file() else None
+    except EnvPlanError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def system_step(recipe: Recipe) -> SetupStep | None:

@@ -24,7 +24,6 @@ __all__ = [
     "Run",
     "Shell",
     "ShellAnalysis",
-    "ShellDraft",
     "SimpleCommand",
     "Steps",
     "Word",
@@ -74,25 +73,6 @@ class ShellAnalysis:
     problems: tuple[str, ...] = ()
     functions: frozenset[str] = frozenset()
     """Names of shell functions the command defines."""
-
-
-@dataclass
-class ShellDraft:
-    """A ``ShellAnalysis`` while the walk fills it."""
-
-    commands: list[SimpleCommand] = field(default_factory=list)
-    redirects: list[Redirect] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    functions: set[str] = field(default_factory=set)
-
-    def freeze(self) -> ShellAnalysis:
-        """The finished analysis."""
-        return ShellAnalysis(
-            tuple(self.commands),
-            tuple(self.redirects),
-            tuple(self.problems),
-            frozenset(self.functions),
-        )
 
 
 FactKind = Literal["runs", "reads", "writes", "trees", "env", "cds", "network", "problems"]

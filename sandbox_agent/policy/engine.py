@@ -21,15 +21,8 @@ from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.policy.render import render
 from sandbox_agent.policy.rules import Rule, parse_rule
 from sandbox_agent.settings.tree import Policy
+from sandbox_agent.tools import specs
 from sandbox_agent.tools.patch import patch_paths
-from sandbox_agent.tools.specs import (
-    ApplyPatchArgs,
-    BashArgs,
-    EditFileArgs,
-    ReadFileArgs,
-    ToolArgs,
-    WriteFileArgs,
-)
 from sandbox_agent.types import ToolCall
 
 __all__ = ["RuleEngine", "allowed_programs"]
@@ -119,7 +112,7 @@ class RuleEngine:
         rel = path.removeprefix("./")
         return any(glob_match(rel, g) for g in self.policy.paths.tests)
 
-    def decide(self, call: ToolCall, args: ToolArgs) -> Decision:
+    def decide(self, call: ToolCall, args: specs.ToolArgs) -> Decision:
         """Decide on one tool call (``bash``, ``apply_patch`` and the file tools), parsed once.
 
         Never raises: an input the analysis itself fails on is denied (the fuzz test makes
@@ -133,15 +126,15 @@ class RuleEngine:
                 _ENGINE_ERROR,
             )
 
-    def _decide(self, call: ToolCall, args: ToolArgs) -> Decision:
+    def _decide(self, call: ToolCall, args: specs.ToolArgs) -> Decision:
         match args:
-            case BashArgs():
+            case specs.BashArgs():
                 return self._bash(args)
-            case ReadFileArgs():
+            case specs.ReadFileArgs():
                 return self.check_path(args.path, write=False)
-            case WriteFileArgs() | EditFileArgs():
+            case specs.WriteFileArgs() | specs.EditFileArgs():
                 return self.check_path(args.path, write=True)
-            case ApplyPatchArgs():
+            case specs.ApplyPatchArgs():
                 return self._patch(patch_paths(args.ops))
         return _deny(f"the tool `{call.tool_name}` is not known to the policy", "built-in: tools")
 
@@ -163,7 +156,7 @@ class RuleEngine:
             reason=f"every path the patch touches ({len(paths)}) is writable",
         )
 
-    def _bash(self, args: BashArgs) -> Decision:
+    def _bash(self, args: specs.BashArgs) -> Decision:
         timeout = args.timeout_s
         limit = self.policy.sandbox.max_command_timeout_s
         if timeout is not None and timeout > limit:

@@ -21,7 +21,6 @@ from tree_sitter import Language, Parser, Tree
 from sandbox_agent.policy.analysis import (
     Redirect,
     ShellAnalysis,
-    ShellDraft,
     SimpleCommand,
     Word,
 )
@@ -49,29 +48,27 @@ def analyze(command: str) -> ShellAnalysis:
 
 @lru_cache(maxsize=512)
 def _analyze_cached(command: str, depth: int) -> ShellAnalysis:
-    result = ShellDraft()
     if depth > _MAX_DEPTH:
-        result.problems.append("shell commands are nested too deeply to analyse")
-        return result.freeze()
+        return ShellAnalysis(problems=("shell commands are nested too deeply to analyse",))
     bad = _lexical_problem(command)
     if bad:
-        result.problems.append(bad)
-        return result.freeze()
+        return ShellAnalysis(problems=(bad,))
     tree = parse_tree(command)
     assert tree is not None  # the lexical check above is the only way to get no tree
     if tree.root_node.has_error:
-        result.problems.append("the command does not parse as bash; fix the quoting or syntax")
-        return result.freeze()
+        return ShellAnalysis(
+            problems=("the command does not parse as bash; fix the quoting or syntax",)
+        )
     token = SOURCE.set(command.encode("utf-8"))
+    walker = Walker()
     try:
-        walker = Walker(result)
         walker.statement(tree.root_node)
         walker.check_coverage(tree.root_node)
     except RecursionError:
-        result.problems.append("the command is nested too deeply to analyse")
+        walker.problems.append("the command is nested too deeply to analyse")
     finally:
         SOURCE.reset(token)
-    return result.freeze()
+    return walker.analysis()
 
 
 @lru_cache(maxsize=64)

@@ -1,4 +1,4 @@
-"""The walk over a tree-sitter-bash parse tree that fills a ``ShellDraft``.
+"""The walk over a tree-sitter-bash parse tree that makes a ``ShellAnalysis``.
 
 Each statement kind of the bash grammar is visited explicitly; a kind the walk does not know is
 a problem, and every ``word`` node of the tree must have been judged or deliberately passed
@@ -13,7 +13,7 @@ from itertools import pairwise
 from tree_sitter import Node
 
 from sandbox_agent.errors import InexactWordError
-from sandbox_agent.policy.analysis import Redirect, ShellDraft, SimpleCommand, Word
+from sandbox_agent.policy.analysis import Redirect, ShellAnalysis, SimpleCommand, Word
 from sandbox_agent.policy.words import SOURCE, node_text, static_value
 
 __all__ = ["Walker"]
@@ -59,12 +59,24 @@ _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "variable_name", "
 
 
 class Walker:
-    """Walks one parse tree and fills a ``ShellDraft``."""
+    """Walks one parse tree and collects what ``analysis`` returns, frozen."""
 
-    def __init__(self, out: ShellDraft) -> None:
-        self.out = out
+    def __init__(self) -> None:
+        self.commands: list[SimpleCommand] = []
+        self.redirects: list[Redirect] = []
+        self.problems: list[str] = []
+        self.functions: set[str] = set()
         self.consumed: list[tuple[int, int]] = []
         """Byte ranges of the words the walk has judged or deliberately passed over."""
+
+    def analysis(self) -> ShellAnalysis:
+        """What the walk found (to call when it is over)."""
+        return ShellAnalysis(
+            tuple(self.commands),
+            tuple(self.redirects),
+            tuple(self.problems),
+            frozenset(self.functions),
+        )
 
     def check_coverage(self, root: Node) -> None:
         """Every ``word`` in the tree must have been seen; a dropped one is a problem.
@@ -85,7 +97,7 @@ class Walker:
             if node.type == "word":
                 i = bisect_right(starts, node.start_byte) - 1
                 if i < 0 or merged[i][1] < node.end_byte:
-                    self.out.problems.append(
+                    self.problems.append(
                         f"part of the command (`{node_text(node)}`) could not be analysed"
                     )
                     return
@@ -115,9 +127,9 @@ class Walker:
         elif kind in _WORD_KINDS or kind in _SUBSTITUTIONS:
             self.scan(node)
         elif kind in _REDIRECTS:
-            self.out.problems.extend("words after a redirection" for _ in self._redirect(node)[:1])
+            self.problems.extend("words after a redirection" for _ in self._redirect(node)[:1])
         else:
-            self.out.problems.append(f"the shell construct `{kind}` is not supported here")
+            self.problems.append(f"the shell construct `{kind}` is not supported here")
 
     def _children(self, node: Node) -> None:
         for child in node.children:
@@ -128,19 +140,19 @@ class Walker:
         variable = node.child_by_field_name("variable")
         if variable is not None:
             name = node_text(variable)
-            self.out.commands.append(SimpleCommand((), ((name, Word(None, name)),)))
+            self.commands.append(SimpleCommand((), ((name, Word(None, name)),)))
 
     def _compound(self, node: Node) -> None:
         first = node.children[0].type if node.children else ""
         if first == "((":
-            self.out.problems.append("arithmetic evaluation is not allowed; write the values out")
+            self.problems.append("arithmetic evaluation is not allowed; write the values out")
             return
         self._children(node)
 
     def _function(self, node: Node) -> None:
         name = node.child_by_field_name("name")
         if name is not None:
-            self.out.functions.add(node_text(name))
+            self.functions.add(node_text(name))
             self.consumed.append((name.start_byte, name.end_byte))
         body = node.child_by_field_name("body")
         if body is not None:
@@ -157,10 +169,10 @@ class Walker:
         if body is not None and body.type == "command":
             self._command(body, extra)
         elif body is None and extra:  # `> out ls -l`: tree-sitter filed the command as words
-            self.out.commands.append(SimpleCommand(tuple(extra)))
+            self.commands.append(SimpleCommand(tuple(extra)))
         elif body is not None:
             if extra:
-                self.out.problems.append("words after a redirection of a compound command")
+                self.problems.append("words after a redirection of a compound command")
             self.statement(body)
 
     def _command(self, node: Node, extra: list[Word] | None = None) -> None:
@@ -168,13 +180,13 @@ class Walker:
         assignments: list[tuple[str, Word]] = []
         argv: list[Word] = []
         if _spans_lines(node):
-            self.out.problems.append(
+            self.problems.append(
                 "the command continues over a line break where bash would end it; "
                 "put each command on its own line"
             )
         touching = _touching(node)
         if touching:
-            self.out.problems.append(
+            self.problems.append(
                 f"`{touching}` is one word to bash but was read as two; quote the whole word"
             )
         for child in node.children:
@@ -191,15 +203,15 @@ class Walker:
             elif child.type in ("==", "=~"):
                 argv.append(Word(child.type, child.type))
             else:
-                self.out.problems.append(f"unexpected `{child.type}` in a command")
+                self.problems.append(f"unexpected `{child.type}` in a command")
         argv += extra or []
-        self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
+        self.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
 
     def _pseudo_command(self, node: Node) -> None:
         """``export``/``declare``/``unset``/``[[``: a command named by its keyword."""
         keyword = node.children[0].type if node.children else node.type
         if _spans_lines(node):
-            self.out.problems.append("a line break inside this command is not supported")
+            self.problems.append("a line break inside this command is not supported")
         argv = [Word(keyword, keyword)]
         assignments: list[tuple[str, Word]] = []
         for child in node.named_children:
@@ -207,7 +219,7 @@ class Walker:
                 assignments.append(self._assignment(child))
             else:
                 argv.extend(self._test_words(child))
-        self.out.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
+        self.commands.append(SimpleCommand(tuple(argv), tuple(assignments)))
 
     def _test_words(self, node: Node) -> list[Word]:
         """Flatten a ``[ ... ]``/``[[ ... ]]`` expression into words, operators included."""
@@ -227,7 +239,7 @@ class Walker:
     def _assignments_only(self, node: Node) -> None:
         nodes = [node] if node.type == "variable_assignment" else list(node.named_children)
         pairs = tuple(self._assignment(n) for n in nodes if n.type == "variable_assignment")
-        self.out.commands.append(SimpleCommand((), pairs))
+        self.commands.append(SimpleCommand((), pairs))
 
     def _assignment(self, node: Node) -> tuple[str, Word]:
         name_node = node.child_by_field_name("name")
@@ -258,7 +270,7 @@ class Walker:
                 words.append(self.word(child))
         target = words[0] if words else None
         duplicate = target is not None and ((target.text or "").isdigit() or target.text == "-")
-        self.out.redirects.append(Redirect(op, None if op.endswith("&") and duplicate else target))
+        self.redirects.append(Redirect(op, None if op.endswith("&") and duplicate else target))
         return words[1:]
 
     def _heredoc(self, node: Node) -> list[Word]:
@@ -269,7 +281,7 @@ class Walker:
         for child in node.named_children:
             if child.type == "heredoc_body":
                 if not quoted and _substitutes(node_text(child)):
-                    self.out.problems.append(
+                    self.problems.append(
                         "an unquoted heredoc body runs backticks and `$(...)`, which the policy "
                         "does not analyse there; quote the delimiter (`<<'EOF'`) or run the "
                         "commands directly"
@@ -281,7 +293,7 @@ class Walker:
                 words.append(self.word(child))
             elif child.type not in ("heredoc_start", "heredoc_end"):
                 self.statement(child)
-        self.out.redirects.append(Redirect("<<", None))
+        self.redirects.append(Redirect("<<", None))
         return words
 
     def scan(self, node: Node) -> None:
@@ -290,9 +302,9 @@ class Walker:
         if node.type in ("command_substitution", "process_substitution"):
             self._children(node)
         elif node.type in ("arithmetic_expansion", "c_style_for_statement"):
-            self.out.problems.append("arithmetic evaluation is not allowed; write the values out")
+            self.problems.append("arithmetic evaluation is not allowed; write the values out")
         elif node.type == "expansion" and not _plain_expansion(node):
-            self.out.problems.append(
+            self.problems.append(
                 f"the parameter expansion `{node_text(node)}` can evaluate code (indirection, "
                 "subscripts, offsets, @P) or assign; use a plain `$NAME`"
             )
@@ -307,7 +319,7 @@ class Walker:
         try:
             text, glob, fields = static_value(node)
         except InexactWordError as e:
-            self.out.problems.append(str(e))
+            self.problems.append(str(e))
             return Word(None, source)
         return Word(text, source, glob, fields)
 

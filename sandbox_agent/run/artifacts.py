@@ -167,10 +167,14 @@ def default_runs_dir(env: Mapping[str, str]) -> Path:
 
 
 class RunDir:
-    """One run's directory."""
+    """One run's directory and the paths of its files."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.result_path = path / RESULT_FILE
+        self.patch_path = path / PATCH_FILE
+        self.trace_path = path / TRACE_FILE
+        self.gate_log_path = path / GATE_LOG
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str) -> RunDir:
@@ -180,22 +184,6 @@ class RunDir:
         except OSError as e:
             raise UserError(f"{path}: cannot create the run directory ({e.strerror})") from e
         return cls(path)
-
-    @property
-    def result_path(self) -> Path:
-        return self.path / RESULT_FILE
-
-    @property
-    def patch_path(self) -> Path:
-        return self.path / PATCH_FILE
-
-    @property
-    def trace_path(self) -> Path:
-        return self.path / TRACE_FILE
-
-    @property
-    def gate_log_path(self) -> Path:
-        return self.path / GATE_LOG
 
     def write_record(self, record: RunRecord) -> None:
         """Replace ``result.json`` atomically (a reader never sees half a file)."""

@@ -219,13 +219,24 @@ def test_settings_image_setup_and_no_detection(tmp_path: Path) -> None:
         detect_plan(tmp_path, EnvironmentSection(dockerfile=Path("Dockerfile.missing")))
 
 
-def test_malformed_files_are_named(tmp_path: Path) -> None:
-    write(tmp_path, {"pyproject.toml": "[project\n"})
-    with pytest.raises(EnvPlanError, match=r"pyproject\.toml: cannot be read as TOML"):
-        detect_plan(tmp_path)
-    (tmp_path / "pyproject.toml").unlink()
-    write(tmp_path, {"package.json": "[1]"})
-    with pytest.raises(EnvPlanError, match=r"package\.json: not a JSON object"):
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("pyproject.toml", b"[project\n", r"pyproject\.toml: not valid TOML"),
+        ("package.json", b"[1]", r"package\.json: not a JSON object"),
+        ("package.json", b'{"name": "\xff"}', r"package\.json: not valid JSON \(.*utf-8"),
+        (
+            ".devcontainer/devcontainer.json",
+            b"// a list\n[1,]",
+            r"devcontainer\.json: not a JSON object",
+        ),
+    ],
+)
+def test_malformed_files_are_named(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    with pytest.raises(EnvPlanError, match=message):
         detect_plan(tmp_path)
 
 
