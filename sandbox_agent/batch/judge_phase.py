@@ -87,42 +87,41 @@ def run_phase(
 def batch_process(
     command: list[str], log: Path, grace_s: float = 5.0, patience_s: float = 300.0
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``batch run``, its stderr (the builds' lines, timed) appended to ``log``.
+    """Run ``batch run``, its stderr (the builds' lines, timed) appended to ``log`` as it comes.
 
-    On Ctrl-C the judge waits for the batch to end its runs as interrupted and remove their
-    containers (``subprocess.run`` would kill it a quarter second later, leaving both behind). A
-    terminal's Ctrl-C reaches both processes; a ``kill -INT`` of the judge reaches only the
-    judge, so a batch still running after ``grace_s`` is sent SIGINT itself, and one still
-    running after ``patience_s`` more is killed (``sandbox-agent gc`` then removes what it left).
+    ``tail -f`` of the log follows a phase's builds and runs, which take minutes to hours; the
+    result's ``stderr`` is what this attempt wrote there. On Ctrl-C the judge waits for the batch
+    to end its runs as interrupted and remove their containers (``subprocess.run`` would kill
+    it a quarter second later, leaving both behind). A terminal's Ctrl-C reaches both processes;
+    a ``kill -INT`` of the judge reaches only the judge, so a batch still running after
+    ``grace_s`` is sent SIGINT itself, and one still running after ``patience_s`` more is killed
+    (``sandbox-agent gc`` then removes what it left).
     """
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as child:
-        try:
-            out, err = child.communicate()
-        except KeyboardInterrupt:
-            out, err = _stopped(child, grace_s, patience_s)
-            _append(log, err)
-            raise
-    _append(log, err)
+    with log.open("ab") as sink:
+        start = sink.tell()
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=sink, text=True) as child:
+            try:
+                out, _ = child.communicate()
+            except KeyboardInterrupt:
+                _stopped(child, grace_s, patience_s)
+                raise
+    with log.open("rb") as written:
+        written.seek(start)
+        err = written.read().decode("utf-8", "replace")
     return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
-def _stopped(child: subprocess.Popen[str], grace_s: float, patience_s: float) -> tuple[str, str]:
+def _stopped(child: subprocess.Popen[str], grace_s: float, patience_s: float) -> None:
     try:
-        return child.communicate(timeout=grace_s)
+        child.communicate(timeout=grace_s)
+        return
     except subprocess.TimeoutExpired:
         child.send_signal(signal.SIGINT)
     try:
-        return child.communicate(timeout=patience_s)
+        child.communicate(timeout=patience_s)
     except subprocess.TimeoutExpired:
         child.kill()
-        return child.communicate()
-
-
-def _append(log: Path, text: str) -> None:
-    with log.open("a", encoding="utf-8") as out:
-        out.write(text)
+        child.communicate()
 
 
 def phase_batch(batches: Path, tasks: Path) -> BatchRecord | None:

@@ -242,3 +242,29 @@ def test_a_batch_that_will_not_stop_is_killed_after_the_patience(tmp_path: Path)
         timer.cancel()
     assert time.monotonic() - started < 30
     assert (tmp_path / "log").read_text() == "up\n"
+
+
+def test_the_batch_s_lines_reach_the_log_while_it_runs(tmp_path: Path) -> None:
+    """A phase's builds take minutes to hours: ``tail -f batch.log`` follows them."""
+    log = tmp_path / "batch.log"
+    log.write_text("an earlier attempt\n")
+    gate = tmp_path / "go"
+    child = (
+        "import pathlib, sys, time\nprint('building', file=sys.stderr, flush=True)\n"
+        f"while not pathlib.Path({str(gate)!r}).exists():\n    time.sleep(0.05)\n"
+        "print('built', file=sys.stderr, flush=True)\nprint('{}')\n"
+    )
+    done: list[subprocess.CompletedProcess[str]] = []
+    worker = threading.Thread(
+        target=lambda: done.append(batch_process([sys.executable, "-c", child], log))
+    )
+    worker.start()
+    deadline = time.monotonic() + 30
+    while "building" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seen = log.read_text()
+    gate.touch()
+    worker.join(30)
+    assert seen == "an earlier attempt\nbuilding\n"  # before the batch ended
+    assert done[0].stderr == "building\nbuilt\n"  # this attempt's lines only
+    assert done[0].stdout == "{}\n"
