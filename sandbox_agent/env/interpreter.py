@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import re
 
+RELEASED = {"3.9": "2020-11-01T00:00:00Z"}
+"""The month after a Python's release: packages of an earlier time were not made for it (no
+``cp39`` wheels; pytest 2.3 of 2013 cannot run on 3.9), so an old commit given that Python gets
+the packages of this time at the earliest."""
+
 BEFORE_3_11 = "2022-11-01T00:00:00Z"
 """Packages resolved as of this time or earlier are of before Python 3.11 (released 2022-10-24)."""
 

@@ -174,15 +174,21 @@ def install_step(facts: PythonFacts) -> tuple[SetupStep | None, list[str]]:
         first, _ = chain(candidates, "cd /workspace && ", lambda w: dated(w, when, env))
         runtime = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--exclude-newer"]
         runtime += [when, "--reinstall-package", "setuptools", "setuptools"]
-        command, why = of_its_time(f"{first} && {_q(runtime)}", command, why, when)
+        kept = _q(
+            ["echo", "sandbox-agent: kept the build's setuptools (that time's did not install)"]
+        )
+        back = f"{{ {_q(runtime)} || {{ {kept} >&2; }}; }}"
+        command, why = of_its_time(f"{{ {first}; }} && {back}", command, why, when)
     return SetupStep(command=command, why=why), notes
 
 
 BUILD_TOOLS = ("setuptools", "wheel", "setuptools-scm", "hatchling", "flit-core", "poetry-core")
-"""Build backends taken as they are today even when the rest is an old commit's: the editable
-install needs PEP 660, which setuptools has had only since 64 (2022). The venv's own setuptools
-is then put back to the one of that time (code of that time imports ``pkg_resources``, which
-today's setuptools no longer has)."""
+"""Build backends taken as of :data:`BUILD_TOOLS_AS_OF` even when the rest is an old commit's:
+the editable install needs PEP 660, which setuptools has had only since 64 (2022). The venv's
+own setuptools is then put back to the one of that time."""
+BUILD_TOOLS_AS_OF = "2025-01-01T00:00:00Z"
+"""setuptools 75: PEP 660, and still ``pkg_resources``, which old ``setup.py`` files import
+(pytest 4.5's) and today's setuptools no longer has."""
 _NO_LIMIT = "2100-01-01T00:00:00Z"
 
 
@@ -196,7 +202,11 @@ def dated(words: Sequence[str], when: str, env: str = "") -> str:
     """
     at = list(words).index("install") + 1
     flags = ["--exclude-newer", when]
-    flags += [w for tool in BUILD_TOOLS for w in ("--exclude-newer-package", f"{tool}={_NO_LIMIT}")]
+    flags += [
+        w
+        for tool in BUILD_TOOLS
+        for w in ("--exclude-newer-package", f"{tool}={BUILD_TOOLS_AS_OF}")
+    ]
     install = f"{env}{_q(words[:at])} {_q(flags)} $x {_q(words[at:])}"
     note = "sandbox-agent: $p of that time cannot be built here; taking today's"
     return (

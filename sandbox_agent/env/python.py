@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox_agent.env.interpreter import of_its_time
+from sandbox_agent.env.interpreter import RELEASED, of_its_time
 from sandbox_agent.env.model import VENV
 from sandbox_agent.env.projectfile import read_object
 from sandbox_agent.env.recipe import Recipe
@@ -205,5 +205,7 @@ def read_facts(repo: Path) -> PythonFacts:
         facts.scm_version = nearest_tag_version(repo)
     facts.as_of = as_of(repo)
     facts.python = of_its_time(facts.as_of, facts.requires_python)
+    if facts.python and facts.as_of:
+        facts.as_of = max(facts.as_of, RELEASED[facts.python])
     facts.inputs = sorted(set(facts.inputs))
     return facts

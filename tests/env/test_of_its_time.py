@@ -93,24 +93,30 @@ def test_python_3_9_only_before_3_11_and_where_the_project_admits_it() -> None:
 def test_the_plan_of_an_old_commit_says_its_time_and_falls_back_to_today_s(
     tmp_path: Path,
 ) -> None:
-    repo = _repo(tmp_path / "r", SIX_PROJECT, "2019-06-20T10:00:00+00:00")
+    repo = _repo(tmp_path / "r", SIX_PROJECT, "2021-08-20T10:00:00+00:00")
     plan = detect_plan(repo)
     venv, _, install, pytest_step = plan.steps
     assert "bullseye" in venv.command
     assert "virtualenv -q -p python3.9 /opt/venv" in venv.command
-    assert "an old commit's (its packages as of 2019-07-01T00:00:00Z" in venv.why
+    assert "an old commit's (its packages as of 2021-09-01T00:00:00Z" in venv.why
     assert venv.repo_free  # one layer for every old project
     dated, today = install.command.split("trying today'\"'\"'s' >&2; ")
-    assert "--exclude-newer 2019-07-01T00:00:00Z" in dated
-    assert "--exclude-newer-package setuptools=2100-01-01T00:00:00Z" in dated  # PEP 660
+    assert "--exclude-newer 2021-09-01T00:00:00Z" in dated
+    assert "--exclude-newer-package setuptools=2025-01-01T00:00:00Z" in dated  # PEP 660
     assert "--reinstall-package setuptools setuptools" in dated  # pkg_resources of its time
     assert "cannot be built here; taking today" in dated
     assert "--exclude-newer" not in today
     assert "-e ." in today
     assert install.why.endswith(
-        "the packages as of 2019-07-01T00:00:00Z (an old commit's), then today's"
+        "the packages as of 2021-09-01T00:00:00Z (an old commit's), then today's"
     )
-    assert "--exclude-newer 2019-07-01T00:00:00Z" in pytest_step.command
+    assert "--exclude-newer 2021-09-01T00:00:00Z" in pytest_step.command
+    before_3_9 = detect_plan(_repo(tmp_path / "2019", SIX_PROJECT, "2019-06-20T10:00:00+00:00"))
+    assert "as of 2020-11-01T00:00:00Z" in before_3_9.steps[0].why  # not older than its Python
+    wants_3_10 = {**SIX_PROJECT, "setup.cfg": "[options]\npython_requires = >=3.10\n"}
+    newer = detect_plan(_repo(tmp_path / "3.10", wants_3_10, "2022-05-20T10:00:00+00:00"))
+    assert "bullseye" not in newer.steps[0].command
+    assert "--exclude-newer 2022-06-01T00:00:00Z" in newer.steps[2].command
     recent = detect_plan(_repo(tmp_path / "new", SIX_PROJECT, "2026-11-20T10:00:00+00:00"))
     assert not any("exclude-newer" in s.command or "bullseye" in s.command for s in recent.steps)
 
@@ -120,13 +126,14 @@ def test_the_plan_of_an_old_commit_says_its_time_and_falls_back_to_today_s(
 def test_an_old_commit_builds_with_the_python_and_packages_of_its_time(
     tmp_path: Path, env_builds: EnvBuilds, env_sandbox: MakeEnvSandbox
 ) -> None:
-    """six 1.12.0 was the newest in June 2019 (1.13.0 came in November); Python 3.9."""
+    """A June 2019 commit on Python 3.9 gets the packages of November 2020, 3.9's first month:
+    six 1.15.0 (1.16.0 came in May 2021)."""
     repo = _repo(tmp_path / "old", SIX_PROJECT, "2019-06-20T10:00:00+00:00")
     env = env_builds.build(repo)
     sandbox = env_sandbox(repo, env)
     probe = "python -c 'import six, sys; print(six.__version__, sys.version_info[:2])'"
     done = sandbox.exec(probe, timeout_s=60)
     assert done.exit_code == 0, done.stdout + done.stderr
-    assert done.stdout.split() == ["1.12.0", "(3,", "9)"]
+    assert done.stdout.split() == ["1.15.0", "(3,", "9)"]
     tests = sandbox.exec(env.test_command or "", timeout_s=120)
     assert tests.exit_code == 0, tests.stdout + tests.stderr
