@@ -197,7 +197,8 @@ def dated(words: Sequence[str], when: str, env: str = "") -> str:
 
     Build tools are today's (:data:`BUILD_TOOLS`). A package of that time that cannot be built
     here (no wheel for this Python, and the image has no compiler: typed-ast 1.4 for Sphinx 3)
-    is then taken as it is today, and the install tried again, each such package said; at most
+    is then taken as it is today, and so is one the index no longer serves as it was (every
+    atomicwrites before 1.4.1 was deleted in 2022), and the install tried again, each said; at most
     :data:`_TODAYS` of them, and the command fails as the last install did.
     """
     at = list(words).index("install") + 1
@@ -208,11 +209,13 @@ def dated(words: Sequence[str], when: str, env: str = "") -> str:
         for w in ("--exclude-newer-package", f"{tool}={BUILD_TOOLS_AS_OF}")
     ]
     install = f"{env}{_q(words[:at])} {_q(flags)} $x {_q(words[at:])}"
-    note = "sandbox-agent: $p of that time cannot be built here; taking today's"
+    note = "sandbox-agent: $p of that time cannot be built here or is not served; taking today's"
     return (
         f"{{ x=; st=1; for _ in $(seq {_TODAYS + 1}); do {install} >/tmp/uv-dated.out 2>&1; "
         "st=$?; cat /tmp/uv-dated.out >&2; [ $st = 0 ] && break; "
-        "p=$(sed -n 's/.*Failed to build `\\([A-Za-z0-9._-]*\\)==.*/\\1/p' /tmp/uv-dated.out"
+        "p=$(sed -n -e 's/.*Failed to build `\\([A-Za-z0-9._-]*\\)==.*/\\1/p' -e "
+        "'s/.*hint: `\\([A-Za-z0-9._-]*\\)` was filtered by `exclude-newer`.*/\\1/p' "
+        "/tmp/uv-dated.out"
         ' | head -n1); [ -n "$p" ] || break; case " $x " in *" $p="*) break;; esac; '
         f'echo "{note}" >&2; x="$x --exclude-newer-package $p={_NO_LIMIT}"; done; [ $st = 0 ]; }}'
     )

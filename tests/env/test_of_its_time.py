@@ -104,7 +104,8 @@ def test_the_plan_of_an_old_commit_says_its_time_and_falls_back_to_today_s(
     assert "--exclude-newer 2021-09-01T00:00:00Z" in dated
     assert "--exclude-newer-package setuptools=2025-01-01T00:00:00Z" in dated  # PEP 660
     assert "--reinstall-package setuptools setuptools" in dated  # pkg_resources of its time
-    assert "cannot be built here; taking today" in dated
+    assert "cannot be built here or is not served; taking today" in dated
+    assert "was filtered by `exclude-newer`" in dated
     assert "--exclude-newer" not in today
     assert "-e ." in today
     assert install.why.endswith(
