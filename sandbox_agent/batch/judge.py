@@ -2,12 +2,12 @@
 
 A prediction is judged as a SWE-bench submission is: its patch on the instance's base commit, in
 the instance's environment, then the test patch, then the tests. Here that is an ordinary batch
-run (``--format swebench``) whose "model" is a script of two steps: apply the prediction's patch
-(one ``bash`` call; the patch travels base64-encoded, so no text of it is read as shell) and
-finish. The gate then judges the finish with the hidden tests exactly as it judges an agent's
-(``gate/hidden.py``), and everything a batch has comes with it: local workers or Ray, ``--resume``,
-``--max-*``. ``--gold`` judges each instance's own ``patch`` (it must resolve), ``--empty`` no
-patch at all (it must not).
+run (``--format swebench``) whose "model" is a script: bring the prediction's patch in
+(``bash`` calls of at most :data:`CHUNK` characters; it travels gzip'd and base64-encoded, so no
+text of it is read as shell), apply it, and finish. The gate then judges the finish with the
+hidden tests exactly as it judges an agent's (``gate/hidden.py``), and everything a batch has
+comes with it: local workers or Ray, ``--resume``, ``--max-*``. ``--gold`` judges each
+instance's own ``patch`` (it must resolve), ``--empty`` no patch at all (it must not).
 
 The test command is the harness's own, as data (``swebench_specs.json``, extracted from PyPI's
 ``swebench`` by ``benchmarks/swebench/extract.py``): the spec's ``test_cmd`` for the instance's
@@ -20,6 +20,7 @@ environment handling adds nothing in a sandbox that is already the environment.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 import shlex
@@ -40,8 +41,15 @@ Mode = str
 NON_TEST_EXTENSIONS: tuple[str, ...] = (".json", ".png", ".csv", ".txt", ".md", ".jpg", ".jpeg")
 NON_TEST_EXTENSIONS += (".pkl", ".yml", ".yaml", ".toml")
 MAX_PATCH_BYTES = 4 * 1024 * 1024
+CHUNK = 120_000
+"""Base64 characters a step: one command must stay under the kernel's 128 KiB a single ``execve``
+argument may hold (``bash -c``), or it fails "Argument list too long"; an 868 KB prediction
+(psf__requests-1142's, with a copy of the package under ``build/``) did."""
+MAX_CHUNKS = 40
+STAGE = "printf %s {chunk} {into} /tmp/prediction.b64"
+"""One step of the patch on its way in: gzip'd, base64-encoded (no text of it read as shell)."""
 APPLY = (
-    "printf %s {blob} | base64 -d > /tmp/prediction.diff && "
+    "base64 -d < /tmp/prediction.b64 | gunzip > /tmp/prediction.diff && "
     "(git apply --verbose /tmp/prediction.diff || "
     "git apply --verbose --reject /tmp/prediction.diff || "
     "patch --batch --fuzz=5 -p1 -i /tmp/prediction.diff)"
@@ -242,21 +250,25 @@ def read_predictions(path: Path) -> dict[str, str]:
     return out
 
 
+def _bash(command: str) -> dict[str, object]:
+    return {"type": "tool_call", "tool_name": "bash", "arguments": {"command": command}}
+
+
 def _script(patch: str, where: Path) -> Path:
-    """The two steps that stand for the model: apply the patch (when there is one), finish."""
+    """The steps that stand for the model: the patch in and applied (if any), then finish."""
     steps: list[dict[str, object]] = []
     if patch.strip():
         raw = patch.encode("utf-8", "surrogateescape")
         if len(raw) > MAX_PATCH_BYTES:
             raise UserError(f"{where.name}: the patch is over {MAX_PATCH_BYTES} bytes")
-        blob = base64.b64encode(raw).decode()
-        steps.append(
-            {
-                "type": "tool_call",
-                "tool_name": "bash",
-                "arguments": {"command": APPLY.format(blob=blob)},
-            }
-        )
+        blob = base64.b64encode(gzip.compress(raw, mtime=0)).decode()
+        chunks = [blob[i : i + CHUNK] for i in range(0, len(blob), CHUNK)]
+        if len(chunks) > MAX_CHUNKS:
+            raise UserError(f"{where.name}: the patch does not compress under {MAX_CHUNKS} steps")
+        for k, chunk in enumerate(chunks):
+            command = STAGE.format(chunk=chunk, into=">>" if k else ">")
+            steps.append(_bash(command))
+        steps.append(_bash(APPLY))
     steps.append({"type": "finish", "answer": "the prediction's patch"})
     where.write_text("".join(json.dumps(s) + "\n" for s in steps), encoding="utf-8")
     return where

@@ -7,6 +7,7 @@ on the real engine are ``test_judge_e2e.py``.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 from pathlib import Path
@@ -165,10 +166,16 @@ def _script_patch(script: Path) -> str | None:
     assert steps[-1]["type"] == "finish"
     if len(steps) == 1:
         return None
-    command = steps[0]["arguments"]["command"]
-    blob = re.search(r"printf %s (\S+) \| base64 -d", command)
-    assert blob is not None
-    return base64.b64decode(blob.group(1)).decode()
+    *staged, apply = (step["arguments"]["command"] for step in steps[:-1])
+    assert apply.startswith("base64 -d < /tmp/prediction.b64 | gunzip > /tmp/prediction.diff")
+    blob = ""
+    for k, command in enumerate(staged):
+        found = re.fullmatch(r"printf %s (\S+) (>>?) /tmp/prediction\.b64", command)
+        assert found is not None
+        assert found.group(2) == (">>" if k else ">")
+        assert len(command) < 128 * 1024  # one execve argument
+        blob += found.group(1)
+    return gzip.decompress(base64.b64decode(blob)).decode()
 
 
 def test_the_judge_writes_a_swebench_batch_the_batch_reads(tmp_path: Path) -> None:
