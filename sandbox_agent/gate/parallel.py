@@ -10,11 +10,12 @@ modules collected).
 The plan (:func:`plan`): the baseline's test modules, grouped where one is inside another
 (``tests.a`` and ``tests.a.b``), weighed by the durations of their tests in the baseline's
 JUnit report (plus each test's share of the run's time the report does not count), and
-dealt heaviest first to the least loaded process. Every process runs the same pinned command
-with the same harness; its share is given to the probe (``SPLIT``): a test
-runs in the process of the longest module its classname is in, and anything in none of them
-(a new test file, a module's doctests) in process 0, so every test runs in exactly one
-process. Each process has its own ``exec`` (``ConcurrentExec``): its own outcome channel, JUnit
+dealt heaviest first to the least loaded process; a module heavier than a process's share is
+dealt by its test functions (:func:`_functions`). Every process runs the same pinned command
+with the same harness; its share is given to the probe (``SPLIT``): a test runs in its
+function's process, else in that of the longest module its classname is in, and anything in
+none of them (a new test file, a module's doctests) in process 0, so every test runs in exactly
+one process. Each process has its own ``exec`` (``ConcurrentExec``): its own outcome channel, JUnit
 report, exit status and harness record, each settled as a single run's (``streamed.py``).
 
 The merge (:func:`merge`) is one run: every process's problems (named by process), a test id
@@ -58,12 +59,15 @@ MIN_SUITE_S = 8.0
 three seconds on this machine's projects) would eat the gain."""
 DEFAULT_CORES = 1.0
 """The cores assumed when the gate is not told the sandbox's CPU limit (no split)."""
+MAX_FUNCTION_UNITS = 300
+"""A heavy module of more test functions than this is dealt whole: the plan goes to the probe in
+one argument of the pinned command, which Linux caps at 128 KiB."""
 _MODULE_S = 0.05
 """The weight of a test module without a measured duration (its import and collection)."""
 
 
 class Plan(Frozen):
-    """How one suite is split: test module -> the process that runs it."""
+    """How one suite is split: test module (or ``classname::function``) -> its process."""
 
     units: dict[str, int]
     processes: int
@@ -98,17 +102,44 @@ def plan(baseline: TestRun | None, most: int) -> Plan | None:
     for module in sorted(weights, key=len):
         outer = next((g for g in groups if module.startswith(g + ".")), module)
         groups.setdefault(outer, []).append(module)
+    weighed = {g: sum(weights[m] for m in members) for g, members in groups.items()}
+    fair = sum(weighed.values()) / max(1, most)
+    for group in [g for g in groups if weighed[g] > fair and groups[g] == [g]]:
+        functions = _functions(group, ids, durations, each)  # one module heavier than a share
+        if 1 < len(functions) <= MAX_FUNCTION_UNITS:
+            del groups[group], weighed[group]
+            for function, seconds in functions.items():
+                groups[function], weighed[function] = [function], seconds
     n = min(most, len(groups))
     if n < 2:
         return None
     loads = [0.0] * n
     units: dict[str, int] = {}
-    weighed = {g: sum(weights[m] for m in members) for g, members in groups.items()}
     for group in sorted(weighed, key=lambda g: (-weighed[g], g)):
         k = loads.index(min(loads))
         loads[k] += weighed[group]
         units.update(dict.fromkeys(groups[group], k))
     return Plan(units=units, processes=n, loads=tuple(round(x, 2) for x in loads))
+
+
+def _functions(
+    module: str, ids: frozenset[str], durations: dict[str, float], each: float
+) -> dict[str, float]:
+    """A module's test functions (``classname::function``, every parameter set), weighed.
+
+    A module that alone outweighs a process's share is dealt by its functions: packaging's
+    ``tests/test_version.py`` holds 51,492 of its 62,416 tests, in two functions. Every process
+    owning one of them collects the module; each expands only the functions it owns
+    (``pytest_probe.pytest_pycollect_makeitem``).
+    """
+    weights: dict[str, float] = {}
+    for test_id in ids:
+        classname, _, name = test_id.rpartition("::")
+        if classname != module and not classname.startswith(module + "."):
+            continue
+        function = f"{classname}::{name.partition('[')[0]}"
+        weights[function] = weights.get(function, _MODULE_S) + durations.get(test_id, 0.0) + each
+    return weights
 
 
 def _modules(record: HarnessRecord) -> frozenset[str]:

@@ -45,9 +45,10 @@ ONLY: list[str] = []
 every test runs. The others are deselected, and test files none of them is in not collected."""
 SPLIT: dict[str, Any] = {}
 """Set by the boot script for one process of a split run (``parallel.py``): ``index`` (this
-process) and ``units`` (dotted test module -> the process that runs it). A test runs in the
-process of the longest unit its JUnit classname is in, else in process 0: every test in
-exactly one. The others are deselected, and test files of another process not collected."""
+process) and ``units`` (dotted test module, or ``classname::function``, -> the process that runs
+it). A test runs in its function's process, else in the longest unit's its JUnit classname is
+in, else in process 0: every test in exactly one. The others are deselected, and test files
+this process owns no test of are not collected."""
 _CONFIG: list[Any] = []
 _COLLECTED: set[str] = set()
 FAILURES_PATH = ""
@@ -210,7 +211,7 @@ def send(message: dict[str, Any]) -> None:
     """One line to the gate's channel, written through at once."""
     if CHANNEL_FD < 0:
         return
-    data = (json.dumps(message) + "\n").encode("utf-8")
+    data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
     while data:
         data = data[os.write(CHANNEL_FD, data) :]
 
@@ -251,8 +252,10 @@ def pytest_itemcollected(item: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: Any) -> None:
-    """Each phase's outcome leaves the process as the phase ends."""
-    send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
+    """A phase that did not pass, and every test's teardown, leave the process as they end."""
+    # one line a test, not one a phase: pytest reports a teardown for every test it starts
+    if report.outcome != "passed" or report.when == "teardown":
+        send({"t": "test", "id": junit_id(report.nodeid), "outcome": report.outcome})
     ran = _RUNNING.pop(report.nodeid, None) if report.when == "call" else None
     if ran is not None and report.failed:
         RAN[junit_id(report.nodeid)] = ran
@@ -383,17 +386,37 @@ def _share(classname: str) -> int:
 
 
 def _mine(test_id: str) -> bool:
-    if SPLIT:
-        return _share(test_id.rpartition("::")[0]) == int(SPLIT["index"])
-    return _wanted(test_id)
+    if not SPLIT:
+        return _wanted(test_id)
+    classname, _, name = test_id.rpartition("::")  # its function's process, else its class's
+    owner = SPLIT["units"].get(f"{classname}::{name.partition('[')[0]}")
+    return int(owner if owner is not None else _share(classname)) == int(SPLIT["index"])
+
+
+def _collects(module: str) -> bool:
+    """Whether this process of a split run owns a test of this module (so collects it)."""
+    index = int(SPLIT["index"])
+    return _share(module) == index or any(
+        int(owner) == index and unit.startswith((module + ".", module + "::"))
+        for unit, owner in SPLIT["units"].items()
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: Any, name: str, obj: Any) -> Any:
+    """A split run's function of another process is not expanded here (only saves time)."""
+    owner = SPLIT["units"].get(junit_id(f"{collector.nodeid}::{name}")) if SPLIT else None
+    return [] if owner is not None and callable(obj) and owner != SPLIT["index"] else None
 
 
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
     """For a rerun of some tests, or a process of a split run: the others are deselected."""
     if not ONLY and not SPLIT:
         return
-    kept = [item for item in items if _mine(junit_id(item.nodeid))]
-    dropped = [item for item in items if not _mine(junit_id(item.nodeid))]
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for item in items:
+        (kept if _mine(junit_id(item.nodeid)) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = kept
@@ -402,10 +425,7 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
 if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this name from 7 on
 
     def pytest_ignore_collect(collection_path: Any, config: Any) -> bool | None:
-        """For a rerun of some tests: a test module none of them is in is not even imported.
-
-        For a process of a split run, a test module of another process is not either.
-        """
+        """A rerun's module none of its tests is in, a split run's not its own: not imported."""
         if (
             not (ONLY or SPLIT)
             or collection_path.suffix != ".py"
@@ -418,7 +438,7 @@ if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this n
             return None
         module = junit_id(f"{rel}::x").rpartition("::")[0]
         if SPLIT:
-            return None if _share(module) == int(SPLIT["index"]) else True
+            return None if _collects(module) else True
         modules = {w.rpartition("::")[0] or w[2:] for w in ONLY}
         if any(_within(m, module) for m in modules if m):
             return None
@@ -426,5 +446,4 @@ if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this n
 
 
 _ALWAYS = ("conftest.py", "__init__.py")
-"""Never left out of a rerun's collection: they configure the tests (a package's
-``__init__.py`` is its collector)."""
+"""Never left out of a rerun's collection: they configure the tests (or collect a package)."""

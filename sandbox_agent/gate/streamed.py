@@ -3,8 +3,9 @@
 The pinned harness (``harness.py``) hands pytest's process a channel the gate owns: file
 descriptor 3, the write end of the exec's stdout pipe (the test output itself goes to stderr).
 It is open before the project's code is imported, and nothing can take back what was written
-to it. The probe writes one JSON line per test phase as each one ends (from pytest's own
-``pytest_runtest_logreport``), and the boot script one ``end`` line with pytest's status once
+to it. The probe writes one JSON line per test phase that did not pass as it ends, and one at
+each test's teardown (from pytest's own ``pytest_runtest_logreport``; each test's worst phase
+is its outcome), and the boot script one ``end`` line with pytest's status once
 pytest returns. The verdict then needs four things to agree: the streamed outcomes, the JUnit
 report, the process's exit status and the end of the session. An exit handler that exits 0,
 rewrites the report or writes to the channel, and an ``os._exit`` before pytest returned,

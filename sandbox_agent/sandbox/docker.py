@@ -347,16 +347,20 @@ class DockerSandbox(ExecutorCalls):
     def _layered_copy(self, layered: cow.Layered) -> DockerSandbox | None:
         """The clean copy made ahead, or one started now; ``None``: make a copy instead.
 
-        The next one starts when the model works again (``exec``), not while the gate's tests
-        run in this one.
+        The next one starts at once, while the gate's tests run in this one: a finish judges
+        in two to four copies one after another (the deciding tests, the suite, the flaky
+        check, a split run's confirmation), and each waited half a second for its container.
+        Making a container runs nothing of the project's, so it is no test run beside another.
         """
         standby, layered.standby = layered.standby, None
         made: DockerSandbox | None = standby.take() if standby is not None else None
-        if made is not None:
-            return made
-        fresh: cow.Standby[DockerSandbox] = self._standby_of(layered)
-        fresh.begin()
-        return fresh.take()
+        if made is None:
+            fresh: cow.Standby[DockerSandbox] = self._standby_of(layered)
+            fresh.begin()
+            made = fresh.take()
+        if layered.ahead:
+            self._begin_standby()
+        return made
 
     def _apply_inside(self, patch: str) -> bool:
         """Apply ``patch`` with git inside this (clean, layered) sandbox; whether it applied.

@@ -43,9 +43,14 @@ def test_the_first_clean_copy_is_under_way_when_the_sandbox_is_ready(
         standby = sb._layered.standby
         assert standby is not None  # begun in create, before any command
         with sb.clean_copy("") as copy:
-            assert sb._layered.standby is None  # taken: this copy is the one made at start
+            after = sb._layered.standby
+            assert after is not None  # the next copy is under way while this one's tests run
+            assert after is not standby  # taken: this copy is the one made at start
             assert copy.exec("cat mod.py", timeout_s=60).stdout == "VALUE = 1\n"
             assert copy.config.limits.network is False
+        with sb.clean_copy("") as second:  # the gate's next copy: the one made meanwhile
+            assert sb._layered.standby is not after
+            assert second.exec("cat mod.py", timeout_s=60).stdout == "VALUE = 1\n"
     assert _ours(docker_client, "at-start") == []
 
 
