@@ -362,11 +362,28 @@ def harness_modules(record: HarnessRecord) -> frozenset[str]:
     return frozenset(n for n in names if n.isidentifier())
 
 
+_BASETEMP = re.compile(r"(/pytest-of-[^/]+/pytest-)\d+(?=/)")
+"""pytest's numbered temporary directory (``tmp_path``'s root): ``pytest-0`` in one run,
+``pytest-1`` in the next process beside it."""
+
+
+def _session_free(text: str) -> str:
+    """A plugin's name or file with pytest's numbered temporary directory made one.
+
+    A test of pytest's own (``pytester``) registers a ``conftest.py`` it wrote there, and a split
+    run's two processes each number theirs: the same plugin read as added (pytest-10081).
+    """
+    return _BASETEMP.sub(r"\1N", text)
+
+
 def parse_record(text: str) -> HarnessRecord | str:
     """The probe's JSON, or why it is unusable."""
     try:
         data = json.loads(text)
-        data["plugins"] = [tuple(p) for p in data.get("plugins", [])]
+        data["plugins"] = [
+            (_session_free(str(name)), _session_free(str(file)))
+            for name, file in data.get("plugins", [])
+        ]
         return HarnessRecord.model_validate(data)
     except (ValueError, TypeError, AttributeError, ValidationError) as e:
         return f"the harness record is unreadable ({type(e).__name__})"

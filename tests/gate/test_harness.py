@@ -4,6 +4,7 @@ tests/workflow/test_gate_integrity_e2e.py)."""
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -385,3 +386,25 @@ def test_a_rerun_of_some_tests_may_register_fewer_plugins_but_never_another() ->
     assert harness_check(run(fewer), RECORD, subset=True).passed
     assert not harness_check(run(fewer), RECORD).passed
     assert not harness_check(run(more), RECORD, subset=True).passed
+
+
+def test_a_conftest_a_test_wrote_in_pytest_s_temporary_directory_is_one_plugin_in_any_process() -> (
+    None
+):
+    """pytest-dev__pytest-10081, judged in two processes: each numbered its temporary directory
+    (``pytest-0``, ``pytest-1``), and the conftest its own tests wrote there read as added."""
+
+    def record(number: int) -> harness.HarnessRecord:
+        conftest = f"/tmp/pytest-of-agent/pytest-{number}/test_obj0/conftest.py"
+        data = json.loads(RECORD.model_dump_json())
+        data["plugins"] = [*data["plugins"], [conftest, conftest]]
+        parsed = harness.parse_record(json.dumps(data))
+        assert isinstance(parsed, harness.HarnessRecord)
+        return parsed
+
+    assert harness.differences(record(0), record(1)) == []
+    evil = json.loads(RECORD.model_dump_json())
+    evil["plugins"] = [*evil["plugins"], ["/tmp/pytest-of-agent/evil.py", "/tmp/evil.py"]]
+    parsed = harness.parse_record(json.dumps(evil))
+    assert isinstance(parsed, harness.HarnessRecord)
+    assert harness.differences(record(0), parsed)  # any other plugin is still named
