@@ -33,10 +33,11 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from sandbox_agent.errors import UserError
-from sandbox_agent.gate.hidden import HiddenTests
+from sandbox_agent.gate.hidden import HiddenTests, patch_files
 from sandbox_agent.gate.unittest_outcomes import harness_name
 from sandbox_agent.names import encode_name, name_problem
 from sandbox_agent.run.prepare import SCRIPTED_PREFIX
+from sandbox_agent.sandbox.hostgit import git
 from sandbox_agent.types import Frozen
 
 __all__ = ["TaskFormat", "TaskSpec", "parse_tasks"]
@@ -203,7 +204,7 @@ def _swebench(data: dict[str, Any], where: str, base_dir: Path, repos_dir: Path)
         repo=found.resolve(),
         task=data["problem_statement"],
         base=data["base_commit"],
-        hidden=_hidden(data, where),
+        hidden=_in_tree(found, data["base_commit"], _hidden(data, where)),
         test_command=_optional_text(data, "test_command", where),
         model=_model(base_dir, _optional_text(data, "model", where), where),
         policy=_policy(base_dir, _optional_text(data, "policy", where), where),
@@ -247,6 +248,43 @@ def _hidden(data: dict[str, Any], where: str) -> HiddenTests | None:
 _PROGRESS = re.compile(r"\[\s*\d{1,3}%\]")
 """pytest's progress column, which SWE-bench's log parser took for a test's name in two
 Verified instances' ``PASS_TO_PASS`` (pytest-dev__pytest-5262 and -7521 list ``[100%]``)."""
+
+
+def _in_tree(repo: Path, base: str, hidden: HiddenTests | None) -> HiddenTests | None:
+    """``hidden`` without the listed pytest ids of files in neither the commit nor the patch.
+
+    SWE-bench's log parser takes any ``FILE::NAME PASSED`` line of the test log for a test of
+    the repository, and a test that runs pytest inside pytest prints such lines of its own: the
+    harness then lists a test that no run of the repository has (pytest-dev__pytest-7521's
+    ``PASS_TO_PASS`` has ``test_capsysbinary.py::test_hello``, an inner run's file). Such an id
+    is no test here and is not judged. Which files exist is read from the instance's own base
+    commit and test patch, never from a prediction, so a patch that deletes a test file cannot
+    take its tests out of the lists. A base commit the clone lacks keeps the lists whole.
+    """
+    if hidden is None:
+        return None
+    named = {t.split("::", 1)[0] for t in hidden.fail_to_pass + hidden.pass_to_pass if "::" in t}
+    files = sorted(f for f in named if f.endswith(".py"))
+    if not files:
+        return hidden
+    done = git(repo, "ls-tree", "--name-only", "-z", "--end-of-options", base, "--", *files)
+    if done.returncode != 0:
+        return hidden
+    present = set(done.stdout.decode("utf-8", "surrogateescape").split("\0"))
+    present |= patch_files(hidden.test_patch)
+    missing = {f for f in files if f not in present}
+
+    def kept(ids: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(t for t in ids if "::" not in t or t.split("::", 1)[0] not in missing)
+
+    if not missing or not kept(hidden.fail_to_pass):
+        return hidden
+    return hidden.model_copy(
+        update={
+            "fail_to_pass": kept(hidden.fail_to_pass),
+            "pass_to_pass": kept(hidden.pass_to_pass),
+        }
+    )
 
 
 def _test_list(value: Any, key: str, where: str) -> tuple[str, ...]:

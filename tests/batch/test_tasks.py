@@ -177,6 +177,55 @@ def test_swebench_hidden_tests_as_json_strings_or_lists(tmp_path: Path) -> None:
     assert "t.py::test_a" not in first.task  # the model's text is the problem statement alone
 
 
+def test_a_listed_test_of_a_file_in_neither_the_commit_nor_the_test_patch_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    # pytest-dev__pytest-7521: the harness's parser read an inner pytest run's output line
+    # `test_capsysbinary.py::test_hello PASSED` as a test of the repository
+    repo = git_repo(tmp_path / "clones" / "o__n")
+    (repo / "testing").mkdir()
+    (repo / "testing" / "test_old.py").write_text("def test_a(): pass\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+        cwd=repo,
+        check=True,
+    )
+    base = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    adds = (
+        "diff --git a/testing/test_new.py b/testing/test_new.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/testing/test_new.py\n@@ -0,0 +1 @@\n+def test_b(): pass\n"
+    )
+    line = {
+        "instance_id": "o__n-1",
+        "repo": "o/n",
+        "base_commit": base,
+        "problem_statement": "p",
+        "test_patch": adds,
+        "FAIL_TO_PASS": ["testing/test_new.py::test_b"],
+        "PASS_TO_PASS": [
+            "testing/test_old.py::test_a",
+            "test_capsysbinary.py::test_hello",
+            "testing/test_old.py::test_gone_by_the_fix",  # its file is there: judged
+        ],
+    }
+    unknown = {**line, "instance_id": "o__n-2", "base_commit": "0" * 40}
+    first, second = parse_tasks(
+        write(tmp_path / "swe.jsonl", line, unknown), TaskFormat.SWEBENCH, tmp_path / "clones"
+    )
+    assert first.hidden is not None
+    assert second.hidden is not None
+    assert first.hidden.fail_to_pass == ("testing/test_new.py::test_b",)
+    assert first.hidden.pass_to_pass == (
+        "testing/test_old.py::test_a",
+        "testing/test_old.py::test_gone_by_the_fix",
+    )
+    # a base commit the clone does not have: the lists stay whole (the run will say why)
+    assert "test_capsysbinary.py::test_hello" in second.hidden.pass_to_pass
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
