@@ -287,6 +287,7 @@ def judge_tasks(
     ``patch``, empty none. An instance without a prediction is left out (the harness skips it
     too). Returns the tasks file and the ids of the instances left out for want of a spec.
     """
+    work = work.absolute()  # the tasks file names its scripts and policies by these paths
     scripts = work / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []

@@ -110,7 +110,7 @@ def judge(
         items = _instances(instances)
         mode = "gold" if gold else "empty" if empty else "predictions"
         patches = read_predictions(predictions) if predictions is not None else None
-        batches = batches_dir or default_batches_dir(os.environ)
+        batches = (batches_dir or default_batches_dir(os.environ)).absolute()
         key = hashlib.sha256(
             b"".join([instances.read_bytes(), predictions.read_bytes() if predictions else b""])
             + f"{mode} {env}".encode()

@@ -206,6 +206,19 @@ def test_the_judge_writes_a_swebench_batch_the_batch_reads(tmp_path: Path) -> No
             assert _script_patch(script) == expected
 
 
+def test_a_judge_in_a_relative_directory_writes_tasks_that_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--batches-dir batches`: the tasks file's scripts and policies are found from it."""
+    instances = [i for i in _instances() if i["repo"] == "psf/requests"][:1]
+    git(tmp_path, "init", "-q", str(tmp_path / "clones" / "psf__requests"))
+    monkeypatch.chdir(tmp_path)
+    tasks, _ = judge_tasks(instances, None, "gold", Path("batches/judge-gold-x/first"))
+    (spec,) = parse_tasks(tasks, TaskFormat.SWEBENCH, Path("clones"))
+    assert spec.model is not None
+    assert _script_patch(Path(spec.model.removeprefix("scripted:"))) == instances[0]["patch"]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
