@@ -39,7 +39,7 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.resume import resume_options
-from sandbox_agent.run.revision import ignored_request, revise_options
+from sandbox_agent.run.revision import Choices, ignored_request, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.types import ToolCall
 
@@ -170,14 +170,7 @@ def fix(
             raise fail(UserError(f"--task-file {task_file}: cannot read it ({e})")) from e
     if not task or not task.strip():
         raise fail(UserError("no task: give the issue text as TASK or --task-file FILE"))
-    options = FixOptions(
-        repo=repo,
-        task=task,
-        policy_file=policy,
-        runs_dir=runs_dir,
-        trust_repo_policy=trust_repo_policy,
-        overrides=flags,
-    )
+    options = Choices(repo, policy, trust_repo_policy, flags, runs_dir).fresh(task)
     raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
 
 
@@ -201,17 +194,10 @@ def revise(
     is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
     alone. Its settings are yours (settings files and these flags), never the earlier run's.
     """
+    choices = Choices(repo, policy, trust_repo_policy, flags, runs_dir)
 
     def options(run_dir: RunDir) -> FixOptions:
-        return revise_options(
-            run_dir,
-            feedback,
-            repo=repo,
-            policy_file=policy,
-            trust_repo_policy=trust_repo_policy,
-            overrides=flags,
-            runs_dir=runs_dir,
-        )
+        return revise_options(run_dir, feedback, choices)
 
     _go_on(run, runs_dir, options, as_json=as_json, quiet=quiet)
 
@@ -244,17 +230,11 @@ def resume(
     flags. Its settings are yours, never the earlier run's; a run that passed its gate is
     changed with `revise`.
     """
+    choices = Choices(repo, policy, trust_repo_policy, flags, runs_dir)
 
     def options(run_dir: RunDir) -> FixOptions:
         return resume_options(
-            run_dir,
-            find=lambda run_id: find_any_run(runs_dir, run_id),
-            repo=repo,
-            policy_file=policy,
-            trust_repo_policy=trust_repo_policy,
-            overrides=flags,
-            runs_dir=runs_dir,
-            force=force,
+            run_dir, choices, find=lambda run_id: find_any_run(runs_dir, run_id), force=force
         )
 
     _go_on(run, runs_dir, options, as_json=as_json, quiet=quiet)
