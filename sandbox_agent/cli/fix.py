@@ -8,13 +8,15 @@ brings in the runner, and with it openai and docker.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -23,6 +25,7 @@ from sandbox_agent.agent.trace import read_trace
 from sandbox_agent.cli.command import Command
 from sandbox_agent.cli.demo import DEMO_TASK, demo_script, make_demo_repo
 from sandbox_agent.cli.options import (
+    KEYWORD,
     JsonOption,
     PolicyOption,
     RunsDirOption,
@@ -39,7 +42,7 @@ from sandbox_agent.errors import UserError
 from sandbox_agent.policy.base import Decision
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.resume import resume_options
-from sandbox_agent.run.revision import ignored_request, revise_options
+from sandbox_agent.run.revision import Choices, ignored_request, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
 from sandbox_agent.types import ToolCall
 
@@ -79,6 +82,56 @@ RunRepoOption = Annotated[
     Path | None,
     typer.Option(help="The repository (default: here, which must be the run's)."),
 ]
+
+
+class RunFlags(NamedTuple):
+    """The flags of every command that starts a run (``fix``, ``revise``, ``resume``)."""
+
+    policy: Path | None
+    trust_repo_policy: bool
+    as_json: bool
+    runs_dir: Path | None
+    quiet: bool
+    settings: SettingFlags
+
+    def choices(self, repo: Path | None) -> Choices:
+        """The run's choices, in ``repo`` (``None``: the current one, the continued run's)."""
+        return Choices(repo, self.policy, self.trust_repo_policy, self.settings, self.runs_dir)
+
+
+_RUN_OPTIONS = {
+    "policy": (PolicyOption, None),
+    "trust_repo_policy": (TrustOption, False),
+    "as_json": (JsonOption, False),
+    "runs_dir": (RunsDirOption, None),
+    "quiet": (QuietOption, False),
+}
+"""``RunFlags``' options, in the order ``--help`` lists them: each with its default."""
+
+
+def _starts_a_run(command: Callable[..., None]) -> Callable[..., None]:
+    """A decorator: ``command`` with the options of :class:`RunFlags` after its own.
+
+    ``command`` takes a keyword ``flags: RunFlags`` in their place (the setting flags
+    included: :func:`setting_flags`), so the three commands that start a run declare them once.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "flags"]
+
+    @functools.wraps(command)
+    def with_run_flags(*, flags: SettingFlags, **given: Any) -> None:
+        shared = {name: given.pop(name) for name in _RUN_OPTIONS}
+        command(**given, flags=RunFlags(**shared, settings=flags))
+
+    options = [
+        inspect.Parameter(name, KEYWORD, annotation=kind, default=default)
+        for name, (kind, default) in _RUN_OPTIONS.items()
+    ]
+    flags = inspect.Parameter("flags", KEYWORD, annotation=SettingFlags)
+    parameters = [*own, *options, flags]
+    with_run_flags.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    with_run_flags.__annotations__ = {p.name: p.annotation for p in parameters}
+    return setting_flags(with_run_flags)
 
 
 def _run(
@@ -145,7 +198,7 @@ def _exit_code(record: RunRecord) -> int:
 
 
 @app.command(cls=Command)
-@setting_flags
+@_starts_a_run
 def fix(
     task: Annotated[
         str | None, typer.Argument(help="The issue to fix.", show_default=False)
@@ -154,13 +207,8 @@ def fix(
         Path, typer.Option(help="The repository to fix (only ever read; its git root is used).")
     ] = Path(),
     task_file: Annotated[Path | None, typer.Option(help="Read the task from this file.")] = None,
-    policy: PolicyOption = None,
-    as_json: JsonOption = False,
-    runs_dir: RunsDirOption = None,
-    trust_repo_policy: TrustOption = False,
-    quiet: QuietOption = False,
     *,
-    flags: SettingFlags,
+    flags: RunFlags,
 ) -> None:
     """Fix an issue in a repository; your checkout changes only through `apply`."""
     if task_file is not None:
@@ -170,30 +218,18 @@ def fix(
             raise fail(UserError(f"--task-file {task_file}: cannot read it ({e})")) from e
     if not task or not task.strip():
         raise fail(UserError("no task: give the issue text as TASK or --task-file FILE"))
-    options = FixOptions(
-        repo=repo,
-        task=task,
-        policy_file=policy,
-        runs_dir=runs_dir,
-        trust_repo_policy=trust_repo_policy,
-        overrides=flags,
-    )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
+    options = flags.choices(repo).fresh(task)
+    raise typer.Exit(_exit_code(_run(options, as_json=flags.as_json, quiet=flags.quiet)))
 
 
 @app.command(cls=Command)
-@setting_flags
+@_starts_a_run
 def revise(
     run: Annotated[str, typer.Argument(help="The run to continue: id, id prefix or directory.")],
     feedback: Annotated[str, typer.Argument(help="What to change, as you would tell a colleague.")],
     repo: RunRepoOption = None,
-    policy: PolicyOption = None,
-    trust_repo_policy: TrustOption = False,
-    as_json: JsonOption = False,
-    runs_dir: RunsDirOption = None,
-    quiet: QuietOption = False,
     *,
-    flags: SettingFlags,
+    flags: RunFlags,
 ) -> None:
     """Continue a run with a reviewer's feedback: a new run, with its own budget, from its diff.
 
@@ -201,28 +237,15 @@ def revise(
     is told the earlier answer and the feedback, and its patch holds both changes: `apply` it
     alone. Its settings are yours (settings files and these flags), never the earlier run's.
     """
-
-    def options(run_dir: RunDir) -> FixOptions:
-        return revise_options(
-            run_dir,
-            feedback,
-            repo=repo,
-            policy_file=policy,
-            trust_repo_policy=trust_repo_policy,
-            overrides=flags,
-            runs_dir=runs_dir,
-        )
-
-    _go_on(run, runs_dir, options, as_json=as_json, quiet=quiet)
+    choices = flags.choices(repo)
+    _go_on(run, flags, lambda run_dir: revise_options(run_dir, feedback, choices))
 
 
 @app.command(cls=Command)
-@setting_flags
+@_starts_a_run
 def resume(
     run: Annotated[str, typer.Argument(help="The run to resume: id, id prefix or directory.")],
     repo: RunRepoOption = None,
-    policy: PolicyOption = None,
-    trust_repo_policy: TrustOption = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -231,11 +254,8 @@ def resume(
             "or the run never recorded its end.",
         ),
     ] = False,
-    as_json: JsonOption = False,
-    runs_dir: RunsDirOption = None,
-    quiet: QuietOption = False,
     *,
-    flags: SettingFlags,
+    flags: RunFlags,
 ) -> None:
     """Continue a stopped run (steps, budget, Ctrl-C, crash) from its conversation and diff.
 
@@ -244,33 +264,19 @@ def resume(
     flags. Its settings are yours, never the earlier run's; a run that passed its gate is
     changed with `revise`.
     """
+    choices = flags.choices(repo)
 
     def options(run_dir: RunDir) -> FixOptions:
-        return resume_options(
-            run_dir,
-            find=lambda run_id: find_any_run(runs_dir, run_id),
-            repo=repo,
-            policy_file=policy,
-            trust_repo_policy=trust_repo_policy,
-            overrides=flags,
-            runs_dir=runs_dir,
-            force=force,
-        )
+        find = functools.partial(find_any_run, flags.runs_dir)
+        return resume_options(run_dir, choices, find=find, force=force)
 
-    _go_on(run, runs_dir, options, as_json=as_json, quiet=quiet)
+    _go_on(run, flags, options)
 
 
-def _go_on(
-    run: str,
-    runs_dir: Path | None,
-    options_of: Callable[[RunDir], FixOptions],
-    *,
-    as_json: bool,
-    quiet: bool,
-) -> None:
+def _go_on(run: str, flags: RunFlags, options_of: Callable[[RunDir], FixOptions]) -> None:
     """Run a new run that continues ``run`` (``revise``, ``resume``), with the options made."""
     try:
-        run_dir = find_any_run(runs_dir, run)
+        run_dir = find_any_run(flags.runs_dir, run)
         options = options_of(run_dir)
         ignored = ignored_request(run_dir.read_record())
     except UserError as e:
@@ -280,7 +286,7 @@ def _go_on(
             f"the earlier run's own settings are not used ({', '.join(ignored)}): give them "
             "as flags to use them"
         )
-    raise typer.Exit(_exit_code(_run(options, as_json=as_json, quiet=quiet)))
+    raise typer.Exit(_exit_code(_run(options, as_json=flags.as_json, quiet=flags.quiet)))
 
 
 @app.command(cls=Command)

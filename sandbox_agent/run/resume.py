@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -57,15 +57,7 @@ Warn = Callable[[str], None]
 
 
 def resume_options(
-    run_dir: RunDir,
-    *,
-    find: Find,
-    repo: Path | None,
-    policy_file: Path | None,
-    trust_repo_policy: bool,
-    overrides: dict[str, Any],
-    runs_dir: Path | None,
-    force: bool = False,
+    run_dir: RunDir, choices: Choices, *, find: Find, force: bool = False
 ) -> FixOptions:
     """The new run's options: the earlier run's task, patch and conversation; the user's settings.
 
@@ -82,7 +74,7 @@ def resume_options(
     return continuing(
         record,
         "resume",
-        Choices(repo, policy_file, trust_repo_policy, overrides, runs_dir),
+        choices,
         resumes=Resumption(
             **carried_over(run_dir, record, patch),
             history=history,

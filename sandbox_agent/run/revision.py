@@ -33,26 +33,13 @@ __all__ = [
 ]
 
 
-def revise_options(
-    run_dir: RunDir,
-    feedback: str,
-    *,
-    repo: Path | None,
-    policy_file: Path | None,
-    trust_repo_policy: bool,
-    overrides: dict[str, Any],
-    runs_dir: Path | None,
-) -> FixOptions:
+def revise_options(run_dir: RunDir, feedback: str, choices: Choices) -> FixOptions:
     """The new run's options: the earlier run's task and patch, the user's settings.
 
     Args:
         run_dir: The earlier run.
         feedback: What to change.
-        repo: ``--repo`` when given; else the current directory, which must be the run's.
-        policy_file: ``--policy`` (the user's, trusted), never the one the run names.
-        trust_repo_policy: ``--trust-repo-policy``, never the run's.
-        overrides: The flags given now (the run's stored flags are not replayed).
-        runs_dir: Where the new run is written.
+        choices: The user's flags now (the run's stored ones are not replayed).
 
     Raises:
         UserError: empty feedback, no patch to continue from.
@@ -67,7 +54,7 @@ def revise_options(
     return continuing(
         record,
         "revise",
-        Choices(repo, policy_file, trust_repo_policy, overrides, runs_dir),
+        choices,
         revises=Revision(
             **carried_over(run_dir, record, run_dir.read_patch()),
             answer=record.answer,
@@ -77,15 +64,22 @@ def revise_options(
 
 
 class Choices(NamedTuple):
-    """The user's choices for a run that continues another (never the stored run's)."""
+    """The user's choices for a run (``fix``'s, or one that continues another: never its own)."""
 
     repo: Path | None
-    """``--repo``; ``None``: the current directory, which must be the run's."""
+    """``--repo``; ``None`` (a run that continues another): the current directory, which must
+    be the run's."""
     policy_file: Path | None
+    """``--policy`` (the user's, trusted), never the one a stored run names."""
     trust_repo_policy: bool
     overrides: dict[str, Any]
     """The setting flags given now."""
     runs_dir: Path | None
+    """Where the new run is written."""
+
+    def fresh(self, task: str) -> FixOptions:
+        """A new run's options (``fix``): ``task`` in ``--repo``, as the user chose."""
+        return FixOptions(**self._asdict(), task=task)
 
 
 def continuing(

@@ -15,7 +15,7 @@ import pytest
 
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.resume import resume_options
-from sandbox_agent.run.revision import revise_options
+from sandbox_agent.run.revision import Choices, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
 from tests.models.conftest import API_KEY
 from tests.models.openai_server import FakeOpenAIServer, ok
@@ -74,12 +74,8 @@ def test_later_runs_on_the_same_commit_take_the_baseline_and_an_edited_one_is_re
     server.push(ok(tool_calls=[("c2", "finish", FINISH)]))
     resumed = resume_options(
         RunDir(Path(first.run_dir)),
+        Choices(repo, None, False, _flags(server, 2), runs),
         find=lambda run_id: RunDir(runs / run_id),
-        repo=repo,
-        policy_file=None,
-        trust_repo_policy=False,
-        overrides=_flags(server, 2),
-        runs_dir=runs,
     )
     child = run_fix(resumed.model_copy(update={"workspace_root": tmp_path}), KEY)
     assert child.exit_reason == "finished", child.error
@@ -92,11 +88,7 @@ def test_later_runs_on_the_same_commit_take_the_baseline_and_an_edited_one_is_re
     revised = revise_options(
         RunDir(Path(child.run_dir)),
         "keep it as it is",
-        repo=repo,
-        policy_file=None,
-        trust_repo_policy=False,
-        overrides=_flags(server, 2),
-        runs_dir=runs,
+        Choices(repo, None, False, _flags(server, 2), runs),
     )
     again = run_fix(revised.model_copy(update={"workspace_root": tmp_path}), KEY)
     assert again.gate_passed, again.error

@@ -10,6 +10,7 @@ import pytest
 
 from sandbox_agent.run.artifacts import RunDir
 from sandbox_agent.run.resume import resume_options
+from sandbox_agent.run.revision import Choices
 from sandbox_agent.run.runner import FixOptions, run_fix
 from tests.models.conftest import API_KEY
 from tests.models.openai_server import FakeOpenAIServer, ok
@@ -53,14 +54,11 @@ def test_a_resumed_run_sends_the_conversation_so_far_and_passes(
     parent = run_fix(options, {"OPENAI_API_KEY": API_KEY})
     assert parent.exit_reason == "max_steps_exceeded"
     server.push(ok(tool_calls=[("c5", "finish", '{"summary": "add adds"}')]))
+    flags = _flags(server, **{"--max-steps": 2, "--context-window": 9000})
     resumed = resume_options(
         RunDir(Path(parent.run_dir)),
+        Choices(tmp_path / "repo", None, False, flags, tmp_path / "runs"),
         find=lambda run_id: RunDir(tmp_path / "runs" / run_id),
-        repo=tmp_path / "repo",
-        policy_file=None,
-        trust_repo_policy=False,
-        overrides=_flags(server, **{"--max-steps": 2, "--context-window": 9000}),
-        runs_dir=tmp_path / "runs",
     )
     child = run_fix(
         resumed.model_copy(update={"workspace_root": tmp_path}), {"OPENAI_API_KEY": API_KEY}

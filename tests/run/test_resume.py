@@ -25,6 +25,7 @@ from sandbox_agent.run.resume import (
     resume_notice,
     resume_options,
 )
+from sandbox_agent.run.revision import Choices
 from sandbox_agent.types import (
     ExitReason,
     ModelFeedback,
@@ -110,12 +111,8 @@ def options_of(run_dir: RunDir, tmp_path: Path, force: bool = False) -> Resumpti
 
     options = resume_options(
         run_dir,
+        Choices(tmp_path, None, False, {"--max-steps": 9}, tmp_path / "runs"),
         find=find,
-        repo=tmp_path,
-        policy_file=None,
-        trust_repo_policy=False,
-        overrides={"--max-steps": 9},
-        runs_dir=tmp_path / "runs",
         force=force,
     )
     assert options.task == TASK
