@@ -213,6 +213,7 @@ def dated(words: Sequence[str], when: str, env: str = "") -> str:
     return (
         f"{{ x=; st=1; for _ in $(seq {_TODAYS + 1}); do {install} >/tmp/uv-dated.out 2>&1; "
         "st=$?; cat /tmp/uv-dated.out >&2; [ $st = 0 ] && break; "
+        f"{_no_editable_backend(words, at, env)}"
         "p=$(sed -n -e 's/.*Failed to build `\\([A-Za-z0-9._-]*\\)==.*/\\1/p' -e "
         "'s/.*hint: `\\([A-Za-z0-9._-]*\\)` was filtered by `exclude-newer`.*/\\1/p' "
         "/tmp/uv-dated.out"
@@ -221,7 +222,39 @@ def dated(words: Sequence[str], when: str, env: str = "") -> str:
     )
 
 
+def _no_editable_backend(words: Sequence[str], at: int, env: str) -> str:
+    """The loop's retry for a project whose own build backend has no editable install.
+
+    A ``pyproject.toml`` of 2022 may pin the setuptools of its day (pylint 2.15:
+    ``setuptools~=62.6``), which has no PEP 660 hook (``build_editable``, setuptools 64), and
+    uv builds an editable install only through it; the project's pin outranks
+    :data:`BUILD_TOOLS`. That one package is then built without isolation, by
+    :data:`_EDITABLE_SETUPTOOLS` and wheel installed in the venv, and the install tried again,
+    said.
+    """
+    rest = list(words[at:])
+    where = rest.index("--python") if "--python" in rest else None
+    target = rest[where : where + 2] if where is not None else []
+    tools = _q([*words[:at], *target, _EDITABLE_SETUPTOOLS, "wheel"])
+    tools = f"{env}{tools}"
+    note = (
+        "sandbox-agent: $e's own build backend has no editable install (PEP 660); building it "
+        f"with {_EDITABLE_SETUPTOOLS} in the venv"
+    )
+    return (
+        "if grep -q \"has no attribute 'build_editable'\" /tmp/uv-dated.out; then "
+        "e=$(sed -n 's/.*Failed to build `\\([A-Za-z0-9._-]*\\) @ .*/\\1/p' /tmp/uv-dated.out"
+        ' | head -n1); [ -n "$e" ] || break; case " $x " in *" --no-build-isolation-package $e "*) '
+        f'break;; esac; echo "{note}" >&2; {tools} >&2 || break; '
+        'x="$x --no-build-isolation-package $e"; continue; fi; '
+    )
+
+
 _TODAYS = 5
+_EDITABLE_SETUPTOOLS = "setuptools>=64,<71"
+"""PEP 660 (64) and still its own vendored packages: from 71 setuptools prefers the installed
+``packaging``, and an old commit's (21.3) breaks its build without isolation
+(``canonicalize_version() got an unexpected keyword argument 'strip_trailing_zero'``)."""
 
 
 def of_its_time(dated: str, today: str, why: str, when: str) -> tuple[str, str]:

@@ -18,6 +18,7 @@ import pytest
 
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.env.interpreter import admits, of_its_time
+from sandbox_agent.env.pysteps import dated
 from sandbox_agent.env.python import as_of
 from tests.env.conftest import GIT_ENV, TOKEN, EnvBuilds, MakeEnvSandbox
 
@@ -138,3 +139,54 @@ def test_an_old_commit_builds_with_the_python_and_packages_of_its_time(
     assert done.stdout.split() == ["1.15.0", "(3,", "9)"]
     tests = sandbox.exec(env.test_command or "", timeout_s=120)
     assert tests.exit_code == 0, tests.stdout + tests.stderr
+
+
+FAKE_UV = """#!/bin/sh
+echo "$@" >> "$LOG"
+case "$*" in
+  *"setuptools>=64,<71 wheel"*) exit 0 ;;
+  *"--no-build-isolation-package oldproj"*) exit 0 ;;
+esac
+echo "   Building oldproj @ file:///workspace"
+echo "error: Failed to build \\`oldproj @ file:///workspace\\`"
+echo "  AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'"
+exit 1
+"""
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_project_pinning_a_setuptools_without_editable_installs_builds_without_isolation(
+    tmp_path: Path, fixed: bool
+) -> None:
+    """pylint 2.15 pins ``setuptools~=62.6``: no PEP 660 hook, so uv's editable install fails.
+    The dated install retries that one package without build isolation, once, with a setuptools
+    that has the hook; a failure that persists ends the loop with the install's status."""
+    uv = tmp_path / "uv"
+    script = (
+        FAKE_UV
+        if fixed
+        else FAKE_UV.replace('*"--no-build-isolation-package oldproj"*) exit 0 ;;', "")
+    )
+    uv.write_text(script)
+    uv.chmod(0o755)
+    words = [str(uv), "pip", "install", "--python", "/opt/venv/bin/python", "-e", "."]
+    command = dated(words, "2022-09-01T00:00:00Z").replace(
+        "/tmp/uv-dated.out", str(tmp_path / "out")
+    )
+    log = tmp_path / "calls"
+    done = subprocess.run(
+        ["sh", "-c", command],
+        capture_output=True,
+        text=True,
+        env={"LOG": str(log), "PATH": "/usr/bin:/bin"},
+    )
+    calls = log.read_text().splitlines()
+    assert "own build backend has no editable install" in done.stderr
+    assert any(c.endswith("--python /opt/venv/bin/python setuptools>=64,<71 wheel") for c in calls)
+    if fixed:
+        assert done.returncode == 0, done.stderr
+        assert "--no-build-isolation-package oldproj" in calls[-1]
+        assert len(calls) == 3  # the install, the build tools, the install again
+    else:
+        assert done.returncode != 0
+        assert len(calls) == 3  # retried once, not again and again
