@@ -272,7 +272,7 @@ register = pluggy.PluginManager.register
 def registering(self, plugin, name=None):
     got = register(self, plugin, name)
     if got is not None:
-        probe.REGISTERED.append((got, plugin))
+        probe.REGISTERED.append((got, plugin, self))
     return got
 pluggy.PluginManager.register = registering
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]

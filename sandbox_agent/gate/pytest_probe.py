@@ -36,9 +36,10 @@ OPENED: list[tuple[str, str]] = []
 """Filled by the boot script's audit hook: ``(path, phase)`` of each file opened."""
 PHASE = ["config"]
 """``config`` until collection starts, then ``session`` (read by the audit hook)."""
-REGISTERED: list[tuple[str, Any]] = []
-"""Filled by the boot script's wrapper of ``PluginManager.register``: every registration as
-it happened, including plugins unregistered later."""
+REGISTERED: list[tuple[str, Any, Any]] = []
+"""Filled by the boot script's wrapper of ``PluginManager.register``: every registration as it
+happened, with its manager, including plugins unregistered later. Only the session's own
+manager's count: a session a test runs inside this one (pytester's) has its own."""
 ONLY: list[str] = []
 """Set by the boot script for a rerun of some tests (the flaky check): report ids, or
 ``module::function`` (every parameter set of it), or ``::module`` (all of a module); empty:
@@ -115,8 +116,8 @@ def _ini(config: Any) -> dict[str, Any]:
 
 
 def _plugins(manager: Any) -> list[tuple[str, str]]:
-    """Every plugin registered now or at any time during the session, with its file."""
-    seen = [*manager.list_name_plugin(), *REGISTERED]
+    """Every plugin of this session's manager, now or ever, with its file (not an inner's)."""
+    seen = [*manager.list_name_plugin(), *[(n, p) for n, p, m in REGISTERED if m is manager]]
     return sorted(
         {
             (_relative(_plugin_name(str(name), plugin)), _file_of(plugin))

@@ -413,3 +413,36 @@ def test_a_wrapped_pytest_command_gets_the_same_harness(
     assert "exit status 0" in problems.get("outcomes", ""), problems
     assert verdict.evidence is not None
     assert verdict.evidence.harness is not None
+
+
+INNER_SESSION = """import pytest
+
+from kvparse.parser import parse_records
+
+
+def test_a_session_run_inside_this_one(tmp_path):
+    # where the inner session's conftest lives depends on the code under test, as pytest's own
+    # tests' temporary conftests do on the fix (pytest-dev__pytest-5840: realpath vs symlink)
+    where = tmp_path / ("one" if parse_records("a=1") else "none")
+    where.mkdir()
+    (where / "conftest.py").write_text("X = 1\\n")
+    (where / "test_inner.py").write_text("def test_inner():\\n    assert True\\n")
+    assert pytest.main([str(where), "-q", "-p", "no:cacheprovider"]) == 0
+"""
+
+
+def test_a_session_a_test_runs_inside_this_one_is_not_the_harness(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """A test that runs pytest in-process (pytester) registers its own conftest on its own
+    plugin manager; where that conftest is may follow the fix. Before, every registration of
+    any manager was the harness's: the right fix read as 'plugin added' (SWE-bench's
+    pytest-5840, gold). A plugin put on the session's own manager is still seen (the test
+    above, with the same wrapper of ``register``)."""
+    repo = demo_repo(tmp_path)
+    (repo / "tests" / "test_inner.py").write_text(INNER_SESSION)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test that runs a session inside its own")
+    record = run_attack(tmp_path, workspace_root, FIX_EDIT, repo=repo)
+    verdict = last_verdict(record)
+    assert record.gate_passed, failed(verdict)
