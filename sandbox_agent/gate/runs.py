@@ -185,7 +185,10 @@ def rule_checks(
     keep = hidden.pass_to_pass if hidden else ()
     if seen is not None:
         judgement = verdict.judge(seen, targets, keep)
-        checks += verdict.checks(judgement, rule, targets=bool(targets), keep=bool(keep))
+        lists = hidden is not None
+        checks += verdict.checks(
+            judgement, rule, targets=bool(targets), keep=bool(keep), lists=lists
+        )
     elif targets or keep:  # fail closed: a target cannot be seen without a report
         why = "no per-test report of the baseline and of the patch's run to find them in"
         checks.append(GateCheck(name="targets", passed=False, detail=why))

@@ -244,13 +244,29 @@ def _target_problem(target: str, seen: Observed, out: Judgement) -> str | None:
     return None
 
 
-def checks(found: Judgement, rule: Rule, *, targets: bool, keep: bool = False) -> list[GateCheck]:
-    """The checks the rule makes of the judgement (the test run's own check is made apart)."""
+LISTED_ONLY = "not judged (the instance's FAIL_TO_PASS and PASS_TO_PASS decide, as in SWE-bench)"
+"""What a regression or a failing new test outside an instance's lists is told (``lists``)."""
+
+
+def checks(
+    found: Judgement, rule: Rule, *, targets: bool, keep: bool = False, lists: bool = False
+) -> list[GateCheck]:
+    """The checks the rule makes of the judgement (the test run's own check is made apart).
+
+    ``lists``: a SWE-bench instance's hidden tests judge, and as in the official harness only
+    its two lists decide: a test outside them that broke, or a test the patch added that fails,
+    is named (:data:`LISTED_ONLY`) and decides nothing (sympy-13091's and -18199's gold patches
+    break tests the harness left out of ``PASS_TO_PASS`` because they failed there too).
+    """
     out = [
         GateCheck(
             name="regressions",
-            passed=not found.broken,
-            detail=_named("tests that passed at the baseline and do not now: ", found.broken)
+            passed=lists or not found.broken,
+            detail=_named(
+                f"{LISTED_ONLY + ': ' if lists else ''}tests that passed at the baseline and do "
+                "not now: ",
+                found.broken,
+            )
             or f"{found.pass_to_pass} passing test(s) still pass",
         )
     ]
@@ -258,8 +274,11 @@ def checks(found: Judgement, rule: Rule, *, targets: bool, keep: bool = False) -
         out.append(
             GateCheck(
                 name="new_tests",
-                passed=False,
-                detail=_named("tests you added fail with your change: ", found.failing_new),
+                passed=lists,
+                detail=_named(
+                    f"{LISTED_ONLY + ': ' if lists else ''}tests you added fail with your change: ",
+                    found.failing_new,
+                ),
             )
         )
     if rule == "proof":
@@ -272,7 +291,7 @@ def checks(found: Judgement, rule: Rule, *, targets: bool, keep: bool = False) -
                 detail=_named("targets not fixed: ", found.targets) or "every target passes now",
             )
         )
-    if keep:
+    if keep or lists:
         out.append(
             GateCheck(
                 name="pass_to_pass",

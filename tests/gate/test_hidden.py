@@ -159,6 +159,34 @@ def test_pass_to_pass_tests_must_pass_with_the_patch() -> None:
     assert "pass_to_pass" not in {c.name for c in checks(found, "proof", targets=False)}
 
 
+def test_only_the_instance_s_lists_decide_as_in_the_harness() -> None:
+    """A test outside FAIL_TO_PASS and PASS_TO_PASS that breaks, or a failing test the patch
+    adds, is named and decides nothing (the official harness reads only the lists); a listed
+    test that breaks still refuses (sympy-13091's and -18199's gold patches were refused)."""
+    seen = Observed(
+        base={"t::test_fixed": "failed", "t::test_kept": "passed", "t::test_unlisted": "passed"},
+        now={"t::test_fixed": "passed", "t::test_kept": "passed", "t::test_unlisted": "failed"},
+    )
+    found = judge(seen, ["t::test_fixed"], ["t::test_kept"])
+    found.failing_new = ["t::test_added"]
+    made = {c.name: c for c in checks(found, "proof", targets=True, keep=True, lists=True)}
+    assert all(c.passed for c in made.values()), made
+    assert "not judged" in made["regressions"].detail
+    assert "t::test_unlisted" in made["regressions"].detail
+    assert "t::test_added" in made["new_tests"].detail
+    # the same judgement outside SWE-bench: both refuse, as before
+    plain = {c.name: c for c in checks(found, "proof", targets=True, keep=True)}
+    assert not plain["regressions"].passed
+    assert not plain["new_tests"].passed
+    # a listed test that breaks refuses whatever else
+    broken = judge(seen, ["t::test_fixed"], ["t::test_kept", "t::test_unlisted"])
+    listed = {c.name: c for c in checks(broken, "proof", targets=True, keep=True, lists=True)}
+    assert not listed["pass_to_pass"].passed
+    # an instance whose PASS_TO_PASS is empty is still judged by its lists
+    none_kept = {c.name for c in checks(found, "proof", targets=True, lists=True)}
+    assert "pass_to_pass" in none_kept
+
+
 HIDDEN_FILE_PATCH = """\
 diff --git a/tests/test_secret.py b/tests/test_secret.py
 new file mode 100644
