@@ -58,8 +58,13 @@ def test_env_list_and_prune_make_image_labels_inert(docker_client: docker.Docker
         tar.addfile(info, io.BytesIO(data))
     context.seek(0)
     labels = {cache.LABEL: "k", cache.REPO_LABEL: EVIL, cache.TEST_LABEL: EVIL}
-    image, _ = docker_client.images.build(
-        fileobj=context, custom_context=True, labels=labels, tag=f"{cache.ENV_REPO}:evil-test"
+    image, _ = docker_client.images.build(  # rm: docker-py keeps each step's container
+        fileobj=context,
+        custom_context=True,
+        labels=labels,
+        tag=f"{cache.ENV_REPO}:evil-test",
+        rm=True,
+        forcerm=True,
     )
     try:
         listed = runner.invoke(app, ["env", "list"])
@@ -70,6 +75,8 @@ def test_env_list_and_prune_make_image_labels_inert(docker_client: docker.Docker
         assert_inert(pruned.stdout, where="env prune")
     finally:
         docker_client.images.remove(str(image.id), force=True)
+    left = docker_client.containers.list(all=True, filters={"label": f"{cache.LABEL}=k"})
+    assert left == []  # the build's step containers went with it
 
 
 @pytest.mark.parametrize("task_file", ["../secret.txt", "/etc/hostname", "link.md"])
