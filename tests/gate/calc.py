@@ -30,7 +30,12 @@ def calc_sandbox(tmp_path: Path, files: dict[str, str]) -> TempDirSandbox:
 
 
 def calc_gate(
-    sandbox: TempDirSandbox, test_command: str, config: dict[str, object]
+    sandbox: TempDirSandbox,
+    test_command: str,
+    config: dict[str, object],
+    *,
+    cores: float | None = None,
+    log_path: Path | None = None,
 ) -> CompletionGate:
     """A gate running ``test_command`` (five attempts unless ``config`` says otherwise)."""
     settings: dict[str, object] = {"test_command": test_command, "max_attempts": 5}
@@ -40,6 +45,8 @@ def calc_gate(
         GateSection.model_validate(settings),
         is_protected=lambda path: path.startswith("tests/"),
         judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
+        cores=cores,
+        log_path=log_path,
     )
 
 

@@ -8,7 +8,6 @@ imported, so which process ran what is seen. The split is forced on these tiny s
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,9 @@ from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.harness import HarnessRecord, UsedFiles
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
-from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import GateVerdict
 from tests.fakes import TempDirSandbox
-from tests.gate.calc import FINISH, FIXED, calc_sandbox, failed
+from tests.gate.calc import FINISH, FIXED, calc_gate, calc_sandbox, failed
 
 MARK = (
     "import os\nimport pathlib\n\n"
@@ -70,15 +68,8 @@ def _gate(
     tmp_path: Path, ran: Path, files: dict[str, str] | None = None, **config: object
 ) -> tuple[TempDirSandbox, CompletionGate]:
     sandbox = calc_sandbox(tmp_path, files or _files(ran))
-    settings: dict[str, object] = {"test_command": "python -m pytest -q", "max_attempts": 5}
-    settings.update(config)
-    gate = CompletionGate(
-        sandbox,
-        GateSection.model_validate(settings),
-        is_protected=lambda path: path.startswith("tests/"),
-        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
-        cores=2.0,
-        log_path=tmp_path / "gate.log",
+    gate = calc_gate(
+        sandbox, "python -m pytest -q", config, cores=2.0, log_path=tmp_path / "gate.log"
     )
     gate.run_baseline()
     ran.write_text("")

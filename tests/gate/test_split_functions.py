@@ -9,7 +9,6 @@ are checked on real pytest runs too.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,8 @@ from sandbox_agent.gate.completion import CompletionGate
 from sandbox_agent.gate.harness import HarnessRecord, UsedFiles
 from sandbox_agent.gate.testrun import TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
-from sandbox_agent.settings.tree import GateSection
 from tests.fakes import TempDirSandbox
-from tests.gate.calc import FINISH, FIXED, calc_sandbox, failed
+from tests.gate.calc import FINISH, FIXED, calc_gate, calc_sandbox, failed
 
 BIG = (
     "import os, pathlib, time\n\nimport pytest\n\n"
@@ -48,15 +46,8 @@ def split_small_suites(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _gate(tmp_path: Path, files: dict[str, str], **config: object) -> CompletionGate:
     sandbox = calc_sandbox(tmp_path, files)
-    settings: dict[str, object] = {"test_command": "python -m pytest -q", "max_attempts": 5}
-    settings.update(config)
-    gate = CompletionGate(
-        sandbox,
-        GateSection.model_validate(settings),
-        is_protected=lambda path: path.startswith("tests/"),
-        judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
-        cores=2.0,
-        log_path=tmp_path / "gate.log",
+    gate = calc_gate(
+        sandbox, "python -m pytest -q", config, cores=2.0, log_path=tmp_path / "gate.log"
     )
     gate.run_baseline()
     return gate
