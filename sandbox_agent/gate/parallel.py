@@ -134,10 +134,10 @@ def _functions(
     """
     weights: dict[str, float] = {}
     for test_id in ids:
-        classname, _, name = test_id.rpartition("::")
+        classname, name = outcomes.function_of(test_id)
         if classname != module and not classname.startswith(module + "."):
             continue
-        function = f"{classname}::{name.partition('[')[0]}"
+        function = f"{classname}::{name}"
         weights[function] = weights.get(function, _MODULE_S) + durations.get(test_id, 0.0) + each
     return weights
 
