@@ -27,7 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from sandbox_agent.gate import newtests, outcomes, rerun
-from sandbox_agent.gate.outcomes import Outcome, collected_now, collection_error, to_report_id
+from sandbox_agent.gate.outcomes import (
+    Outcome,
+    collected_now,
+    collection_error,
+    report_id,
+    to_report_id,
+)
 from sandbox_agent.gate.testrun import TestRun
 from sandbox_agent.gate.verdict import NO_PROOF
 from sandbox_agent.types import GateCheck
@@ -125,7 +131,7 @@ def _targets_missed(targets: Sequence[str], now: dict[str, Outcome]) -> list[str
     """Targets that ran and did not pass (one that did not run is left to the whole suite)."""
     missed = []
     for target in targets:
-        got = now.get(to_report_id(target))
+        got = now.get(report_id(target, now))
         if got is not None and got != "passed":
             missed.append(f"{target} ({got} with the patch)")
     return missed

@@ -121,6 +121,7 @@ def report_id(test: str, ids: Collection[str]) -> str:
     space (its log parser splits pytest's summary lines on spaces: ``test_x[a b]`` is listed as
     ``test_x[a``), an id of the run that is that name followed by a space and the rest: the
     last in run order when there are several, as the harness's map of names keeps the last line.
+    A duplicate parameter id is found in either pytest's spelling (:func:`_duplicate_spellings`).
     """
     exact = to_report_id(test)
     if exact in ids or " " in test:
@@ -128,7 +129,26 @@ def report_id(test: str, ids: Collection[str]) -> str:
     longer = [i for i in ids if i.startswith(exact + " ")]
     if not longer and exact.endswith("]"):  # a path parameter the harness cut to its name
         longer = [i for i in ids if _path_option_cut(i) == exact]
+        longer = longer or [i for i in _duplicate_spellings(exact) if i in ids]
     return longer[-1] if longer else exact
+
+
+def _duplicate_spellings(test_id: str) -> list[str]:
+    """``test_id``'s other spellings as a duplicate parameter id of another pytest.
+
+    pytest numbers parameter ids that repeat: before 8.0 by appending the number
+    (``test_x[1234-12340]``), from 8.0 with an underscore when the id ends in a digit
+    (``test_x[1234-1234_0]``). The harness's environment and ours may differ in pytest, so a
+    listed duplicate is found under the other spelling (only when its own is not in the run).
+    """
+    newer = _NUMBERED_NEW.fullmatch(test_id)
+    if newer is not None:
+        return [f"{newer[1]}{newer[2]}]"]
+    older = _NUMBERED_OLD.fullmatch(test_id)
+    if older is None:
+        return []
+    head, digits = older.groups()
+    return [f"{head}{digits[:cut]}_{digits[cut:]}]" for cut in range(1, len(digits))]
 
 
 def _path_option_cut(test_id: str) -> str | None:
@@ -149,3 +169,5 @@ def _path_option_cut(test_id: str) -> str | None:
 
 
 _OPTION = re.compile(r"(.*?)\[(.*)\]")
+_NUMBERED_NEW = re.compile(r"(.*\[.*\d)_(\d+)\]")
+_NUMBERED_OLD = re.compile(r"(.*\[.*\D)(\d{2,})\]")

@@ -257,3 +257,20 @@ def test_a_path_parameter_the_harness_cut_to_its_name_finds_its_test() -> None:
         report_id("tests/test_u.py::T::test_v[/location]", ids)
         == "tests.test_u.T::test_v[/location]"
     )
+
+
+def test_a_duplicate_parameter_id_is_found_in_either_pytest_s_spelling() -> None:
+    """sphinx-7462 lists ``test_unparse[1234-1234_0]`` (pytest 8 numbers a repeated id that ends
+    in a digit with an underscore); pytest of the commit's time ran it as ``[1234-12340]``."""
+    older = ["tests.test_p::test_unparse[1234-12340]", "tests.test_p::test_unparse[1234-12341]"]
+    assert report_id("tests/test_p.py::test_unparse[1234-1234_1]", older) == older[1]
+    newer = ["tests.test_p::test_unparse[1234-1234_0]", "tests.test_p::test_unparse[1234-1234_1]"]
+    assert report_id("tests/test_p.py::test_unparse[1234-12340]", newer) == newer[0]
+    assert report_id("tests/test_p.py::test_unparse[a0]", ["tests.test_p::test_unparse[a_0]"]) == (
+        "tests.test_p::test_unparse[a0]"  # an id ending in a letter was spelled one way always
+    )
+    both = [*older, "tests.test_p::test_unparse[1234-1234_0]"]  # its own spelling wins
+    assert report_id("tests/test_p.py::test_unparse[1234-1234_0]", both) == both[2]
+    assert report_id("tests/test_p.py::test_unparse[1234-1234_7]", older) == (
+        "tests.test_p::test_unparse[1234-1234_7]"  # no such test: the name stays, and is missing
+    )
