@@ -171,7 +171,10 @@ def install_step(facts: PythonFacts) -> tuple[SetupStep | None, list[str]]:
     if facts.as_of:
         when = facts.as_of
         env = _env(facts)
-        first, _ = chain(candidates, "cd /workspace && ", lambda w: dated(w, when, env))
+        compat = _setuptools_backend(facts)
+        first, _ = chain(
+            candidates, "cd /workspace && ", lambda w: dated(w, when, env, compat=compat)
+        )
         runtime = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--exclude-newer"]
         runtime += [when, "--reinstall-package", "setuptools", "setuptools"]
         kept = _q(
@@ -192,9 +195,20 @@ BUILD_TOOLS_AS_OF = "2025-01-01T00:00:00Z"
 _NO_LIMIT = "2100-01-01T00:00:00Z"
 
 
-def dated(words: Sequence[str], when: str, env: str = "") -> str:
+def _setuptools_backend(facts: PythonFacts) -> bool:
+    """Whether the project builds with setuptools (its ``build-backend``, or none declared)."""
+    system = facts.pyproject.get("build-system")
+    backend = system.get("build-backend") if isinstance(system, dict) else None
+    return backend is None or str(backend).startswith("setuptools.build_meta")
+
+
+def dated(words: Sequence[str], when: str, env: str = "", *, compat: bool = False) -> str:
     """``uv pip install ...`` resolving as of ``when`` (``--exclude-newer``), in one command.
 
+    With ``compat`` (a setuptools project) an editable install puts the project's directory on
+    ``sys.path``, as every editable install did before setuptools 64 (``setup.py develop``),
+    not an import hook: tools that find modules by walking ``sys.path`` do not see a hook's
+    (pylint 2.14 and 2.15 load their own checkers so, through astroid, and found none).
     Build tools are today's (:data:`BUILD_TOOLS`). A package of that time that cannot be built
     here (no wheel for this Python, and the image has no compiler: typed-ast 1.4 for Sphinx 3)
     is then taken as it is today, and so is one the index no longer serves as it was (every
@@ -208,6 +222,8 @@ def dated(words: Sequence[str], when: str, env: str = "") -> str:
         for tool in BUILD_TOOLS
         for w in ("--exclude-newer-package", f"{tool}={BUILD_TOOLS_AS_OF}")
     ]
+    if compat and "-e" in words:
+        flags += ["--config-setting", "editable_mode=compat"]
     install = f"{env}{_q(words[:at])} {_q(flags)} $x {_q(words[at:])}"
     note = "sandbox-agent: $p of that time cannot be built here or is not served; taking today's"
     return (

@@ -105,6 +105,7 @@ def test_the_plan_of_an_old_commit_says_its_time_and_falls_back_to_today_s(
     assert "--exclude-newer 2021-09-01T00:00:00Z" in dated
     assert "--exclude-newer-package setuptools=2025-01-01T00:00:00Z" in dated  # PEP 660
     assert "--reinstall-package setuptools setuptools" in dated  # pkg_resources of its time
+    assert "--config-setting editable_mode=compat" in dated  # the project's dir on sys.path
     assert "cannot be built here or is not served; taking today" in dated
     assert "was filtered by `exclude-newer`" in dated
     assert "--exclude-newer" not in today
@@ -119,6 +120,13 @@ def test_the_plan_of_an_old_commit_says_its_time_and_falls_back_to_today_s(
     newer = detect_plan(_repo(tmp_path / "3.10", wants_3_10, "2022-05-20T10:00:00+00:00"))
     assert "bullseye" not in newer.steps[0].command
     assert "--exclude-newer 2022-06-01T00:00:00Z" in newer.steps[2].command
+    hatch = {
+        "pyproject.toml": "[build-system]\nrequires = ['hatchling']\nbuild-backend = "
+        "'hatchling.build'\n[project]\nname = 'oldproj'\nversion = '0.1'\n",
+        **{k: v for k, v in SIX_PROJECT.items() if k != "setup.py"},
+    }
+    hatched = detect_plan(_repo(tmp_path / "hatch", hatch, "2021-08-20T10:00:00+00:00"))
+    assert "editable_mode" not in hatched.steps[2].command  # a setting only setuptools reads
     recent = detect_plan(_repo(tmp_path / "new", SIX_PROJECT, "2026-11-20T10:00:00+00:00"))
     assert not any("exclude-newer" in s.command or "bullseye" in s.command for s in recent.steps)
 
@@ -137,6 +145,10 @@ def test_an_old_commit_builds_with_the_python_and_packages_of_its_time(
     done = sandbox.exec(probe, timeout_s=60)
     assert done.exit_code == 0, done.stdout + done.stderr
     assert done.stdout.split() == ["1.15.0", "(3,", "9)"]
+    # installed as an editable install of its time was: the project's directory on sys.path,
+    # which tools that walk sys.path see (pylint's checkers, through astroid), not a hook
+    where = sandbox.exec("cd / && python -c 'import sys; print(sys.path)'", timeout_s=60)
+    assert "'/workspace'" in where.stdout, where.stdout + where.stderr
     tests = sandbox.exec(env.test_command or "", timeout_s=120)
     assert tests.exit_code == 0, tests.stdout + tests.stderr
 
