@@ -1,8 +1,8 @@
 """One phase of ``swebench judge``: its tasks run as a batch in a process of its own, resumable.
 
-A phase (``first/`` for zero configuration or the recipe, ``recipe/`` for ``auto``'s second) is a
-tasks file the judge writes and ``batch run`` runs. A batch starts only when every task's
-environment builds, so the phase drops the instance a failed build names (an error for it, as
+A phase (``first/`` for zero configuration or the recipe, ``validate/`` for the gold patches of
+``auto``'s unresolved predictions, ``recipe/`` for ``auto``'s second) is a tasks file the judge
+writes and ``batch run`` runs. A batch starts only when every task's environment builds, so the phase drops the instance a failed build names (an error for it, as
 the harness's build failures are) and starts the batch again without it. What it dropped is kept
 beside the tasks (:data:`UNBUILT_FILE`): a resumed phase knows them without building them again,
 finds its own batch by the tasks file that batch was started with, and resumes it (or reads it,
@@ -139,7 +139,7 @@ def phase_batch(batches: Path, tasks: Path) -> BatchRecord | None:
 
 
 def phase_of(batches: Path, batch: str, work: Path) -> str:
-    """The phase (``first`` or ``recipe``) of the judge in ``work`` the batch ``batch`` ran.
+    """The phase (``first``, ``validate`` or ``recipe``) of the judge in ``work`` ``batch`` ran.
 
     ``batch`` may also be ``work`` itself: a judge stopped before its first batch started (while
     its environments were building) has no batch to name.
@@ -151,7 +151,7 @@ def phase_of(batches: Path, batch: str, work: Path) -> str:
         return "first"
     record = find_batch(batches, batch).read()
     started = Path(record.settings.tasks_file or "").resolve()
-    for phase in ("first", "recipe"):
+    for phase in ("first", "validate", "recipe"):
         if started == (work / phase / "tasks.jsonl").resolve():
             return phase
     raise UserError(

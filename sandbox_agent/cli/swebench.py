@@ -8,8 +8,11 @@ tasks. Environments: ``--env zero`` builds each as detection finds it (zero conf
 ``--env recipe`` from the harness's spec for the instance's version (shipped as data),
 ``--env auto`` (the default) zero configuration first, then the recipe for the instances it did
 not resolve (an environment unlike the harness's shows as tests that cannot run or that fail
-there and pass in the harness's), whose verdict then stands. Exit codes: 0 the report was
-written; 2 a usage error.
+there and pass in the harness's), whose verdict then stands. For an agent's predictions an
+unresolved instance goes to the recipe only when its gold patch does not resolve in zero
+configuration either (checked in ``validate/``): an environment gold validates is the
+instance's, as in the harness, and a patch gets one environment, not two chances. Exit codes:
+0 the report was written; 2 a usage error.
 """
 
 from __future__ import annotations
@@ -144,6 +147,9 @@ def judge(
         ]
         if mode == "empty":  # no patch resolves: only an environment that cannot run is retried
             again = [i for i in again if reports[0]["instances"][i]["verdict"] == "error"]
+        if mode == "predictions" and again and env is EnvMode.AUTO:
+            valid = _gold_resolves(items, again, reports[0], repos, batches, extra, work, resume)
+            again = [i for i in again if i not in valid]
         if again and env is EnvMode.AUTO:
             retry = [i for i in items if i["instance_id"] in set(again)]
             tasks2, _ = judge_tasks(retry, patches, mode, work / "recipe", recipe=True)
@@ -174,6 +180,32 @@ def judge(
                 f"of {report['total_instances']}: {path}"
             )
         )
+
+
+def _gold_resolves(
+    items: list[dict[str, Any]],
+    ids: list[str],
+    first: dict[str, Any],
+    repos: Path,
+    batches: Path,
+    extra: list[str],
+    work: Path,
+    resume: str | None,
+) -> set[str]:
+    """Of ``ids``, the unresolved predictions whose gold patch zero configuration resolves.
+
+    Their environment is validated as the harness validates its own, so the verdict stands.
+    The recipe is another environment, not a second chance for a patch: it judges only an
+    instance zero configuration could not (an error, or its gold patch unresolved there).
+    """
+    judged = {i for i in ids if first["instances"].get(i, {}).get("verdict") == "unresolved"}
+    if not judged:
+        return set()
+    check = [i for i in items if i["instance_id"] in judged]
+    tasks, _ = judge_tasks(check, None, "gold", work / "validate", recipe=False)
+    record, _ = run_phase(tasks, repos, batches, extra, resume=resume is not None)
+    gold = harness_report(record, tasks, set(), {}) if record is not None else None
+    return set(gold["resolved_ids"]) & judged if gold is not None else set()
 
 
 def _empty(items: list[dict[str, Any]], patches: dict[str, str] | None, mode: str) -> set[str]:

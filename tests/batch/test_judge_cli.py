@@ -95,3 +95,63 @@ def test_a_verdict_the_recipe_reached_is_the_recipe_s_not_zero_configuration_s()
     merged = swebench._merge([zero, recipe])
     assert merged["resolved_ids"] == ["flask", "pytest"]
     assert merged["replaced_ids"] == {"flask", "requests"}
+
+
+def test_an_agent_s_unresolved_patch_goes_to_the_recipe_only_where_gold_does_not_resolve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness judges a patch in one environment, validated by gold. An unresolved
+    prediction whose gold patch zero configuration resolves keeps its verdict (the recipe is not
+    a second chance for the patch); one whose gold does not resolve there, or that could not be
+    judged, is judged in the recipe."""
+    lines = [
+        x for x in INSTANCES.read_text().splitlines() if json.loads(x)["repo"] == "psf/requests"
+    ]
+    ids = [json.loads(x)["instance_id"] for x in lines[:4]]
+    valid, invalid, error, fine = ids
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("\n".join(lines[:4]) + "\n")
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(
+        "".join(json.dumps({"instance_id": i, "model_patch": "--- a\n+++ b\n"}) + "\n" for i in ids)
+    )
+    verdicts = {
+        "first": {valid: "unresolved", invalid: "unresolved", error: "error", fine: "resolved"},
+        "validate": {valid: "resolved", invalid: "unresolved"},
+        "recipe": {invalid: "resolved", error: "unresolved"},
+    }
+    phases: list[tuple[str, list[str]]] = []
+
+    def run(
+        tasks: Path, repos: Path, batches: Path, extra: list[str], *, resume: bool = False
+    ) -> tuple[Any, dict[str, str]]:
+        judged = [json.loads(x)["instance_id"] for x in tasks.read_text().splitlines()]
+        phases.append((tasks.parent.name, judged))
+        return tasks.parent.name, {}
+
+    def report(record: Any, tasks: Path, empties: set[str], unbuilt: dict[str, str]) -> Any:
+        mine = verdicts[record]
+        out: dict[str, Any] = {"instances": {i: {"verdict": v} for i, v in mine.items()}}
+        for v in ("resolved", "unresolved", "error", "empty"):
+            out[f"{v}_ids"] = sorted(i for i, x in mine.items() if x == v)
+        return {**out, "batch_dir": record, "total_instances": len(mine)}
+
+    def again(record: Any) -> list[str]:
+        return [i for i, v in verdicts[record].items() if v != "resolved"]
+
+    monkeypatch.setattr(swebench, "run_phase", run)
+    monkeypatch.setattr(swebench, "harness_report", report)
+    monkeypatch.setattr(swebench, "_needs_recipe", again)
+    args = ["swebench", "judge", str(predictions), "--instances", str(instances)]
+    args += ["--repos", str(tmp_path), "--batches-dir", str(tmp_path / "b"), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert phases == [
+        ("first", ids),
+        ("validate", [valid, invalid]),  # gold, in zero configuration: only the unresolved
+        ("recipe", [invalid, error]),
+    ]
+    final = json.loads(result.stdout)
+    assert final["resolved_ids"] == sorted([fine, invalid])
+    assert final["unresolved_ids"] == sorted([valid, error])
+    assert final["recipe_ids"] == sorted([invalid, error])
