@@ -2,8 +2,9 @@
 
 A phase (``first/`` for zero configuration or the recipe, ``validate/`` for the gold patches of
 ``auto``'s unresolved predictions, ``recipe/`` for ``auto``'s second) is a tasks file the judge
-writes and ``batch run`` runs. A batch starts only when every task's environment builds, so the phase drops the instance a failed build names (an error for it, as
-the harness's build failures are) and starts the batch again without it. What it dropped is kept
+writes and ``batch run`` runs. A batch starts only when every task's environment builds, so the
+phase drops the instance a failed build names (an error for it, as the harness's build failures
+are) and starts the batch again without it. What it dropped is kept
 beside the tasks (:data:`UNBUILT_FILE`): a resumed phase knows them without building them again,
 finds its own batch by the tasks file that batch was started with, and resumes it (or reads it,
 when every run had ended).
