@@ -26,6 +26,7 @@ Usage::
     python benchmarks/swebench/extract.py specs /tmp/sb/swebench-4.1.0-py3-none-any.whl
     python benchmarks/swebench/extract.py instances RUN_DIR CLONES_DIR psf/requests ...
     python benchmarks/swebench/extract.py run RUN_DIR MODEL_NAME predictions.jsonl
+    python benchmarks/swebench/extract.py subset [--offline] > subset.jsonl
 
 ``RUN_DIR`` is a published run's folder with ``logs/<id>/report.json`` (the official harness's
 report) and ``trajs/<id>/<id>.traj.json`` (mini-swe-agent's trajectory: the submitted patch and
@@ -253,6 +254,40 @@ def run_command(run: Path, model: str, predictions: Path) -> None:
     print(f"{len(preds)} predictions in {predictions}; labels in {HERE / 'labels.json'}")
 
 
+# Instances a listed test of which needs a host on the internet: this machine (and a sandbox)
+# has none, so no patch resolves them here, whatever judges it. Each was measured: its gold
+# patch's listed tests fail at the baseline and after the patch with a connection error.
+NEEDS_INTERNET = {
+    "psf__requests-1724": "its tests call httpbin.org",
+    "psf__requests-1766": "its tests call httpbin.org",
+    "psf__requests-1921": "its tests call httpbin.org",
+    "psf__requests-2317": "its tests call httpbin.org",
+    "psf__requests-2931": "TestTimeout expects a connect timeout to 10.255.255.1 (needs a route)",
+    "psf__requests-5414": "TestTimeout expects a connect timeout to 10.255.255.1 (needs a route)",
+}
+# How many instances of one version the subset takes, by repository (the rest: all).
+PER_VERSION = {"sphinx-doc/sphinx": 1, "sympy/sympy": 2}
+
+
+def subset_command(offline: bool) -> None:
+    """The measured subset, in ``instances.jsonl``'s order: every requests, flask, pylint and
+    pytest instance, the first Sphinx instance of each version and the first two SymPy
+    instances of each version (70 instances, six repositories). ``--offline`` leaves out the
+    instances of ``NEEDS_INTERNET`` (64). The table of what is left out goes to stderr."""
+    taken: dict[tuple[str, str], int] = {}
+    for line in (HERE / "instances.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        key = (row["repo"], row["version"])
+        if key[0] in PER_VERSION and taken.get(key, 0) >= PER_VERSION[key[0]]:
+            continue
+        taken[key] = taken.get(key, 0) + 1
+        instance_id = row["instance_id"]
+        if offline and instance_id in NEEDS_INTERNET:
+            print(f"| {instance_id} | {NEEDS_INTERNET[instance_id]} |", file=sys.stderr)
+            continue
+        sys.stdout.write(line + "\n")
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["specs"] and len(argv) == 2:
         specs_command(Path(argv[1]))
@@ -260,6 +295,8 @@ def main(argv: list[str]) -> None:
         instances_command(Path(argv[1]), Path(argv[2]), argv[3:])
     elif argv[:1] == ["run"] and len(argv) == 4:
         run_command(Path(argv[1]), argv[2], Path(argv[3]))
+    elif argv[:1] == ["subset"] and argv[1:] in ([], ["--offline"]):
+        subset_command(offline=argv[1:] == ["--offline"])
     else:
         raise SystemExit(__doc__)
 
