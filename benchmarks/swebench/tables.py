@@ -5,23 +5,27 @@ instances; a long run is several sets judged one after another (each resumable o
 the reports of one mode are merged here. Printed, as markdown: per instance the environment
 that judged gold, the gold and empty verdicts, ours on the agent's patch against the official
 label (``labels.json``); the counts; and per (repository, version) whether zero configuration
-or the recipe reached gold's verdict.
+or the recipe reached gold's verdict. With ``--logs`` (the judge phases' ``batch.log`` files), the
+seconds each (repository, version)'s environment took to build, per log (one column each: the
+first pass builds, a later pass finds them cached and prints no build).
 
 Usage::
 
     python benchmarks/swebench/tables.py --gold gold-*.json --empty empty-*.json \\
-        --predictions pred-*.json
+        --predictions pred-*.json --logs batches/judge-gold-*/first/batch.log
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+_BUILT = re.compile(r"^(\S+): \[\s*([0-9.]+)s\] built sandbox-agent-env:")
 
 
 def merged(paths: list[Path]) -> dict[str, dict[str, Any]]:
@@ -69,6 +73,7 @@ def main() -> None:
     parser.add_argument("--gold", type=Path, nargs="*", default=[])
     parser.add_argument("--empty", type=Path, nargs="*", default=[])
     parser.add_argument("--predictions", type=Path, nargs="*", default=[])
+    parser.add_argument("--logs", type=Path, nargs="*", default=[])
     options = parser.parse_args()
     gold, empty = merged(options.gold), merged(options.empty)
     agent = merged(options.predictions)
@@ -114,6 +119,29 @@ def main() -> None:
         f"\n{len(pairs)} pairs: zero configuration resolved gold in {zero_pairs}, "
         f"only the recipe in {recipe_pairs}, neither in {len(pairs) - zero_pairs - recipe_pairs}"
     )
+    if options.logs:
+        builds(options.logs, {x["instance_id"]: (x["repo"], x["version"]) for x in lines})
+
+
+def builds(logs: list[Path], pair_of: dict[str, tuple[str, str]]) -> None:
+    """Per (repository, version), the seconds its environment's build took in each log (the
+    longest of its instances' builds there: each instance's build waits for a shared layer or
+    finds the image), ``cached`` where the log has no build for it."""
+    seen: list[dict[tuple[str, str], float]] = []
+    for log in logs:
+        times: dict[tuple[str, str], float] = {}
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            match = _BUILT.match(line)
+            if match and match[1] in pair_of:
+                pair = pair_of[match[1]]
+                times[pair] = max(times.get(pair, 0.0), float(match[2]))
+        seen.append(times)
+    print()
+    _row(["repository", "version", *(f"build (s), {log.parent.parent.name}" for log in logs)])
+    _row(["---"] * (2 + len(logs)))
+    for pair in sorted(set().union(*seen)):
+        cells = [f"{t[pair]:.0f}" if pair in t else "cached" for t in seen]
+        _row([*pair, *cells])
 
 
 if __name__ == "__main__":
