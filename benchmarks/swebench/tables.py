@@ -7,7 +7,9 @@ that judged gold, the gold and empty verdicts, ours on the agent's patch against
 label (``labels.json``); the counts; and per (repository, version) whether zero configuration
 or the recipe reached gold's verdict. With ``--logs`` (the judge phases' ``batch.log`` files), the
 seconds each (repository, version)'s environment took to build, per log (one column each: the
-first pass builds, a later pass finds them cached and prints no build).
+first pass builds, a later pass finds them cached and prints no build). With ``--compare A B``
+(two reports of one judge, e.g. on local workers and on Ray), only whether they are the same:
+per instance the verdict and every listed test's status.
 
 Usage::
 
@@ -74,7 +76,11 @@ def main() -> None:
     parser.add_argument("--empty", type=Path, nargs="*", default=[])
     parser.add_argument("--predictions", type=Path, nargs="*", default=[])
     parser.add_argument("--logs", type=Path, nargs="*", default=[])
+    parser.add_argument("--compare", type=Path, nargs=2)
     options = parser.parse_args()
+    if options.compare:
+        compare(*options.compare)
+        return
     gold, empty = merged(options.gold), merged(options.empty)
     agent = merged(options.predictions)
     labels: dict[str, bool] = json.loads((HERE / "labels.json").read_text())
@@ -121,6 +127,20 @@ def main() -> None:
     )
     if options.logs:
         builds(options.logs, {x["instance_id"]: (x["repo"], x["version"]) for x in lines})
+
+
+def compare(a: Path, b: Path) -> None:
+    """Print where two reports differ: an instance's verdict or a listed test's status."""
+    first, second = (json.loads(p.read_text(encoding="utf-8"))["instances"] for p in (a, b))
+    ids = sorted(set(first) | set(second))
+    differ = set()
+    for instance_id in ids:
+        x, y = first.get(instance_id, {}), second.get(instance_id, {})
+        for key in ("verdict", "tests_status"):
+            if x.get(key) != y.get(key):
+                differ.add(instance_id)
+                print(f"| {instance_id} | {key} | {x.get(key)!s:.80} | {y.get(key)!s:.80} |")
+    print(f"{len(first)} and {len(second)} instances: {len(ids) - len(differ)} the same")
 
 
 def builds(logs: list[Path], pair_of: dict[str, tuple[str, str]]) -> None:
