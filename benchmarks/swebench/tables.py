@@ -6,8 +6,8 @@ the reports of one mode are merged here. Printed, as markdown: per instance the 
 that judged gold, the gold and empty verdicts, ours on the agent's patch against the official
 label (``labels.json``); the counts; and per (repository, version) whether zero configuration
 or the recipe reached gold's verdict. With ``--logs`` (the judge phases' ``batch.log`` files), the
-seconds each (repository, version)'s environment took to build, per log (one column each: the
-first pass builds, a later pass finds them cached and prints no build). With ``--compare A B``
+seconds each (repository, version)'s environment took to be ready, per log (one column each: the
+first pass builds it, a later pass finds it cached). With ``--compare A B``
 (two reports of one judge, e.g. on local workers and on Ray), only whether they are the same:
 per instance the verdict and every listed test's status.
 
@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-_BUILT = re.compile(r"^(\S+): \[\s*([0-9.]+)s\] built sandbox-agent-env:")
+_READY = re.compile(
+    r"^(\S+): \[\s*([0-9.]+)s\] (built sandbox-agent-env:|environment \S+ is cached)"
+)
 
 
 def merged(paths: list[Path]) -> dict[str, dict[str, Any]]:
@@ -144,24 +146,30 @@ def compare(a: Path, b: Path) -> None:
 
 
 def builds(logs: list[Path], pair_of: dict[str, tuple[str, str]]) -> None:
-    """Per (repository, version), the seconds its environment's build took in each log (the
-    longest of its instances' builds there: each instance's build waits for a shared layer or
-    finds the image), ``cached`` where the log has no build for it."""
-    seen: list[dict[tuple[str, str], float]] = []
+    """Per (repository, version), the seconds its environment took to be ready in each log:
+    the longest build of its instances there (each instance's build waits for a shared layer
+    or finds the image), else ``cached`` with the check's seconds; ``-`` where the log has none.
+    """
+    seen: list[dict[tuple[str, str], tuple[bool, float]]] = []
     for log in logs:
-        times: dict[tuple[str, str], float] = {}
+        times: dict[tuple[str, str], tuple[bool, float]] = {}
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            match = _BUILT.match(line)
+            match = _READY.match(line)
             if match and match[1] in pair_of:
                 pair = pair_of[match[1]]
-                times[pair] = max(times.get(pair, 0.0), float(match[2]))
+                this = (match[3].startswith("built"), float(match[2]))  # a build ranks first
+                times[pair] = max(times.get(pair, this), this)
         seen.append(times)
     print()
-    _row(["repository", "version", *(f"build (s), {log.parent.parent.name}" for log in logs)])
+    _row(["repository", "version", *(f"ready (s), {log.parent.parent.name}" for log in logs)])
     _row(["---"] * (2 + len(logs)))
     for pair in sorted(set().union(*seen)):
-        cells = [f"{t[pair]:.0f}" if pair in t else "cached" for t in seen]
+        cells = [_seconds(*t[pair]) if pair in t else "-" for t in seen]
         _row([*pair, *cells])
+
+
+def _seconds(built: bool, seconds: float) -> str:
+    return f"{seconds:.0f}" if built else f"cached ({seconds:.1f})"
 
 
 if __name__ == "__main__":
