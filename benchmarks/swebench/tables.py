@@ -132,9 +132,10 @@ def main() -> None:
 
 
 def compare(a: Path, b: Path) -> None:
-    """Print where two reports differ: an instance's verdict or a listed test's status."""
+    """Print where two reports differ on the instances both judged: an instance's verdict or
+    a listed test's status."""
     first, second = (json.loads(p.read_text(encoding="utf-8"))["instances"] for p in (a, b))
-    ids = sorted(set(first) | set(second))
+    ids = sorted(set(first) & set(second))  # a judge of a part of the other's instances
     differ = set()
     for instance_id in ids:
         x, y = first.get(instance_id, {}), second.get(instance_id, {})
@@ -142,7 +143,8 @@ def compare(a: Path, b: Path) -> None:
             if x.get(key) != y.get(key):
                 differ.add(instance_id)
                 print(f"| {instance_id} | {key} | {x.get(key)!s:.80} | {y.get(key)!s:.80} |")
-    print(f"{len(first)} and {len(second)} instances: {len(ids) - len(differ)} the same")
+    same = len(ids) - len(differ)
+    print(f"{len(first)} and {len(second)} instances, {len(ids)} in both: {same} the same")
 
 
 def builds(logs: list[Path], pair_of: dict[str, tuple[str, str]]) -> None:
