@@ -138,11 +138,11 @@ def compare(a: Path, b: Path) -> None:
     ids = sorted(set(first) & set(second))  # a judge of a part of the other's instances
     differ = set()
     for instance_id in ids:
-        x, y = first.get(instance_id, {}), second.get(instance_id, {})
+        x, y = first[instance_id], second[instance_id]
         for key in ("verdict", "tests_status"):
             if x.get(key) != y.get(key):
                 differ.add(instance_id)
-                print(f"| {instance_id} | {key} | {x.get(key)!s:.80} | {y.get(key)!s:.80} |")
+                _row([instance_id, key, f"{x.get(key)!s:.80}", f"{y.get(key)!s:.80}"])
     same = len(ids) - len(differ)
     print(f"{len(first)} and {len(second)} instances, {len(ids)} in both: {same} the same")
 
