@@ -116,9 +116,12 @@ def _record_candidate(facts: PythonFacts, notes: list[str]) -> Candidate | None:
     requirements = [f.value for f in record.requirements]
     missing = [f for f in record.requirements if f.value not in facts.inputs]
     notes += [f"{f.source}: {f.value} is not in the repository" for f in missing]
-    requirements = [r for r in requirements if r in facts.inputs]
-    constraints = [f.value for f in record.constraints if f.value in facts.inputs]
-    packages = [f.value for f in record.packages]
+    # one file named by several jobs (pygments' three) is installed once
+    requirements = list(dict.fromkeys(r for r in requirements if r in facts.inputs))
+    constraints = list(
+        dict.fromkeys(f.value for f in record.constraints if f.value in facts.inputs)
+    )
+    packages = list(dict.fromkeys(f.value for f in record.packages))
     if not (requirements or packages or (not facts.lock and (extras or groups))):
         return None
     said = [f for f in record.extras if f.value in extras] + [

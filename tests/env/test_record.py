@@ -333,6 +333,28 @@ def test_the_record_comes_before_files_found_by_name(tmp_path: Path) -> None:
     assert "tox.ini" in plan.inputs
 
 
+# pygments: three jobs of one workflow install the same requirements file.
+def test_a_file_several_jobs_install_is_installed_once(tmp_path: Path) -> None:
+    job = (
+        "  {name}:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: pip install -r requirements.txt\n      - run: pytest\n"
+    )
+    workflow = "on: push\njobs:\n" + "".join(job.format(name=n) for n in ("a", "b", "c"))
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "p"\nversion = "1"\n',
+            "requirements.txt": "pytest\n",
+            ".github/workflows/build.yaml": workflow,
+        },
+    )
+    install = next(s for s in detect_plan(tmp_path).steps if "-r requirements.txt" in s.command)
+    first = install.command.split(" || ")[0]
+    assert first.count("-r requirements.txt") == 1, first
+    assert "job a" in install.why  # every source is still named
+    assert "job c" in install.why
+
+
 def test_extras_and_groups_the_project_does_not_declare_are_noted_not_installed(
     tmp_path: Path,
 ) -> None:
