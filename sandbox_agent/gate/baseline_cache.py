@@ -14,6 +14,11 @@ entries, ``0600``, made once) must match, so an entry edited, copied from anothe
 another machine is a stranger. What was kept is every run of the baseline whole (the report,
 the output, the harness record, what was streamed), so a finish is judged exactly as if it had
 run now. A run the sandbox failed or that timed out is not kept (load can do that).
+
+The file is the MAC's hex digest, a newline and the entry's JSON: read as bytes, the MAC is taken
+over them as they are and the entry parsed from them once (a suite of 62,416 tests keeps about
+22 MB; its check is the look-up's time). Without hidden tests the run judged against is the
+run told, kept once (``judged`` is ``None``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import tempfile
@@ -39,7 +43,8 @@ from sandbox_agent.gate.testrun import Pin, TestRun
 from sandbox_agent.settings.tree import GateSection
 from sandbox_agent.types import Frozen
 
-SCHEMA = 1
+SCHEMA = 2
+"""2: the MAC and the entry as two lines, ``judged`` kept only when it is another run."""
 DIR = "baselines"
 """Beside the runs directory (as ``env-logs``)."""
 SECRET_FILE = ".secret"
@@ -108,15 +113,17 @@ class Entry(Frozen):
     made_at: float
     seen: TestRun
     """The baseline the model is told of."""
-    judged: TestRun
-    """What a finish is judged against (with hidden tests: the baseline with them)."""
+    judged: TestRun | None
+    """What a finish is judged against: with hidden tests the baseline with them, else ``None``
+    (the run told)."""
     used: tuple[UsedFiles | None, UsedFiles | None]
     """The files each run used (``seen``'s, ``judged``'s): a harness record's dump leaves them
     out (they are not part of its fingerprint), and ``harness_files`` protects them."""
 
     def runs(self) -> tuple[TestRun, TestRun]:
         """``seen`` and ``judged`` whole: each harness record with the files its run used."""
-        return _with_used(self.seen, self.used[0]), _with_used(self.judged, self.used[1])
+        judged = self.seen if self.judged is None else self.judged
+        return _with_used(self.seen, self.used[0]), _with_used(judged, self.used[1])
 
 
 class BaselineSource(Frozen):
@@ -185,18 +192,17 @@ class BaselineCache:
                 "run_id": self.run_id,
                 "made_at": time.time(),
                 "seen": seen,
-                "judged": judged,
+                "judged": None if judged is seen else judged,
                 "used": tuple(r.harness.used if r.harness else None for r in (seen, judged)),
             }
         )
-        body = entry.model_dump_json(by_alias=True)
+        body = entry.model_dump_json(by_alias=True).encode()
         with contextlib.suppress(OSError):
             secret = self._secret()
-            data = json.dumps({"entry": body, "mac": _mac(secret, body)})
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".part-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(data)
+            with os.fdopen(fd, "wb") as f:
+                f.write(_mac(secret, body).encode() + b"\n" + body)
             Path(tmp).replace(self._path(entry.key))
             trim(self.root, MAX_BYTES)
 
@@ -206,18 +212,19 @@ class BaselineCache:
     def _read(self, key: str, wanted: Material) -> tuple[Entry | None, str]:
         path = self._path(key)
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None, "no entry for this key: the baseline ran"
         except OSError as e:
             return None, f"the entry could not be read ({e.strerror}): the baseline ran"
+        mac, newline, body = raw.partition(b"\n")
         try:
-            outer = json.loads(raw)
-            body, mac = str(outer["entry"]), str(outer["mac"])
             secret = self._existing_secret()
-        except (ValueError, KeyError, TypeError, OSError):
+        except OSError:
+            secret = None
+        if not newline or secret is None:
             return None, "refused an entry that is not one (unreadable, or no secret)"
-        if secret is None or not hmac.compare_digest(mac, _mac(secret, body)):
+        if not hmac.compare_digest(mac, _mac(secret, body).encode()):
             return None, "refused an entry whose MAC does not match (edited, or not made here)"
         try:
             entry = Entry.model_validate_json(body)
@@ -279,8 +286,8 @@ def _with_used(run: TestRun, used: UsedFiles | None) -> TestRun:
     return run.model_copy(update={"harness": run.harness.model_copy(update={"used": used})})
 
 
-def _mac(secret: bytes, body: str) -> str:
-    return hmac.new(secret, body.encode(), hashlib.sha256).hexdigest()
+def _mac(secret: bytes, body: bytes) -> str:
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
 def trim(root: Path, bound: int) -> list[Path]:

@@ -20,6 +20,7 @@ from sandbox_agent.gate.harness import HarnessRecord, UsedFiles
 from sandbox_agent.gate.testrun import Failure, TestReport, TestRun
 from sandbox_agent.sandbox.base import ExecResult
 from sandbox_agent.settings.tree import GateSection
+from tests.gate.entries import read_entry, write_entry
 
 CONFIG = GateSection(test_command="python -m pytest -q")
 SETTINGS = (CONFIG, None, "not a pytest command", None)
@@ -101,14 +102,15 @@ def test_an_edited_entry_is_refused_and_the_baseline_runs_again(
     runs = Counted(_run())
     run_or_reuse(_cache(tmp_path), SETTINGS, runs)
     path = _entry_file(tmp_path)
-    outer = json.loads(path.read_text())
-    entry = json.loads(outer["entry"])
+    mac, entry = read_entry(path)
+    assert entry["judged"] is None  # no hidden tests: the run told is the run judged by
     if edit == "failing":  # the bug's test "passed" at the baseline: no proof needed of it
-        entry["judged"]["report"]["failures"] = []
+        entry["seen"]["report"]["failures"] = []
     elif edit == "passing":  # a passing test "failed": breaking it would go unseen
-        entry["judged"]["report"]["failures"].append({"id": "t::test_ok", "message": "x"})
-    outer["entry"] = json.dumps(entry)
-    path.write_text(json.dumps(outer) if edit != "not json" else "{not json")
+        entry["seen"]["report"]["failures"].append({"id": "t::test_ok", "message": "x"})
+    write_entry(path, mac, entry)
+    if edit == "not json":
+        path.write_text("{not json")
     again = _cache(tmp_path)
     assert run_or_reuse(again, SETTINGS, runs)[1].report == runs.run.report
     assert runs.calls == 2
@@ -116,6 +118,46 @@ def test_an_edited_entry_is_refused_and_the_baseline_runs_again(
     assert why in again.source.note
     assert run_or_reuse(_cache(tmp_path), SETTINGS, runs)  # recomputed and kept: good again
     assert runs.calls == 2
+
+
+def test_a_judged_run_other_than_the_run_told_is_kept_and_guarded_too(tmp_path: Path) -> None:
+    """With SWE-bench's hidden tests a finish is judged against another run than the one the
+    model was told of: both are kept, and an edit of the judged one is refused."""
+    told, judged = _run(failing=()), _run(failing=("t::test_hidden",))
+
+    def runs() -> tuple[TestRun, TestRun]:
+        return told, judged
+
+    run_or_reuse(_cache(tmp_path), SETTINGS, runs)
+    assert run_or_reuse(_cache(tmp_path), SETTINGS, runs) == (told, judged)
+    path = _entry_file(tmp_path)
+    mac, entry = read_entry(path)
+    entry["judged"]["report"]["failures"] = []  # the hidden test "passed" before the patch
+    write_entry(path, mac, entry)
+    again = _cache(tmp_path)
+    assert run_or_reuse(again, SETTINGS, runs) == (told, judged)
+    assert "MAC does not match" in again.source.note
+    _, entry = read_entry(path)  # recomputed and kept; dropping the judged run is an edit too
+    entry["judged"] = None
+    write_entry(path, mac, entry)
+    dropped = _cache(tmp_path)
+    assert run_or_reuse(dropped, SETTINGS, runs) == (told, judged)
+    assert "MAC does not match" in dropped.source.note
+
+
+def test_an_entry_of_the_first_schemas_file_is_refused_and_recomputed(tmp_path: Path) -> None:
+    runs = Counted(_run())
+    run_or_reuse(_cache(tmp_path), SETTINGS, runs)
+    path = _entry_file(tmp_path)
+    _, entry = read_entry(path)
+    path.write_text(json.dumps({"entry": json.dumps({**entry, "schema": 1}), "mac": "0" * 64}))
+    again = _cache(tmp_path)
+    run_or_reuse(again, SETTINGS, runs)
+    assert runs.calls == 2
+    assert not again.source.cached
+    wanted = again.material(*SETTINGS)
+    assert wanted is not None
+    assert _cache(tmp_path).load(wanted) is not None  # kept anew, in this schema
 
 
 def test_the_kept_runs_are_whole_the_files_the_baseline_used_included(tmp_path: Path) -> None:
@@ -145,12 +187,10 @@ def test_an_entry_with_its_mac_redone_under_another_secret_is_refused(tmp_path: 
     runs = Counted(_run())
     run_or_reuse(_cache(tmp_path), SETTINGS, runs)
     path = _entry_file(tmp_path)
-    outer = json.loads(path.read_text())
-    entry = json.loads(outer["entry"])
-    entry["judged"]["report"]["failures"] = []
-    body = json.dumps(entry)
-    outer = {"entry": body, "mac": baseline_cache._mac(b"a guess at the secret", body)}
-    path.write_text(json.dumps(outer))
+    _, entry = read_entry(path)
+    entry["seen"]["report"]["failures"] = []
+    body = write_entry(path, "", entry)
+    write_entry(path, baseline_cache._mac(b"a guess at the secret", body), entry)
     again = _cache(tmp_path)
     run_or_reuse(again, SETTINGS, runs)
     assert runs.calls == 2
@@ -199,11 +239,11 @@ def test_a_stale_key_misses_and_an_older_schema_is_refused(
     run_or_reuse(again, SETTINGS, runs)
     assert runs.calls == 2
     assert again.source.note == "no entry for this key: the baseline ran"
-    monkeypatch.setattr(baseline_cache, "SCHEMA", 2)
+    monkeypatch.setattr(baseline_cache, "SCHEMA", 3)
     newer = _cache(tmp_path)
     run_or_reuse(newer, SETTINGS, runs)
     assert runs.calls == 3
-    assert newer.source.note == "refused an entry of schema 1, not 2"
+    assert newer.source.note == "refused an entry of schema 2, not 3"
 
 
 def test_what_cannot_be_keyed_or_should_not_be_kept_runs_every_time(tmp_path: Path) -> None:

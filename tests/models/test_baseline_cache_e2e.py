@@ -17,6 +17,7 @@ from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.run.resume import resume_options
 from sandbox_agent.run.revision import Choices, revise_options
 from sandbox_agent.run.runner import FixOptions, run_fix
+from tests.gate.entries import read_entry, write_entry
 from tests.models.conftest import API_KEY
 from tests.models.openai_server import FakeOpenAIServer, ok
 from tests.models.test_run_e2e import _repo
@@ -104,13 +105,11 @@ def test_later_runs_on_the_same_commit_take_the_baseline_and_an_edited_one_is_re
 
     # The entry edited: test_add "passed" at the baseline, so a fix of it would prove nothing.
     (entry_file,) = (tmp_path / "baselines").glob("*.json")
-    outer = json.loads(entry_file.read_text())
-    entry = json.loads(outer["entry"])
-    for run in ("seen", "judged"):
-        entry[run]["report"]["failures"] = []
-        entry[run]["result"]["exit_code"] = 0
-    outer["entry"] = json.dumps(entry)
-    entry_file.write_text(json.dumps(outer))
+    mac, entry = read_entry(entry_file)
+    assert entry["judged"] is None  # no hidden tests: the run told is the run judged by
+    entry["seen"]["report"]["failures"] = []
+    entry["seen"]["result"]["exit_code"] = 0
+    write_entry(entry_file, mac, entry)
     server.push(
         ok(tool_calls=[("c6", "edit_file", EDIT)]), ok(tool_calls=[("c7", "finish", FINISH)])
     )
