@@ -8,10 +8,18 @@ import shlex
 from sandbox_agent.gate import harness, ownmodules
 
 
-def test_only_harness_modules_the_environment_printed_are_own() -> None:
-    printed = "pytest\nevil\n_pytest\nsitecustomize\n"
-    assert ownmodules.parse(printed) == ("pytest", "_pytest")
+def test_the_modules_the_environment_printed_are_own_in_order_never_the_probe() -> None:
+    printed = f"pytest\n_pytest\npygments\npytest\n{harness.PROBE_MODULE}\nnot-a-module\n"
+    assert ownmodules.parse(printed) == ("pytest", "_pytest", "pygments")
     assert ownmodules.parse("") == ()
+
+
+def test_the_finder_asks_what_importing_pytest_loads_from_the_workspace() -> None:
+    """Whatever pytest's version imports at its start (pygments since 8.4, attrs in the
+    pytest of old SWE-bench instances) is found by importing it, not from a list."""
+    script = shlex.split(ownmodules.find_command("/opt/venv/bin/python"))[2]
+    assert script.index("import pytest, pluggy") < script.index("sys.modules.items()")
+    assert "except BaseException" in script  # a pytest that cannot import: the candidates
 
 
 def test_the_finder_runs_the_environments_interpreter_without_the_current_directory() -> None:
