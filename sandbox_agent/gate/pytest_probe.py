@@ -37,24 +37,19 @@ OPENED: list[tuple[str, str]] = []
 PHASE = ["config"]
 """``config`` until collection starts, then ``session`` (read by the audit hook)."""
 REGISTERED: list[tuple[str, Any, Any]] = []
-"""Filled by the boot script's wrapper of ``PluginManager.register``: every registration as it
-happened, with its manager, including plugins unregistered later. Only the session's own
-manager's count: a session a test runs inside this one (pytester's) has its own."""
+"""The boot script's wrapper of ``PluginManager.register``: every registration with its manager
+(unregistered later too); only the session's own count, not an inner session's (pytester's)."""
 ONLY: list[str] = []
-"""Set by the boot script for a rerun of some tests (the flaky check): report ids, or
-``module::function`` (every parameter set of it), or ``::module`` (all of a module); empty:
-every test runs. The others are deselected, and test files none of them is in not collected."""
+"""For a rerun (the flaky check): report ids, ``module::function`` (its every parameter set) or
+``::module``; empty: all run. The others are deselected, files of none of them not collected."""
 SPLIT: dict[str, Any] = {}
-"""Set by the boot script for one process of a split run (``parallel.py``): ``index`` (this
-process) and ``units`` (dotted test module, or ``classname::function``, -> the process that runs
-it). A test runs in its function's process, else in the longest unit's its JUnit classname is
-in, else in process 0: every test in exactly one. The others are deselected, and test files
-this process owns no test of are not collected."""
+"""One process of a split run (``parallel.py``): ``index``, and ``units`` (test module or
+``classname::function`` -> its process). A test runs in its function's process, else in the
+longest unit's its classname is in, else in 0; the others deselected, as for ``ONLY``."""
 _CONFIG: list[Any] = []
 _COLLECTED: set[str] = set()
 FAILURES_PATH = ""
-"""Set by the boot script: where each failure's exception and (at the baseline) the workspace
-functions a failing test ran are written."""
+"""Where each failure's exception and (at the baseline) the functions it ran are written."""
 TRACE = False
 """Set by the boot script at the baseline: record which workspace functions each test runs."""
 ERRORS: dict[str, list[str]] = {}
@@ -201,10 +196,7 @@ def record(config: Any) -> dict[str, Any]:
 
 
 def rootdir(config: Any) -> Any:
-    """The run's rootdir: ``rootpath`` from pytest 6.1 on, ``rootdir`` (a ``py.path``) before.
-
-    SWE-bench's older instances test with the pytest of their time (pytest 5.4 is its own).
-    """
+    """The rootdir: ``rootpath`` from pytest 6.1 on, ``rootdir`` before (SWE-bench's 5.4)."""
     return getattr(config, "rootpath", None) or config.rootdir
 
 
@@ -241,10 +233,7 @@ def pytest_collection(session: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_itemcollected(item: Any) -> None:
-    """Each collected test's module is a file of the harness.
-
-    A module's doctests are not: that module is the code under test.
-    """
+    """Each collected test's module is a file of the harness (not a module's doctests')."""
     rel = _inside(str(getattr(item, "path", None) or item.fspath))
     doctest = type(item).__name__ == "DoctestItem"
     if rel is not None and not (doctest and rel.endswith(".py")):
@@ -284,18 +273,18 @@ def pytest_runtest_call(item: Any) -> Any:
     _CALLED.clear()
     stop = _trace()
     try:
-        yield
+        outcome = yield
     finally:
         stop()
+    if getattr(outcome, "excinfo", True) is not None:  # only a call that raised can fail
         _RUNNING[item.nodeid] = _functions(_CALLED)
 
 
 def _trace() -> Any:
     """Start recording each code object that starts; returns the function that stops it."""
     monitoring = getattr(sys, "monitoring", None)
-    if monitoring is None:  # before Python 3.12: the profile hook's call events
-        sys.setprofile(lambda frame, event, arg: _CALLED.add(frame.f_code))
-        return lambda: sys.setprofile(None)
+    if monitoring is None:  # before Python 3.12: the C profiler's record of the calls made
+        return _profile()
     tool = next((i for i in (4, 3, 2) if monitoring.get_tool(i) is None), None)
     if tool is None:
         return lambda: None
@@ -318,12 +307,22 @@ def _trace() -> Any:
     return stop
 
 
-def code_lines(code: Any) -> list[int]:
-    """The line numbers of a code object's instructions, on every Python the probe runs in.
+def _profile() -> Any:
+    """The calls made, from ``cProfile``: a profile hook in Python made faker's baseline 4x."""
+    import cProfile  # only before Python 3.12
 
-    ``co_lines`` is 3.10's; ``dis.findlinestarts`` (each line's first instruction) is in every
-    version, down to the 3.9 a SWE-bench recipe installs. A line of ``None`` (3.13) is dropped.
-    """
+    profiler = cProfile.Profile(subcalls=False, builtins=False)
+    profiler.enable()
+
+    def stop() -> None:
+        profiler.disable()
+        _CALLED.update(e.code for e in profiler.getstats() if not isinstance(e.code, str))
+
+    return stop
+
+
+def code_lines(code: Any) -> list[int]:
+    """A code object's lines, by ``dis.findlinestarts`` (every Python; ``co_lines`` is 3.10's)."""
     return [line for _, line in dis.findlinestarts(code) if line]
 
 
