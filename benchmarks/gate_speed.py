@@ -131,6 +131,8 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
         spent, base = timed(first.run_baseline)
         if base.result is None or base.result.exit_code != 1 or base.report is None:
             raise SystemExit(f"the baseline is not a failing suite: {base.check().detail}")
+        if not base.report.ids:  # pytest stopped before any test (pygments before 56fec1c)
+            raise SystemExit(f"no test ran at the baseline: {base.check().detail}")
         failing = len(base.report.failures)
         with sandbox.clean_copy("") as copy:
             time.sleep(SETTLE_S)
