@@ -10,6 +10,7 @@ import contextlib
 import datetime
 import os
 import socket
+import time
 
 import docker
 import docker.errors
@@ -98,7 +99,9 @@ def force_remove(api: docker.APIClient, container_id: str) -> None:
 
     One already gone is fine, and so is one another process is removing at this moment (the
     engine answers that second request 409, "removal ... is already in progress", and finishes
-    the first): ``gc`` beside a run's own cleanup, or two ``gc`` commands.
+    the first): ``gc`` beside a run's own cleanup, or two ``gc`` commands. Then it waits, up to
+    :data:`OTHER_REMOVAL_S`, for that removal to end, so "removed" means gone (found in CI: a
+    ``gc`` reported a container removed that another ``gc`` was still removing).
 
     Raises:
         docker.errors.DockerException: the engine refused for any other reason.
@@ -110,6 +113,17 @@ def force_remove(api: docker.APIClient, container_id: str) -> None:
     except docker.errors.APIError as e:
         if not (e.status_code == 409 and "already in progress" in str(e.explanation)):
             raise
+        deadline = time.monotonic() + OTHER_REMOVAL_S
+        while time.monotonic() < deadline:
+            try:
+                api.inspect_container(container_id)
+            except docker.errors.NotFound:
+                return
+            time.sleep(0.1)
+
+
+OTHER_REMOVAL_S = 30.0
+"""How long :func:`force_remove` waits for another process's removal of the same container."""
 
 
 def container_state(api: docker.APIClient, container_id: str) -> dict[str, object]:

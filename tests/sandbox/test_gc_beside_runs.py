@@ -7,6 +7,7 @@ process removed one of them before ``gc`` read it, and ``gc`` failed with the en
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import docker
@@ -16,7 +17,7 @@ import requests
 
 from sandbox_agent.errors import SandboxError
 from sandbox_agent.sandbox.container import remove_container
-from sandbox_agent.sandbox.engine import OWNER_LABEL, RUN_LABEL
+from sandbox_agent.sandbox.engine import OWNER_LABEL, RUN_LABEL, force_remove
 from sandbox_agent.sandbox.gc import collect_garbage
 from sandbox_agent.sandbox.image import DEFAULT_IMAGE
 from tests.sandbox.conftest import OWNER
@@ -114,3 +115,24 @@ def test_a_removal_the_engine_refuses_for_another_reason_is_still_an_error(
     monkeypatch.setattr(docker_client.api, "remove_container", refused)
     with pytest.raises(SandboxError, match="device busy"):
         remove_container(docker_client, "0123456789ab")
+
+
+def test_a_removal_beside_another_returns_when_the_container_is_gone(
+    docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in CI: gc said removed while another gc's removal of the container still ran."""
+    made = docker_client.containers.create(DEFAULT_IMAGE, ["true"], network_mode="none")
+    remove = docker_client.api.remove_container
+
+    def still_removing(container: str, **kwargs: object) -> None:
+        args = {"force": True, "v": True}
+        threading.Timer(1.0, remove, args=(container,), kwargs=args).start()  # the other's
+        raise _in_progress(container)
+
+    monkeypatch.setattr(docker_client.api, "remove_container", still_removing)
+    try:
+        force_remove(docker_client.api, str(made.id))
+    finally:
+        monkeypatch.undo()
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(str(made.id))
