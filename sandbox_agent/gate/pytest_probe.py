@@ -155,11 +155,7 @@ def used_files() -> dict[str, list[str]]:
 
 
 def environment_modules() -> list[str]:
-    """Top-level modules the run loaded from outside the workspace, the standard library's aside.
-
-    A new workspace module of one of these names, first on ``sys.path``, would be imported in
-    its place by the next run: a test dependency that makes every assertion pass.
-    """
+    """Top-level modules from outside the workspace, not stdlib's: a new one there would shadow."""
     stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
     names = set()
     for name, module in list(sys.modules.items()):
@@ -309,7 +305,11 @@ def _trace() -> Any:
 
 def _profile() -> Any:
     """The calls made, from ``cProfile``: a profile hook in Python made faker's baseline 4x."""
-    import cProfile  # only before Python 3.12
+    try:
+        import cProfile  # only before Python 3.12
+    except ImportError:  # a stdlib without it (a minimal Python): the hook in Python
+        sys.setprofile(lambda frame, event, arg: _CALLED.add(frame.f_code))
+        return lambda: sys.setprofile(None)
 
     profiler = cProfile.Profile(subcalls=False, builtins=False)
     profiler.enable()

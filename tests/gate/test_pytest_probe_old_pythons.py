@@ -3,9 +3,13 @@ instances pin (Python 3.9, pytest 5.4): what it reads works on each."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
+from sandbox_agent.gate import pytest_probe
 from sandbox_agent.gate.pytest_probe import code_lines, rootdir
 
 
@@ -27,3 +31,24 @@ def test_a_code_object_s_lines_are_read_without_python_3_10_s_co_lines() -> None
     first = code.co_firstlineno
     assert set(code_lines(code)) >= {first + 1, first + 2}
     assert set(code_lines(code)) == {line for _, _, line in code.co_lines() if line}
+
+
+def _called() -> int:
+    return 1
+
+
+@pytest.mark.parametrize("has_cprofile", [True, False])
+def test_the_calls_a_test_makes_are_recorded_with_or_without_cprofile(
+    has_cprofile: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before 3.12 the trace is ``cProfile``'s; a Python without it falls back to the hook."""
+    if not has_cprofile:
+        monkeypatch.setitem(sys.modules, "cProfile", None)  # `import cProfile` raises
+    pytest_probe._CALLED.clear()
+    stop = pytest_probe._profile()
+    try:
+        _called()
+    finally:
+        stop()
+    assert _called.__code__ in pytest_probe._CALLED
+    assert sys.getprofile() is None
