@@ -48,8 +48,11 @@ def test_gc_removes_the_build_container_of_a_build_that_crashed(
 ) -> None:
     left = build_container(docker_client, f"{socket.gethostname()}:{gone_pid()}")
     try:
-        report = collect_garbage(docker_client, roots=[tmp_path])
-        assert left.name in report.containers
+        collect_garbage(docker_client, roots=[tmp_path])
+        # Gone once gc returns. Not asserted: that this gc's report names it. Any gc on this
+        # machine removes it, and under xdist another worker's test's gc did so first, before
+        # this one listed the containers (seen in CI twice); the report's naming of what gc
+        # removed is asserted in tests/sandbox/test_docker_run.py (a crashed run's containers).
         with pytest.raises(docker.errors.NotFound):
             docker_client.containers.get(str(left.id))
     finally:
