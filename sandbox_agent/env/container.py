@@ -8,7 +8,6 @@ the same hardened container (no capability but :data:`BUILD_CAPABILITIES`, the l
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ from sandbox_agent.env.limits import BUILD_CAPABILITIES, broken_limit, raise_lim
 from sandbox_agent.env.model import BuildLimits, SetupStep
 from sandbox_agent.env.stream import BuildLog, run_in
 from sandbox_agent.errors import EnvBuildError
-from sandbox_agent.sandbox.engine import BUILD_LABEL, owner_label
+from sandbox_agent.sandbox.engine import BUILD_LABEL, owner_label, wait_removed
 
 
 def image_env(attrs: dict[str, Any]) -> list[str]:
@@ -81,15 +80,8 @@ def remove(client: docker.DockerClient, cid: str, patience_s: float = 600.0) -> 
         return
     except (OSError, docker.errors.APIError):
         pass
-    deadline = time.monotonic() + patience_s
-    while time.monotonic() < deadline:
-        try:
-            client.api.inspect_container(cid)
-        except docker.errors.NotFound:
-            return
-        except (OSError, docker.errors.DockerException):
-            pass
-        time.sleep(2)
+    if wait_removed(client.api, cid, patience_s, every_s=2.0):
+        return
     with contextlib.suppress(docker.errors.NotFound):  # still there: this one's error says why
         client.api.remove_container(cid, force=True, v=True)
 

@@ -113,17 +113,28 @@ def force_remove(api: docker.APIClient, container_id: str) -> None:
     except docker.errors.APIError as e:
         if not (e.status_code == 409 and "already in progress" in str(e.explanation)):
             raise
-        deadline = time.monotonic() + OTHER_REMOVAL_S
-        while time.monotonic() < deadline:
-            try:
-                api.inspect_container(container_id)
-            except docker.errors.NotFound:
-                return
-            time.sleep(0.1)
+        wait_removed(api, container_id, OTHER_REMOVAL_S, every_s=0.1)
 
 
 OTHER_REMOVAL_S = 30.0
 """How long :func:`force_remove` waits for another process's removal of the same container."""
+
+
+def wait_removed(api: docker.APIClient, container_id: str, within_s: float, every_s: float) -> bool:
+    """Whether a container the engine is removing is gone within ``within_s``.
+
+    Asked every ``every_s``; an engine slow to answer (a timeout, an error) is asked again.
+    """
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            api.inspect_container(container_id)
+        except docker.errors.NotFound:
+            return True
+        except (OSError, docker.errors.DockerException):
+            pass
+        time.sleep(every_s)
+    return False
 
 
 def container_state(api: docker.APIClient, container_id: str) -> dict[str, object]:
