@@ -137,8 +137,10 @@ def test_gc_removes_what_a_crashed_process_left(
     assert docker_client.api.inspect_container(container_id)["State"]["Running"]
     assert list(root.glob(f"{WORKSPACE_PREFIX}*"))
 
-    report = collect_garbage(docker_client, roots=[root])
-    assert any(name.startswith("sandbox-agent-crash-test-") for name in report.containers)
+    collect_garbage(docker_client, roots=[root])
+    # Gone once gc returns. Not asserted: that this gc's report names it (under xdist another
+    # worker's gc may remove it first, as it did a crashed build's in CI); what gc's report
+    # names is asserted in tests/sandbox/test_gc_report.py.
     assert not list(root.glob(f"{WORKSPACE_PREFIX}*"))
     left = docker_client.containers.list(all=True, filters={"label": f"{RUN_LABEL}=crash-test"})
     assert left == []

@@ -52,7 +52,7 @@ def test_gc_removes_the_build_container_of_a_build_that_crashed(
         # Gone once gc returns. Not asserted: that this gc's report names it. Any gc on this
         # machine removes it, and under xdist another worker's test's gc did so first, before
         # this one listed the containers (seen in CI twice); the report's naming of what gc
-        # removed is asserted in tests/sandbox/test_docker_run.py (a crashed run's containers).
+        # removed is asserted in tests/sandbox/test_gc_report.py.
         with pytest.raises(docker.errors.NotFound):
             docker_client.containers.get(str(left.id))
     finally:
