@@ -25,7 +25,7 @@ from docker.types import Mount
 
 from sandbox_agent.env import cache, hostca, layers, proxy
 from sandbox_agent.env.base import resolve_base
-from sandbox_agent.env.choose import PROBE_TIMEOUT_S, choose
+from sandbox_agent.env.choose import FIRST_TEST_DIR, PROBE_TIMEOUT_S, choose
 from sandbox_agent.env.container import build_container, commit, image_env, run_step
 from sandbox_agent.env.limits import SANITISE
 from sandbox_agent.env.model import VENV, EnvImage, EnvPlan
@@ -36,7 +36,9 @@ from sandbox_agent.sandbox.image import Progress, print_to_stderr
 from sandbox_agent.sandbox.workspace import remove_workspace, snapshot
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_CLEANUP = "rm -rf /tmp/setup-home /tmp/setup-cache /tmp/poetry /tmp/pdm /root/.cache"
+_CLEANUP = (
+    f"rm -rf /tmp/setup-home /tmp/setup-cache {FIRST_TEST_DIR} /tmp/poetry /tmp/pdm /root/.cache"
+)
 GENERATED_TAR = "/opt/sandbox-agent/generated.tar"
 """Files setup wrote into the repo that the repo ignores (a version file of setuptools-scm or
 hatch-vcs, ``*.egg-info`` of an editable install): every run starts with them in its copy."""

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
-from sandbox_agent.env.choose import choose, runs_pytest
+import pytest
+
+from sandbox_agent.env.choose import FIRST_TEST, choose, collect_command, runs_pytest
 from sandbox_agent.env.node import node_steps
 
 MANGLED = "python -m pytest -q ' /tests'"
@@ -17,6 +21,8 @@ class Container:
     def __init__(self, programs: set[str], exits: dict[str, tuple[int, str]]) -> None:
         self.programs = programs
         self.exits = exits
+        self.short_exits: dict[str, tuple[int, str]] = {}
+        """Where the collection ended at the first test says otherwise."""
         self.ran: list[str] = []
 
     def __call__(self, command: str) -> tuple[int, str]:
@@ -24,8 +30,9 @@ class Container:
         if command.startswith("command -v "):
             return (0 if command.split()[-1] in self.programs else 1), ""
         for candidate, result in self.exits.items():
-            if command.startswith(f"timeout 300 {candidate} --collect-only"):
-                return result
+            if f"timeout 300 {candidate} --collect-only" in command:
+                short = f"-p {FIRST_TEST}" in command
+                return self.short_exits.get(candidate, result) if short else result
         return 0, "3 tests collected"
 
 
@@ -48,6 +55,56 @@ def test_nothing_collected_tries_the_next_and_a_collection_error_is_kept() -> No
     assert choice.command == "python -m pytest -q tests"
     broken = Container({"python"}, {PLAIN: (2, "ERROR collecting tests/test_x.py")})
     assert choose((PLAIN, "python3 -m pytest -q"), broken).command == PLAIN  # the baseline's
+
+
+def test_a_kept_command_is_asked_once_ended_at_its_first_test() -> None:
+    container = Container({"python"}, {PLAIN: (0, "")})
+    assert choose((PLAIN,), container).command == PLAIN
+    probes = [c for c in container.ran if "--collect-only" in c]
+    assert probes == [collect_command(PLAIN, first_test=True)]
+    assert probes[0].endswith(f"-p {FIRST_TEST}")
+
+
+def test_a_refusal_of_the_short_collection_is_asked_again_of_the_whole() -> None:
+    """The plugin not loading (an interpreter that ignores PYTHONPATH) must not refuse a command."""
+    container = Container({"python"}, {PLAIN: (0, "")})
+    container.short_exits[PLAIN] = (4, "ImportError while loading plugin")
+    choice = choose((PLAIN, "python3 -m pytest"), container)
+    assert choice.command == PLAIN
+    assert choice.notes == []
+    assert container.ran[-1] == collect_command(PLAIN, first_test=False)
+    refused = Container({"python"}, {MANGLED: (4, "ERROR: file or directory not found:  /tests")})
+    choice = choose((MANGLED, PLAIN), refused)
+    assert choice.command == PLAIN
+    assert "ERROR: file or directory not found" in choice.notes[0]  # the whole collection's words
+
+
+def _probe(command: str, cwd: Path) -> int:
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True).returncode
+
+
+def test_real_pytest_stops_collecting_at_the_first_test_and_still_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the environment's real pytest: collection ends at the first test, refusals stand."""
+    monkeypatch.setattr("sandbox_agent.env.choose.FIRST_TEST_DIR", str(tmp_path / "plugin"))
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_a.py").write_text("def test_one():\n    pass\n")
+    later = project / "imported"
+    (project / "tests" / "test_b.py").write_text(
+        f"open({str(later)!r}, 'w').close()\n\ndef test_two():\n    pass\n"
+    )
+    pytest_command = f"{sys.executable} -m pytest -q tests"
+    assert _probe(collect_command(pytest_command, first_test=True), project) == 0
+    assert not later.exists()  # the second module was never imported
+    assert _probe(collect_command(pytest_command, first_test=False), project) == 0
+    assert later.exists()
+    missing = f"{sys.executable} -m pytest -q no-such-dir"
+    assert _probe(collect_command(missing, first_test=True), project) == 4
+    (project / "tests" / "test_a.py").unlink()
+    (project / "tests" / "test_b.py").unlink()
+    assert _probe(collect_command(pytest_command, first_test=True), project) == 5
 
 
 def test_every_candidate_refused_keeps_the_first_for_the_baseline_to_name() -> None:
