@@ -14,7 +14,7 @@ Which of that the finish must show is ``[gate] require``: ``proof`` (default), `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +24,7 @@ from sandbox_agent.gate.outcomes import (
     Outcome,
     collected_now,
     collection_error,
+    finder,
     in_module,
     match,
     report_id,
@@ -110,6 +111,8 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
     out = Judgement()
     pairs = match(seen.base, seen.now)
     accounted: set[str] = set(pairs.values())
+    base_again = finder(seen.base_again) if seen.base_again is not None else None
+    now_again = finder(seen.now_again) if seen.now_again is not None else None
     for test_id, was in seen.base.items():
         module = collection_error(test_id)
         if module is not None and was == "failed":
@@ -121,10 +124,10 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
         now_id = pairs.get(test_id)
         if now_id is None:
             out.broken.append(f"{test_id} (gone)")
-        elif _flaky(test_id, was, seen):
+        elif _flaky(test_id, was, seen.base_again, base_again):
             out.flaky.append(test_id)
         else:
-            _transition(out, test_id, was, seen.now[now_id], seen)
+            _transition(out, test_id, was, seen.now[now_id], (seen.now_again, now_again))
     out.new_tests = [t for t in seen.now if t not in accounted and collection_error(t) is None]
     _new_tests(out, seen)
     if seen.relevance is not None and out.proving and not out.fail_to_pass and not targets:
@@ -169,15 +172,21 @@ def _skipped_module_runs(out: Judgement, module: str, now: Outcomes) -> set[str]
     return set(tests)
 
 
-def _flaky(test_id: str, was: Outcome, seen: Observed) -> bool:
+Again = tuple[Outcomes | None, Callable[[str], str | None] | None]
+"""A rerun's outcomes and the :func:`~sandbox_agent.gate.outcomes.finder` of its ids."""
+
+
+def _flaky(
+    test_id: str, was: Outcome, rerun: Outcomes | None, find: Callable[[str], str | None] | None
+) -> bool:
     """Whether the test's outcome varied without the patch (baseline vs its fresh copy)."""
-    if seen.base_again is None:
+    if rerun is None or find is None:
         return False
-    again = match([test_id], seen.base_again).get(test_id)
-    return again is not None and seen.base_again[again] != was
+    again = find(test_id)
+    return again is not None and rerun[again] != was
 
 
-def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, seen: Observed) -> None:
+def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, seen: Again) -> None:
     if was == now == "passed":
         out.pass_to_pass += 1
     elif was == "failed" and now == "passed":
@@ -188,12 +197,13 @@ def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, seen: 
         out.broken.append(f"{test_id} ({_what(test_id, now, seen)})")
 
 
-def _what(test_id: str, now: Outcome, seen: Observed) -> str:
+def _what(test_id: str, now: Outcome, seen: Again) -> str:
     word = "newly skipped" if now == "skipped" else "failed"
-    if seen.now_again is None:
+    rerun, find = seen
+    if rerun is None or find is None:
         return word
-    again = match([test_id], seen.now_again).get(test_id)
-    if again is not None and seen.now_again[again] == "passed":
+    again = find(test_id)
+    if again is not None and rerun[again] == "passed":
         return f"{word}, passed when run again: your change makes it flaky"
     return word
 

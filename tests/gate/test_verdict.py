@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from sandbox_agent.gate.outcomes import Outcome, match, to_report_id
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sandbox_agent.gate.outcomes import Outcome, finder, match, to_report_id
 from sandbox_agent.gate.verdict import NO_PROOF, Judgement, Observed, Rule, checks, judge
 
 P: Final = "passed"
@@ -162,6 +165,37 @@ def test_parameters_computed_at_run_time_match_by_position() -> None:
     found = judge(Observed(base=base, now=now))
     assert found.broken == []
     assert found.pass_to_pass == 1
+
+
+def test_a_rerun_with_parameters_computed_at_run_time_still_shows_a_flaky_test() -> None:
+    base: dict[str, Outcome] = {"m::test_x[20:37:05]": F, "m::test_y": F}
+    now: dict[str, Outcome] = {"m::test_x[20:37:09]": P, "m::test_y": P}
+    again: dict[str, Outcome] = {"m::test_x[20:38:11]": P, "m::test_y": F}
+    found = judge(Observed(base=base, now=now, base_again=again))
+    assert found.flaky == ["m::test_x[20:37:05]"]
+    assert found.fail_to_pass == ["m::test_y"]
+
+
+_IDS = st.lists(
+    st.builds(
+        lambda module, function, parameter: (
+            f"::{module}" if function == "" else f"{module}::{function}{parameter}"
+        ),
+        st.sampled_from(["m", "m.C", "n"]),
+        st.sampled_from(["", "t", "u"]),
+        st.sampled_from(["", "[1]", "[2]", "[x y]"]),
+    ),
+    unique=True,
+    max_size=12,
+)
+
+
+@given(before=_IDS, after=_IDS)
+def test_a_finder_answers_as_match_asked_for_one_test(before: list[str], after: list[str]) -> None:
+    """The verdict asks a rerun for each test once; it must answer as ``match([test], rerun)``."""
+    find = finder(after)
+    for test_id in before + after:
+        assert find(test_id) == match([test_id], after).get(test_id)
 
 
 def test_a_changed_parameter_list_does_not_pair_by_position() -> None:
