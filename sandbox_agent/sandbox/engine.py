@@ -153,7 +153,8 @@ KILLED = 137
 OOM_EVENT_WINDOW_S = 5
 """How long after a death an ``oom`` event of the container still names it (seconds).
 
-Under gVisor on a loaded machine (CI) the event has come more than a second after the death."""
+Under gVisor on a loaded machine (CI) a memory kill the kernel logged went unreported within
+2 s of ``FinishedAt`` (cut to its second: as little as one second after the death)."""
 
 
 def _epoch(stamp: object) -> int | None:
