@@ -124,7 +124,7 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
         now_id = pairs.get(test_id)
         if now_id is None:
             out.broken.append(f"{test_id} (gone)")
-        elif _flaky(test_id, was, seen.base_again, base_again):
+        elif _flaky(test_id, was, (seen.base_again, base_again)):
             out.flaky.append(test_id)
         else:
             _transition(out, test_id, was, seen.now[now_id], (seen.now_again, now_again))
@@ -176,10 +176,9 @@ Again = tuple[Outcomes | None, Callable[[str], str | None] | None]
 """A rerun's outcomes and the :func:`~sandbox_agent.gate.outcomes.finder` of its ids."""
 
 
-def _flaky(
-    test_id: str, was: Outcome, rerun: Outcomes | None, find: Callable[[str], str | None] | None
-) -> bool:
+def _flaky(test_id: str, was: Outcome, seen: Again) -> bool:
     """Whether the test's outcome varied without the patch (baseline vs its fresh copy)."""
+    rerun, find = seen
     if rerun is None or find is None:
         return False
     again = find(test_id)
