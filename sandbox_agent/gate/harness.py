@@ -16,6 +16,9 @@ baseline, to an absolute path outside the workspace, and every run goes through 
 At the baseline pytest loads its plugins as the project normally does; the record names them.
 At the gate, entry-point autoloading is off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``) and the
 baseline's plugins are named with ``-p``: a ``*.dist-info`` the model writes registers nothing.
+It is off for the session's start only: the boot script sets the variable and the probe takes
+it back once pytest has read it (``pytest_configure``), so a pytest a test starts (``pytester``,
+a subprocess) loads its plugins as at the baseline, and a test sees the baseline's environment.
 The gate's record must equal the baseline's (interpreter, pytest, ini file and values, plugins
 and the files they came from, modules loaded from the workspace at start), else it rejects,
 naming the difference.
@@ -281,6 +284,9 @@ probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
 probe.SPLIT.update(cfg.get("split") or {})
+if not cfg["autoload"] and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the probe takes it back once read
+    probe.AUTOLOAD_SET = True
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
@@ -305,7 +311,8 @@ def pinned_command(
     """The bash command that runs the tests under the pinned harness.
 
     ``named_plugins``: ``None`` for the baseline run (entry-point plugins autoload as usual);
-    else autoloading is off and exactly these entry-point plugins are loaded, by name.
+    else autoloading is off for the session's start and exactly these entry-point plugins are
+    loaded, by name.
     ``own``: harness modules that are the project under test (``ownmodules``), imported from
     the workspace's install before the rest of the harness. ``only``: run just these tests
     (``rerun.py``: the probe deselects the others; empty: every test). ``split``: this
@@ -313,10 +320,8 @@ def pinned_command(
     """
     args = [*invocation.args, "-p", "no:cacheprovider", *GATE_OPTIONS]
     env = ["PYTHONDONTWRITEBYTECODE=1"]
-    if named_plugins is not None:
-        env.append("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
-        for name in named_plugins:
-            args += ["-p", name]
+    for name in named_plugins or ():
+        args += ["-p", name]
     config = {
         "probe_dir": f"{run_dir}/probe",
         "probe": PROBE_MODULE,
@@ -327,6 +332,7 @@ def pinned_command(
         "script": interpreter.script or "",
         "args": args,
         "audit": named_plugins is None,  # what was used is read at the baseline only
+        "autoload": named_plugins is None,
         "own": list(own),
         "only": list(only),
         "split": split or {},

@@ -52,6 +52,8 @@ FAILURES_PATH = ""
 """Where each failure's exception and (at the baseline) the functions it ran are written."""
 TRACE = False
 """Set by the boot script at the baseline: record which workspace functions each test runs."""
+AUTOLOAD_SET = False
+"""Set by the boot script when it turned entry-point autoloading off for this session's start."""
 ERRORS: dict[str, list[str]] = {}
 """Report id -> ``[exception type, message]`` of each test or collector that raised."""
 RAN: dict[str, list[list[Any]]] = {}
@@ -217,6 +219,8 @@ def junit_id(nodeid: str) -> str:
 def pytest_configure(config: Any) -> None:
     """Point the JUnit report at the gate's path (on the config: nothing on the command line)."""
     _CONFIG[:] = [config]
+    if AUTOLOAD_SET:  # decided at start: a pytest a test starts sees the baseline's environment
+        os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     if JUNIT_PATH:
         config.option.xmlpath = JUNIT_PATH
 
@@ -426,14 +430,11 @@ if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this n
 
     def pytest_ignore_collect(collection_path: Any, config: Any) -> bool | None:
         """A rerun's module none of its tests is in, a split run's not its own: not imported."""
-        if (
-            not (ONLY or SPLIT)
-            or collection_path.suffix != ".py"
-            or collection_path.name in _ALWAYS
-        ):
+        path = collection_path
+        if not (ONLY or SPLIT) or path.suffix != ".py" or path.name in _ALWAYS:
             return None
         try:
-            rel = collection_path.relative_to(config.rootpath).as_posix()
+            rel = path.relative_to(config.rootpath).as_posix()
         except ValueError:
             return None
         module = junit_id(f"{rel}::x").rpartition("::")[0]

@@ -114,7 +114,8 @@ def test_the_gate_run_tells_the_tests_nothing_through_the_environment() -> None:
     )
     assert "PYTEST_ADDOPTS" not in command
     assert "--junitxml" not in command  # set on the config by the probe, not in argv
-    assert command.startswith("PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ")
+    assert command.startswith("PYTHONDONTWRITEBYTECODE=1 /opt/venv/bin/python -c ")
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in command.split(" -c ")[0]  # the boot's, briefly
     assert command.endswith(" 3>&1 1>&2")  # fd 3: the outcome channel; the output to stderr
     assert "'-p', 'pytest_cov'" in command or '"-p", "pytest_cov"' in command
 

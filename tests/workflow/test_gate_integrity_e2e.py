@@ -266,6 +266,42 @@ def test_a_plugin_the_project_uses_at_the_baseline_still_loads(
     assert "harness" not in failed(accepted)
 
 
+def test_a_pytest_a_test_starts_loads_the_plugins_it_loads_at_the_baseline(
+    tmp_path: Path, workspace_root: Path, docker_client: object
+) -> None:
+    """The gate turns entry-point autoloading off for its own session's start, not for the tests.
+
+    A test that starts pytest again (``pytester``, as Faker's own suite does for its ``faker``
+    fixture) must see the project's entry-point plugins as at the baseline, else a test that
+    passes there fails at the gate and a fix of it could never be proven.
+    """
+    repo = demo_repo(tmp_path)
+    plugin = "import pytest\n\n\n@pytest.fixture\ndef ep_answer():\n    return 42\n"
+    (repo / "epplug.py").write_text(plugin)
+    dist = repo / "epplug-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pytest11]\nepplug = epplug\n")
+    (repo / "conftest.py").write_text('pytest_plugins = ["pytester"]\n')
+    (repo / "tests" / "test_inner.py").write_text(
+        "import os\n\n\n"
+        "def test_an_inner_session_has_the_fixture(pytester):\n"
+        '    pytester.makepyfile("def test_it(ep_answer):\\n    assert ep_answer == 42\\n")\n'
+        "    pytester.runpytest().assert_outcomes(passed=1)\n\n\n"
+        "def test_children_see_the_environment_of_the_baseline():\n"
+        '    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ\n'
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a plugin the tests use in an inner session")
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH)
+    assert record.gate_passed, record.error
+    evidence = last_verdict(record).evidence
+    assert evidence is not None
+    assert evidence.flaky == ()
+    assert evidence.broken == ()
+    assert evidence.pass_to_pass == 5
+
+
 def test_the_evidence_names_the_fixed_test_on_the_demo(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
