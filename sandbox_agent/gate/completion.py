@@ -271,7 +271,7 @@ class CompletionGate:
             if deciding is None:
                 full = self._run_tests(copy, label, self._named_plugins(), patch=patch.text)
             else:  # in a fresh copy: the deciding tests wrote in this one
-                full = self._run_copy(patch.text, label)
+                full = self._run_copy(patch.text, label, known=deciding)
             model = self._model_tests(changed, full, copy)
         split = newtests.split(patch.text, model.files)
         if set(split[2]) != set(model.files):  # fail closed: a test change not told apart
@@ -344,11 +344,16 @@ class CompletionGate:
         command: str | None = None,
         *,
         split: bool = True,
+        known: TestRun | None = None,
     ) -> TestRun:
-        """A run in a fresh copy with ``patch``; ``split``: the suite may be split."""
+        """A run in a fresh copy with ``patch``; ``split``: the suite may be split.
+
+        ``known``: a run of some of its tests in one process (``parallel.confirm``).
+        """
         with self._copy(patch) as copy:
             given = patch if split else None
-            return self._run_tests(copy, label, self._named_plugins(), command, only, patch=given)
+            named = self._named_plugins()
+            return self._run_tests(copy, label, named, command, only, patch=given, known=known)
 
     def _is_test_file(self, path: str) -> bool:
         """A test file: a ``[paths] tests`` glob's, the test command's by name, a new protected one.
@@ -392,12 +397,13 @@ class CompletionGate:
         only: tuple[str, ...] = (),
         *,
         patch: str | None = None,
+        known: TestRun | None = None,
     ) -> TestRun:
         """Run the test command (or ``command``: the new files with the runner) and log it.
 
         ``only``: just these tests (``rerun.py``), under the pin. ``patch``: what ``sandbox``
         holds; given, the suite may be split over processes (``parallel.py``), and a split run
-        is confirmed in one process in fresh copies of it.
+        is confirmed in one process in fresh copies of it (or by ``known``).
         """
         split = None
         if patch is not None and command is None and not only and self.pin is not None:
@@ -429,6 +435,6 @@ class CompletionGate:
         if run.processes > 1 and patch is not None:
             base = self.baseline.report if self.baseline is not None else None
             return parallel.confirm(
-                run, base, lambda o, why: self._run_copy(patch, why, o, split=False)
+                run, base, lambda o, why: self._run_copy(patch, why, o, split=False), known
             )
         return run

@@ -29,7 +29,9 @@ the baseline that broke (or is gone) when split may need the order of one proces
 module run first, or none at the same time): the suite runs again whole in one process, and
 that run is the verdict's. Every other test whose outcome differs from the baseline's (a
 failing test that passes), and every test the baseline did not have, runs again in one
-process in a fresh copy; on any difference the suite runs again whole in one process too.
+process in a fresh copy (or was run so before the split: the tests that can prove the finish,
+``failfast``, whose run is taken where it holds them all); on any difference the suite runs
+again whole in one process too.
 So a test that passes only when split (code that detects it) proves nothing by the split;
 one that passes only alone is caught as today, by the flaky check's run of it alone on the
 baseline. A split run whose own accounts disagree is rejected as a single run's would be.
@@ -309,8 +311,15 @@ Again = Callable[[tuple[str, ...], str], TestRun]
 """Runs the same patch again in one process in a fresh copy: these tests (empty: all), label."""
 
 
-def confirm(run: TestRun, base: TestReport | None, again: Again) -> TestRun:
-    """``run`` (split) where one process agrees with it; else the suite in one process."""
+def confirm(
+    run: TestRun, base: TestReport | None, again: Again, known: TestRun | None = None
+) -> TestRun:
+    """``run`` (split) where one process agrees with it; else the suite in one process.
+
+    ``known``: a run of the same patch in one process in a fresh copy made before it (the tests
+    that can prove the finish, ``failfast``); where it ran every changed or new test, it is
+    their run in one process, not made again.
+    """
     if run.processes < 2:
         return run
     if base is None or run.report is None or _unclean(run):  # rejected as a single run's
@@ -331,12 +340,22 @@ def confirm(run: TestRun, base: TestReport | None, again: Again) -> TestRun:
     only = rerun.selection(differ)
     if not only:
         return again((), whole + "too many tests changed to confirm apart)")
-    checked = again(only, f"{label} (the {len(differ)} changed or new test(s) in one process)")
+    checked = _covering(known, differ) or again(
+        only, f"{label} (the {len(differ)} changed or new test(s) in one process)"
+    )
     seen = outcomes.outcomes(checked.report) if checked.report is not None else {}
     found = outcomes.match(differ, seen)
     if _unclean(checked) or any(seen.get(found.get(t, "")) != got[t] for t in differ):
         return again((), whole + "a test's outcome differs from the split run's)")
     return run
+
+
+def _covering(known: TestRun | None, tests: list[str]) -> TestRun | None:
+    """``known`` where it is a clean run in one process that ran each of ``tests``."""
+    if known is None or known.processes > 1 or _unclean(known) or known.report is None:
+        return None
+    found = outcomes.match(tests, outcomes.outcomes(known.report))
+    return known if all(t in found for t in tests) else None
 
 
 def _breaks(was: outcomes.Outcome, now: outcomes.Outcome) -> bool:

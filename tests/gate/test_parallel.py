@@ -298,3 +298,75 @@ def test_the_plan_deals_measured_durations_and_keeps_nested_modules_together(
     )
     monkeypatch.setattr(parallel, "MIN_SUITE_S", 8.0)
     assert parallel.plan(short, 2) is None
+
+
+def test_the_run_of_the_tests_that_can_prove_it_confirms_the_split(
+    tmp_path: Path, ran: Path
+) -> None:
+    """With ``fail_fast`` the changed test already ran in one process in a fresh copy."""
+    verdicts = {}
+    for workers in (1, 2):
+        sandbox, gate = _gate(tmp_path / str(workers), ran, workers=workers, fail_fast=True)
+        sandbox.write_file("calc.py", FIXED)
+        verdicts[workers] = gate.check(FINISH)
+        assert verdicts[workers].passed, verdicts[workers].feedback
+    log = _log(gate)
+    assert "finish attempt 1: the tests that can prove it" in log
+    assert "(the suite over 2 processes)" in log
+    assert "changed or new test(s) in one process" not in log  # not made again
+    assert "the suite again in one process" not in log
+    assert _outcomes(verdicts[1]) == _outcomes(verdicts[2])
+
+
+SPLIT = {"tests.test_calc::test_add": "passed", "tests.test_a::t": "passed"}
+BASE = {"tests.test_calc::test_add": "failed", "tests.test_a::t": "passed"}
+
+
+def _split_run() -> TestRun:
+    return _part(SPLIT, _record()).model_copy(update={"processes": 2, "label": "finish (the su"})
+
+
+def _again(calls: list[tuple[str, ...]], outcome: str = "passed") -> parallel.Again:
+    def again(only: tuple[str, ...], label: str) -> TestRun:
+        calls.append(only)
+        return _part({"tests.test_calc::test_add": outcome} if only else SPLIT, _record())
+
+    return again
+
+
+def test_a_known_run_in_one_process_stands_in_for_the_confirmation() -> None:
+    base = _part(BASE, _record()).report
+    calls: list[tuple[str, ...]] = []
+    known = _part({"tests.test_calc::test_add": "passed", "tests.test_b::u": "passed"}, _record())
+    run = _split_run()
+    assert parallel.confirm(run, base, _again(calls), known) is run
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "known",
+    [
+        None,
+        _part({"tests.test_b::u": "passed"}, _record()),  # it did not run the changed test
+        _part({"tests.test_calc::test_add": "passed"}, None),  # no harness record: unclean
+        _part({"tests.test_calc::test_add": "passed"}, _record()).model_copy(
+            update={"processes": 2}  # split itself
+        ),
+    ],
+    ids=["none", "not-the-test", "unclean", "split"],
+)
+def test_a_known_run_that_cannot_confirm_is_not_taken(known: TestRun | None) -> None:
+    base = _part(BASE, _record()).report
+    calls: list[tuple[str, ...]] = []
+    run = _split_run()
+    assert parallel.confirm(run, base, _again(calls), known) is run
+    assert calls == [("tests.test_calc::test_add",)]
+
+
+def test_a_known_run_that_disagrees_with_the_split_runs_the_suite_in_one_process() -> None:
+    base = _part(BASE, _record()).report
+    calls: list[tuple[str, ...]] = []
+    known = _part({"tests.test_calc::test_add": "failed"}, _record(), code=1)
+    confirmed = parallel.confirm(_split_run(), base, _again(calls), known)
+    assert calls == [()]  # the whole suite, in one process: its run is the verdict's
+    assert confirmed.processes == 1
