@@ -304,13 +304,14 @@ def test_the_run_of_the_tests_that_can_prove_it_confirms_the_split(
     tmp_path: Path, ran: Path
 ) -> None:
     """With ``fail_fast`` the changed test already ran in one process in a fresh copy."""
-    verdicts = {}
+    verdicts, logs = {}, {}
     for workers in (1, 2):
         sandbox, gate = _gate(tmp_path / str(workers), ran, workers=workers, fail_fast=True)
         sandbox.write_file("calc.py", FIXED)
         verdicts[workers] = gate.check(FINISH)
         assert verdicts[workers].passed, verdicts[workers].feedback
-    log = _log(gate)
+        logs[workers] = _log(gate)
+    log = logs[2]
     assert "finish attempt 1: the tests that can prove it" in log
     assert "(the suite over 2 processes)" in log
     assert "changed or new test(s) in one process" not in log  # not made again
