@@ -328,10 +328,13 @@ def confirm(
     whole = f"{label} (the suite again in one process: "
     was, got = outcomes.outcomes(base), outcomes.outcomes(run.report)
     pairs = outcomes.match(was, got)
-    if any(t not in pairs and outcomes.collection_error(t) is None for t in was):
-        return again((), whole + "a test of the baseline did not run when split)")
-    if any(_breaks(was[t], got[n]) for t, n in pairs.items()):
-        return again((), whole + "a test broke when split, which its order may explain)")
+    gone = [t for t in was if t not in pairs and outcomes.collection_error(t) is None]
+    if gone:
+        return again((), whole + f"a test of the baseline did not run when split: {_few(gone)})")
+    broke = [n for t, n in pairs.items() if _breaks(was[t], got[n])]
+    if broke:
+        why = f"a test broke when split, which its order may explain: {_few(broke)})"
+        return again((), whole + why)
     paired = set(pairs.values())
     differ = [t for t in got if t not in paired]
     differ += [n for t, n in pairs.items() if was[t] != got[n]]
@@ -356,6 +359,12 @@ def _covering(known: TestRun | None, tests: list[str]) -> TestRun | None:
         return None
     found = outcomes.match(tests, outcomes.outcomes(known.report))
     return known if all(t in found for t in tests) else None
+
+
+def _few(tests: list[str], most: int = 3) -> str:
+    """The first tests of ``tests`` by id, and how many more."""
+    more = f" and {len(tests) - most} more" if len(tests) > most else ""
+    return ", ".join(tests[:most]) + more
 
 
 def _breaks(was: outcomes.Outcome, now: outcomes.Outcome) -> bool:

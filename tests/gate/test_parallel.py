@@ -187,7 +187,8 @@ def test_a_test_that_breaks_only_when_split_is_judged_by_one_process(
     sandbox.write_file("calc.py", FIXED)
     verdict = gate.check(FINISH)
     assert verdict.passed, verdict.feedback
-    assert "the suite again in one process: a test broke when split" in _log(gate)
+    why = "the suite again in one process: a test broke when split, which its order may explain"
+    assert f"{why}: tests.test_b::test_ready)" in _log(gate)  # named
 
 
 def test_workers_1_and_a_small_suite_run_in_one_process(tmp_path: Path, ran: Path) -> None:
@@ -324,7 +325,9 @@ BASE = {"tests.test_calc::test_add": "failed", "tests.test_a::t": "passed"}
 
 
 def _split_run() -> TestRun:
-    return _part(SPLIT, _record()).model_copy(update={"processes": 2, "label": "finish (the su"})
+    return _part(SPLIT, _record()).model_copy(
+        update={"processes": 2, "label": "finish (the suite over 2 processes)"}
+    )
 
 
 def _again(calls: list[tuple[str, ...]], outcome: str = "passed") -> parallel.Again:
@@ -371,3 +374,19 @@ def test_a_known_run_that_disagrees_with_the_split_runs_the_suite_in_one_process
     confirmed = parallel.confirm(_split_run(), base, _again(calls), known)
     assert calls == [()]  # the whole suite, in one process: its run is the verdict's
     assert confirmed.processes == 1
+
+
+def test_a_test_the_split_run_lost_is_named_and_the_suite_runs_in_one_process() -> None:
+    base = _part(BASE | {"tests.test_b::gone": "passed"}, _record()).report
+    labels: list[str] = []
+
+    def again(only: tuple[str, ...], label: str) -> TestRun:
+        labels.append(label)
+        return _part(SPLIT, _record())
+
+    confirmed = parallel.confirm(_split_run(), base, again)
+    assert confirmed.processes == 1
+    assert labels == [
+        "finish (the suite again in one process: "
+        "a test of the baseline did not run when split: tests.test_b::gone)"
+    ]
