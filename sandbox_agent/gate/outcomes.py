@@ -51,10 +51,20 @@ def collection_error(test_id: str) -> str | None:
     return None
 
 
+def parts(test_id: str) -> tuple[str, str]:
+    """A report id's class name and test name, split at its first ``::``.
+
+    A class name holds none; a parameter id may (pygments'
+    ``tests.test_func::test_func_function[dict::f(]``).
+    """
+    classname, _, name = test_id.partition("::")
+    return classname, name
+
+
 def module_of(test_id: str) -> str:
     """The dotted class name of a test (module, then classes): ``tests.test_m.TestC``."""
     module = collection_error(test_id)
-    return module if module is not None else test_id.rpartition("::")[0]
+    return module if module is not None else parts(test_id)[0]
 
 
 def in_module(test_id: str, module: str) -> bool:
@@ -65,7 +75,7 @@ def in_module(test_id: str, module: str) -> bool:
 
 def function_of(test_id: str) -> tuple[str, str]:
     """What a test is, without its parameter id: ``(module and classes, function name)``."""
-    classname, _, name = test_id.rpartition("::")
+    classname, name = parts(test_id)
     return classname, name.partition("[")[0]
 
 

@@ -96,7 +96,7 @@ def plan(baseline: TestRun | None, most: int) -> Plan | None:
     each = max(0.0, baseline.result.duration_s - sum(durations.values())) / max(1, len(ids))
     weights: dict[str, float] = {}
     for test_id in ids:
-        unit = _unit(test_id.rpartition("::")[0], modules)
+        unit = _unit(outcomes.parts(test_id)[0], modules)
         if unit is not None:
             seconds = durations.get(test_id, 0.0) + each
             weights[unit] = weights.get(unit, _MODULE_S) + seconds

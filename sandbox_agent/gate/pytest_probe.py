@@ -368,7 +368,7 @@ def pytest_sessionfinish(session: Any) -> None:
 
 def _wanted(test_id: str) -> bool:
     """Whether a test of this report id is one of :data:`ONLY` (by id, function or module)."""
-    classname, _, name = test_id.rpartition("::")
+    classname, _, name = test_id.partition("::")  # a parameter id may hold "::", a class not
     function = f"{classname}::{name.partition('[')[0]}"
     return any(
         w in (test_id, function) or (w.startswith("::") and _within(classname, w[2:])) for w in ONLY
@@ -392,7 +392,7 @@ def _share(classname: str) -> int:
 def _mine(test_id: str) -> bool:
     if not SPLIT:
         return _wanted(test_id)
-    classname, _, name = test_id.rpartition("::")  # its function's process, else its class's
+    classname, _, name = test_id.partition("::")  # its function's process, else its class's
     owner = SPLIT["units"].get(f"{classname}::{name.partition('[')[0]}")
     return int(owner if owner is not None else _share(classname)) == int(SPLIT["index"])
 
@@ -440,7 +440,7 @@ if int(pytest.__version__.split(".")[0]) >= 7:  # the hook's argument has this n
         module = junit_id(f"{rel}::x").rpartition("::")[0]
         if SPLIT:
             return None if _collects(module) else True
-        modules = {w.rpartition("::")[0] or w[2:] for w in ONLY}
+        modules = {w.partition("::")[0] or w[2:] for w in ONLY}
         if any(_within(m, module) for m in modules if m):
             return None
         return True

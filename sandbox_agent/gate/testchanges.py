@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sandbox_agent.gate import newtests
+from sandbox_agent.gate import newtests, outcomes
 from sandbox_agent.gate.newtests import dotted
 from sandbox_agent.gate.patchchecks import UNREADABLE, read_bytes
 from sandbox_agent.gate.testrun import TestRun
@@ -51,7 +51,7 @@ class TestChanges:
 
     def is_model_test(self, test_id: str) -> bool:
         """Whether a report id (``tests.test_x.TestY::test_z[1]``) is one of the model's."""
-        classname, _, name = test_id.rpartition("::")
+        classname, name = outcomes.parts(test_id)
         qualified = f"{classname}.{name.partition('[')[0]}"
         if qualified in self.tests:
             return True

@@ -390,3 +390,31 @@ def test_a_test_the_split_run_lost_is_named_and_the_suite_runs_in_one_process() 
         "finish (the suite again in one process: "
         "a test of the baseline did not run when split: tests.test_b::gone)"
     ]
+
+
+def test_a_parameter_id_holding_colons_runs_split_and_again_in_its_own_process(
+    tmp_path: Path, ran: Path
+) -> None:
+    """A report id splits at its first ``::``: pygments' ``test_func_function[dict::f(]``."""
+    files = _files(ran)
+    files["tests/test_a.py"] += "\n\ndef test_slow():\n    import time\n\n    time.sleep(0.6)\n"
+    files["tests/test_ids.py"] = MARK.format(ran=str(ran), name="test_ids") + (
+        "import time\n\nimport pytest\n\n\n"
+        "def test_slow():\n    time.sleep(0.3)\n\n\n"
+        '@pytest.mark.parametrize("pair", [(1, 2)], ids=["int::int"])\n'
+        "def test_pairs(pair):\n    assert calc.add(*pair) == 3\n"
+    )
+    sandbox, gate = _gate(tmp_path, ran, files, workers=2, fail_fast=False)
+    split = parallel.plan(gate.baseline, 2)
+    assert split is not None
+    assert split.units["tests.test_a"] == 0, split
+    assert split.units["tests.test_ids"] == 1, split  # not the process a lost test falls to
+    sandbox.write_file("calc.py", FIXED)
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert "tests.test_ids::test_pairs[int::int]" in verdict.evidence.fail_to_pass
+    assert verdict.evidence.flaky == ()
+    log = _log(gate)
+    assert "(the suite over 2 processes)" in log
+    assert "the suite again in one process" not in log, log

@@ -92,6 +92,7 @@ def test_the_model_tests_of_a_changed_file_are_the_functions_whose_source_change
     assert names == frozenset({"tests.test_x.test_b", "tests.test_x.TestC.test_d"})
     changes = TestChanges(changed=("tests/test_x.py",), tests=names)
     assert changes.is_model_test("tests.test_x::test_b[2]")
+    assert changes.is_model_test("tests.test_x::test_b[dict::f(]")  # a parameter id's "::"
     assert changes.is_model_test("tests.test_x.TestC::test_d")
     assert not changes.is_model_test("tests.test_x::test_a")
     added = TestChanges(added=("test_notes.txt",), tests=frozenset({"test_notes.txt.*"}))

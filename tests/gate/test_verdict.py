@@ -7,7 +7,16 @@ from typing import Final
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox_agent.gate.outcomes import Outcome, finder, match, to_report_id
+from sandbox_agent.gate import rerun
+from sandbox_agent.gate.outcomes import (
+    Outcome,
+    finder,
+    function_of,
+    in_module,
+    match,
+    module_of,
+    to_report_id,
+)
 from sandbox_agent.gate.verdict import NO_PROOF, Judgement, Observed, Rule, checks, judge
 
 P: Final = "passed"
@@ -176,6 +185,18 @@ def test_a_rerun_with_parameters_computed_at_run_time_still_shows_a_flaky_test()
     assert found.fail_to_pass == ["m::test_y"]
 
 
+def test_a_parameter_id_holding_colons_stays_the_tests_own() -> None:
+    """pygments' ``test_func_function[dict::udict_set_builder(]``: split at the first ``::``."""
+    test_id = "tests.test_func::test_func_function[dict::udict_set_builder(]"
+    assert function_of(test_id) == ("tests.test_func", "test_func_function")
+    assert module_of(test_id) == "tests.test_func"
+    assert in_module(test_id, "tests.test_func")
+    assert rerun.selection([test_id]) == ("tests.test_func::test_func_function",)
+    nested = "tests.test_m.TestC::test_y[a::b::c]"
+    assert function_of(nested) == ("tests.test_m.TestC", "test_y")
+    assert to_report_id("tests/test_m.py::TestC::test_y[a::b::c]") == nested
+
+
 _IDS = st.lists(
     st.builds(
         lambda module, function, parameter: (
@@ -183,7 +204,7 @@ _IDS = st.lists(
         ),
         st.sampled_from(["m", "m.C", "n"]),
         st.sampled_from(["", "t", "u"]),
-        st.sampled_from(["", "[1]", "[2]", "[x y]"]),
+        st.sampled_from(["", "[1]", "[2]", "[x y]", "[a::b]"]),
     ),
     unique=True,
     max_size=12,
