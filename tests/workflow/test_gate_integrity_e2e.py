@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.run.artifacts import RunDir, RunRecord
-from sandbox_agent.types import GateOutcome
+from sandbox_agent.types import GateEvidence, GateOutcome
 from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git
 
 pytestmark = pytest.mark.docker
@@ -238,18 +238,36 @@ def test_an_ignored_importable_file_is_absent_from_the_gates_copy(
     assert "regressions" in problems
 
 
+FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef {name}():\n    return 42\n"
+
+
+def entry_point_plugin(repo: Path) -> None:
+    """``epplug``, committed with its ``*.dist-info``: an entry-point plugin of ``ep_answer``."""
+    (repo / "epplug.py").write_text(FIXTURE.format(name="ep_answer"))
+    dist = repo / "epplug-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pytest11]\nepplug = epplug\n")
+
+
+def accepted_fix(tmp_path: Path, repo: Path, workspace_root: Path, message: str) -> GateEvidence:
+    """What the test wrote, committed; the demo's fix; the accepted verdict's evidence."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH)
+    assert record.gate_passed, record.error
+    evidence = last_verdict(record).evidence
+    assert evidence is not None
+    return evidence
+
+
 def test_a_plugin_the_project_uses_at_the_baseline_still_loads(
     tmp_path: Path, workspace_root: Path, docker_client: object
 ) -> None:
     """A local ``-p`` plugin and an entry-point plugin, both committed: the gate loads both."""
     repo = demo_repo(tmp_path)
-    fixture = "import pytest\n\n\n@pytest.fixture\ndef {name}():\n    return 42\n"
-    (repo / "localplug.py").write_text(fixture.format(name="local_answer"))
-    (repo / "epplug.py").write_text(fixture.format(name="ep_answer"))
-    dist = repo / "epplug-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[pytest11]\nepplug = epplug\n")
+    (repo / "localplug.py").write_text(FIXTURE.format(name="local_answer"))
+    entry_point_plugin(repo)
     pyproject = repo / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'addopts = "-p localplug"\n')
     (repo / "tests" / "test_plugins.py").write_text(
@@ -276,12 +294,7 @@ def test_a_pytest_a_test_starts_loads_the_plugins_it_loads_at_the_baseline(
     passes there fails at the gate and a fix of it could never be proven.
     """
     repo = demo_repo(tmp_path)
-    plugin = "import pytest\n\n\n@pytest.fixture\ndef ep_answer():\n    return 42\n"
-    (repo / "epplug.py").write_text(plugin)
-    dist = repo / "epplug-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[pytest11]\nepplug = epplug\n")
+    entry_point_plugin(repo)
     (repo / "conftest.py").write_text('pytest_plugins = ["pytester"]\n')
     (repo / "tests" / "test_inner.py").write_text(
         "import os\n\n\n"
@@ -291,12 +304,7 @@ def test_a_pytest_a_test_starts_loads_the_plugins_it_loads_at_the_baseline(
         "def test_children_see_the_environment_of_the_baseline():\n"
         '    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ\n'
     )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "a plugin the tests use in an inner session")
-    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH)
-    assert record.gate_passed, record.error
-    evidence = last_verdict(record).evidence
-    assert evidence is not None
+    evidence = accepted_fix(tmp_path, repo, workspace_root, "tests that start pytest again")
     assert evidence.flaky == ()
     assert evidence.broken == ()
     assert evidence.pass_to_pass == 5
@@ -337,12 +345,7 @@ def test_a_test_suite_that_makes_its_own_git_repository_passes_the_gate(
         "    subprocess.run([*git, 'add', 'f'], check=True)\n"
         "    subprocess.run([*git, 'commit', '-qm', 'f'], check=True)\n"
     )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "a test that uses git")
-    record = fix(tmp_path, repo, workspace_root, FIX_EDIT, FINISH)
-    assert record.gate_passed, record.error
-    evidence = last_verdict(record).evidence
-    assert evidence is not None
+    evidence = accepted_fix(tmp_path, repo, workspace_root, "a test that uses git")
     assert evidence.pass_to_pass == 4
 
 
