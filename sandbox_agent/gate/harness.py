@@ -19,6 +19,10 @@ baseline's plugins are named with ``-p``: a ``*.dist-info`` the model writes reg
 It is off for the session's start only: the boot script sets the variable and the probe takes
 it back once pytest has read it (``pytest_configure``), so a pytest a test starts (``pytester``,
 a subprocess) loads its plugins as at the baseline, and a test sees the baseline's environment.
+The variable is away while pytest marks the plugins' modules for assertion rewriting
+(``Config._consider_importhook``), so they are marked as at the baseline: else a plugin loaded
+by an entry-point name unlike its module's (``hypothesispytest``) is imported unmarked, and an
+inner session's marking warns "already imported" where the baseline's did not.
 The gate's record must equal the baseline's (interpreter, pytest, ini file and values, plugins
 and the files they came from, modules loaded from the workspace at start), else it rejects,
 naming the difference.
@@ -284,9 +288,20 @@ probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
 probe.SPLIT.update(cfg.get("split") or {})
+config_class = importlib.import_module("_pytest.config").Config
+marking = getattr(config_class, "_consider_importhook", None)
+def marked(self, *args, **kwargs):  # as at the baseline: every plugin's modules rewritten
+    config_class._consider_importhook = marking  # once: an inner session's is its own
+    del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    try:
+        return marking(self, *args, **kwargs)
+    finally:
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 if not cfg["autoload"] and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the probe takes it back once read
     probe.AUTOLOAD_SET = True
+    if marking is not None:
+        config_class._consider_importhook = marked
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")

@@ -247,7 +247,9 @@ def entry_point_plugin(repo: Path) -> None:
     dist = repo / "epplug-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[pytest11]\nepplug = epplug\n")
+    # named unlike its module, as hypothesis' (hypothesispytest = hypothesis.extra.pytestplugin)
+    (dist / "entry_points.txt").write_text("[pytest11]\nanswers = epplug\n")
+    (dist / "RECORD").write_text("epplug.py,,\n")  # its module, marked for assertion rewriting
 
 
 def accepted_fix(tmp_path: Path, repo: Path, workspace_root: Path, message: str) -> GateEvidence:
@@ -302,12 +304,16 @@ def test_a_pytest_a_test_starts_loads_the_plugins_it_loads_at_the_baseline(
         '    pytester.makepyfile("def test_it(ep_answer):\\n    assert ep_answer == 42\\n")\n'
         "    pytester.runpytest().assert_outcomes(passed=1)\n\n\n"
         "def test_children_see_the_environment_of_the_baseline():\n"
-        '    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ\n'
+        '    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ\n\n\n'
+        "def test_an_inner_session_finds_the_plugins_rewritten_as_at_the_baseline(pytester):\n"
+        '    pytester.makepyfile("def test_it():\\n    assert True\\n")\n'
+        "    result = pytester.runpytest()\n"
+        '    assert "already imported" not in result.stdout.str()  # pytest-dev/pytest-5787\n'
     )
     evidence = accepted_fix(tmp_path, repo, workspace_root, "tests that start pytest again")
     assert evidence.flaky == ()
     assert evidence.broken == ()
-    assert evidence.pass_to_pass == 5
+    assert evidence.pass_to_pass == 6
 
 
 def test_the_evidence_names_the_fixed_test_on_the_demo(
