@@ -14,15 +14,18 @@ baseline, to an absolute path outside the workspace, and every run goes through 
   starts pytest with the probe, which records what decided how the tests ran.
 
 At the baseline pytest loads its plugins as the project normally does; the record names them.
-At the gate, entry-point autoloading is off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``) and the
-baseline's plugins are named with ``-p``: a ``*.dist-info`` the model writes registers nothing.
-It is off for the session's start only: the boot script sets the variable and the probe takes
-it back once pytest has read it (``pytest_configure``), so a pytest a test starts (``pytester``,
-a subprocess) loads its plugins as at the baseline, and a test sees the baseline's environment.
-The variable is away while pytest marks the plugins' modules for assertion rewriting
-(``Config._consider_importhook``), so they are marked as at the baseline: else a plugin loaded
-by an entry-point name unlike its module's (``hypothesispytest``) is imported unmarked, and an
-inner session's marking warns "already imported" where the baseline's did not.
+At the gate, the session's own autoloading loads only the baseline's entry-point plugins, by
+name (the boot script wraps pluggy's ``load_setuptools_entrypoints`` for that one call): a
+``*.dist-info`` the model writes registers nothing. Everything else is as at the baseline: the
+plugins load at the same point of pytest's start, after the assertion rewriter has marked
+their modules (``-p`` loads them before it on pytest 5, so hypothesis, whose entry point is
+``hypothesispytest``, was imported unrewritten, and a pytest a test starts warned "already
+imported": SWE-bench's pytest-5787); a pytest a test starts (``pytester``, a subprocess) loads
+its plugins as at the baseline (with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` in the environment,
+Faker's ``pytester`` test lost its ``faker`` fixture); and a test sees the baseline's
+environment. With a pluggy too old to load by name, autoloading is off for the session's start
+(the variable set by the boot script, taken back by the probe once read) and the names are
+given with ``-p``.
 The gate's record must equal the baseline's (interpreter, pytest, ini file and values, plugins
 and the files they came from, modules loaded from the workspace at start), else it rejects,
 naming the difference.
@@ -252,7 +255,7 @@ def boot_script(config: dict[str, Any]) -> str:
 
 
 _BOOT = """\
-import importlib, json, os, sys
+import importlib, inspect, json, os, sys
 os.set_inheritable(3, False)
 cfg = json.loads(@CONFIG@)
 ws = os.getcwd()
@@ -288,20 +291,19 @@ probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
 probe.SPLIT.update(cfg.get("split") or {})
-config_class = importlib.import_module("_pytest.config").Config
-marking = getattr(config_class, "_consider_importhook", None)
-def marked(self, *args, **kwargs):  # as at the baseline: every plugin's modules rewritten
-    config_class._consider_importhook = marking  # once: an inner session's is its own
-    del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-    try:
-        return marking(self, *args, **kwargs)
-    finally:
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-if not cfg["autoload"] and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the probe takes it back once read
-    probe.AUTOLOAD_SET = True
-    if marking is not None:
-        config_class._consider_importhook = marked
+named, load = cfg["named"], pluggy.PluginManager.load_setuptools_entrypoints
+def named_only(self, group, name=None):  # the session's own autoloading: the baseline's names
+    if group != "pytest11" or name is not None:
+        return load(self, group, name)
+    pluggy.PluginManager.load_setuptools_entrypoints = load  # once: an inner session's is its own
+    return sum(load(self, group, n) for n in named)
+if named is not None and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+    if "name" in inspect.signature(load).parameters:
+        pluggy.PluginManager.load_setuptools_entrypoints = named_only
+    else:  # an old pluggy: autoloading off, the names given with -p, as at a start
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the probe takes it back once read
+        probe.AUTOLOAD_SET = True
+        cfg["args"] += [w for n in named for w in ("-p", n)]
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original
 main = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
@@ -326,8 +328,7 @@ def pinned_command(
     """The bash command that runs the tests under the pinned harness.
 
     ``named_plugins``: ``None`` for the baseline run (entry-point plugins autoload as usual);
-    else autoloading is off for the session's start and exactly these entry-point plugins are
-    loaded, by name.
+    else the session's autoloading loads exactly these entry-point plugins, by name.
     ``own``: harness modules that are the project under test (``ownmodules``), imported from
     the workspace's install before the rest of the harness. ``only``: run just these tests
     (``rerun.py``: the probe deselects the others; empty: every test). ``split``: this
@@ -335,8 +336,6 @@ def pinned_command(
     """
     args = [*invocation.args, "-p", "no:cacheprovider", *GATE_OPTIONS]
     env = ["PYTHONDONTWRITEBYTECODE=1"]
-    for name in named_plugins or ():
-        args += ["-p", name]
     config = {
         "probe_dir": f"{run_dir}/probe",
         "probe": PROBE_MODULE,
@@ -347,7 +346,7 @@ def pinned_command(
         "script": interpreter.script or "",
         "args": args,
         "audit": named_plugins is None,  # what was used is read at the baseline only
-        "autoload": named_plugins is None,
+        "named": None if named_plugins is None else list(named_plugins),
         "own": list(own),
         "only": list(only),
         "split": split or {},

@@ -117,7 +117,9 @@ def test_the_gate_run_tells_the_tests_nothing_through_the_environment() -> None:
     assert command.startswith("PYTHONDONTWRITEBYTECODE=1 /opt/venv/bin/python -c ")
     assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in command.split(" -c ")[0]  # the boot's, briefly
     assert command.endswith(" 3>&1 1>&2")  # fd 3: the outcome channel; the output to stderr
-    assert "'-p', 'pytest_cov'" in command or '"-p", "pytest_cov"' in command
+    assert '"named": ["pytest_cov"]' in command  # loaded by the session's autoloading
+    assert "'-p', 'pytest_cov'" not in command
+    assert '"-p", "pytest_cov"' not in command
 
 
 def test_every_difference_is_named() -> None:
