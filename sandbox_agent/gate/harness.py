@@ -292,17 +292,20 @@ probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
 probe.SPLIT.update(cfg.get("split") or {})
 named, load = cfg["named"], pluggy.PluginManager.load_setuptools_entrypoints
+def loading(method):
+    pluggy.PluginManager.load_setuptools_entrypoints = method
 def named_only(self, group, name=None):  # the session's own autoloading: the baseline's names
     if group != "pytest11" or name is not None:
         return load(self, group, name)
-    pluggy.PluginManager.load_setuptools_entrypoints = load  # once: an inner session's is its own
+    loading(load)  # once: an inner session's is its own
     return sum(load(self, group, n) for n in named)
 if named is not None and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
     if "name" in inspect.signature(load).parameters:
-        pluggy.PluginManager.load_setuptools_entrypoints = named_only
-    else:  # an old pluggy: autoloading off, the names given with -p, as at a start
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the probe takes it back once read
-        probe.AUTOLOAD_SET = True
+        loading(named_only)
+        probe.STARTED.append(lambda: loading(load))  # if the session did not autoload
+    else:  # an old pluggy: autoloading off, the names given with -p, for the start only
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        probe.STARTED.append(lambda: os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None))
         cfg["args"] += [w for n in named for w in ("-p", n)]
 path0 = ws if cfg["launcher"] == "module" else os.path.dirname(cfg["script"])
 sys.path[:] = [path0] + original

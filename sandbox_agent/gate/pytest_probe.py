@@ -52,8 +52,8 @@ FAILURES_PATH = ""
 """Where each failure's exception and (at the baseline) the functions it ran are written."""
 TRACE = False
 """Set by the boot script at the baseline: record which workspace functions each test runs."""
-AUTOLOAD_SET = False
-"""Set by the boot script when it turned entry-point autoloading off for this session's start."""
+STARTED: list[Any] = []
+"""Set by the boot script: what it changed for this session's start only, undone at configure."""
 ERRORS: dict[str, list[str]] = {}
 """Report id -> ``[exception type, message]`` of each test or collector that raised."""
 RAN: dict[str, list[list[Any]]] = {}
@@ -219,8 +219,8 @@ def junit_id(nodeid: str) -> str:
 def pytest_configure(config: Any) -> None:
     """Point the JUnit report at the gate's path (on the config: nothing on the command line)."""
     _CONFIG[:] = [config]
-    if AUTOLOAD_SET:  # decided at start: a pytest a test starts sees the baseline's environment
-        os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    for undo in STARTED:  # a pytest a test starts (pytester) starts as at the baseline
+        undo()
     if JUNIT_PATH:
         config.option.xmlpath = JUNIT_PATH
 
