@@ -155,10 +155,17 @@ def test_a_fork_bomb_ends_the_sandbox_not_the_host(
 def test_a_memory_hog_ends_the_sandbox_named(
     make_runsc: MakeSandbox, sample_repo: Path, short_margin: None
 ) -> None:
-    """Under runsc the memory limit is the whole sandbox's: exceeding it kills the sandbox."""
+    """Under runsc the memory limit is the whole sandbox's: exceeding it kills the sandbox.
+
+    The error names memory either way: the engine's OOMKilled, or, when gVisor's shim reports
+    no oom event at all (twice in CI on this machine, each time with the kernel's "Memory
+    cgroup out of memory" kill in the container's cgroup at that moment), the exit by SIGKILL
+    that says memory may be why (``engine.describe_death``, its unit tests).
+    """
     sb = make_runsc(sample_repo, memory="128m")
     hog = "python3 -c \"x = bytearray(512 * 1024 * 1024); print('no limit')\""
-    with pytest.raises(SandboxError, match="OOMKilled"):
+    named = "OOMKilled|killed by SIGKILL: from outside, or for memory with no report"
+    with pytest.raises(SandboxError, match=named):
         sb.exec(hog, timeout_s=15)
 
 
