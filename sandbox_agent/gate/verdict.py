@@ -111,8 +111,7 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
     out = Judgement()
     pairs = match(seen.base, seen.now)
     accounted: set[str] = set(pairs.values())
-    base_again = finder(seen.base_again) if seen.base_again is not None else None
-    now_again = finder(seen.now_again) if seen.now_again is not None else None
+    base_again, now_again = _again(seen.base_again), _again(seen.now_again)
     for test_id, was in seen.base.items():
         module = collection_error(test_id)
         if module is not None and was == "failed":
@@ -124,10 +123,10 @@ def judge(seen: Observed, targets: Sequence[str] = (), keep: Sequence[str] = ())
         now_id = pairs.get(test_id)
         if now_id is None:
             out.broken.append(f"{test_id} (gone)")
-        elif _flaky(test_id, was, (seen.base_again, base_again)):
+        elif _flaky(test_id, was, base_again):
             out.flaky.append(test_id)
         else:
-            _transition(out, test_id, was, seen.now[now_id], (seen.now_again, now_again))
+            _transition(out, test_id, was, seen.now[now_id], now_again)
     out.new_tests = [t for t in seen.now if t not in accounted and collection_error(t) is None]
     _new_tests(out, seen)
     if seen.relevance is not None and out.proving and not out.fail_to_pass and not targets:
@@ -172,20 +171,30 @@ def _skipped_module_runs(out: Judgement, module: str, now: Outcomes) -> set[str]
     return set(tests)
 
 
-Again = tuple[Outcomes | None, Callable[[str], str | None] | None]
-"""A rerun's outcomes and the :func:`~sandbox_agent.gate.outcomes.finder` of its ids."""
+Again = Callable[[str], Outcome | None] | None
+"""A test's outcome in a rerun (absent: ``None``), or ``None``: no rerun."""
 
 
-def _flaky(test_id: str, was: Outcome, seen: Again) -> bool:
+def _again(rerun: Outcomes | None) -> Again:
+    """The rerun's outcome of a test, found as ``match([test], rerun)`` finds it, read once."""
+    if rerun is None:
+        return None
+    find = finder(rerun)
+
+    def outcome(test_id: str) -> Outcome | None:
+        found = find(test_id)
+        return rerun[found] if found is not None else None
+
+    return outcome
+
+
+def _flaky(test_id: str, was: Outcome, again: Again) -> bool:
     """Whether the test's outcome varied without the patch (baseline vs its fresh copy)."""
-    rerun, find = seen
-    if rerun is None or find is None:
-        return False
-    again = find(test_id)
-    return again is not None and rerun[again] != was
+    now = again(test_id) if again is not None else None
+    return now is not None and now != was
 
 
-def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, seen: Again) -> None:
+def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, again: Again) -> None:
     if was == now == "passed":
         out.pass_to_pass += 1
     elif was == "failed" and now == "passed":
@@ -193,16 +202,12 @@ def _transition(out: Judgement, test_id: str, was: Outcome, now: Outcome, seen: 
     elif was == now == "failed":
         out.pre_existing.append(test_id)
     elif now == "failed" or (now == "skipped" and was != "skipped"):
-        out.broken.append(f"{test_id} ({_what(test_id, now, seen)})")
+        out.broken.append(f"{test_id} ({_what(test_id, now, again)})")
 
 
-def _what(test_id: str, now: Outcome, seen: Again) -> str:
+def _what(test_id: str, now: Outcome, again: Again) -> str:
     word = "newly skipped" if now == "skipped" else "failed"
-    rerun, find = seen
-    if rerun is None or find is None:
-        return word
-    again = find(test_id)
-    if again is not None and rerun[again] == "passed":
+    if again is not None and again(test_id) == "passed":
         return f"{word}, passed when run again: your change makes it flaky"
     return word
 
