@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.gate import harness
+from tests.gate.plugins import entry_point_plugin
 
-PLUGIN = "import pytest\n\n\n@pytest.fixture\ndef {name}():\n    return 42\n"
 TESTS = """\
 import os
 
@@ -63,21 +63,12 @@ pluggy.PluginManager.load_setuptools_entrypoints = load_setuptools_entrypoints
 """
 
 
-def _dist(root: Path, module: str, entry: str, fixture: str) -> None:
-    (root / f"{module}.py").write_text(PLUGIN.format(name=fixture))
-    dist = root / f"{module}-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[pytest11]\n{entry} = {module}\n")
-    (dist / "RECORD").write_text(f"{module}.py,,\n")
-
-
 def _run(tmp_path: Path, *, old_pluggy: bool) -> subprocess.CompletedProcess[str]:
     """One pinned gate run of the workspace's tests, the baseline having loaded ``answers``."""
     workspace, run_dir = tmp_path / "ws", tmp_path / "run"
     (workspace / "tests").mkdir(parents=True)
-    _dist(workspace, "epplug", "answers", "ep_answer")
-    _dist(workspace, "planted", "planted", "planted_answer")  # the model's: never the gate's
+    entry_point_plugin(workspace, "epplug", "answers", "ep_answer")
+    entry_point_plugin(workspace, "planted", "planted", "planted_answer")  # never the gate's
     (workspace / "tests" / "test_gate.py").write_text(TESTS)
     (run_dir / "probe").mkdir(parents=True)
     probe = Path(harness.__file__).parent / "pytest_probe.py"

@@ -14,6 +14,7 @@ import pytest
 
 from sandbox_agent.run.artifacts import RunDir, RunRecord
 from sandbox_agent.types import GateEvidence, GateOutcome
+from tests.gate.plugins import FIXTURE, entry_point_plugin
 from tests.workflow.helpers import FINISH, FIX_EDIT, bash, demo_repo, fix, git
 
 pytestmark = pytest.mark.docker
@@ -238,20 +239,6 @@ def test_an_ignored_importable_file_is_absent_from_the_gates_copy(
     assert "regressions" in problems
 
 
-FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef {name}():\n    return 42\n"
-
-
-def entry_point_plugin(repo: Path) -> None:
-    """``epplug``, committed with its ``*.dist-info``: an entry-point plugin of ``ep_answer``."""
-    (repo / "epplug.py").write_text(FIXTURE.format(name="ep_answer"))
-    dist = repo / "epplug-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n")
-    # named unlike its module, as hypothesis' (hypothesispytest = hypothesis.extra.pytestplugin)
-    (dist / "entry_points.txt").write_text("[pytest11]\nanswers = epplug\n")
-    (dist / "RECORD").write_text("epplug.py,,\n")  # its module, marked for assertion rewriting
-
-
 def accepted_fix(tmp_path: Path, repo: Path, workspace_root: Path, message: str) -> GateEvidence:
     """What the test wrote, committed; the demo's fix; the accepted verdict's evidence."""
     git(repo, "add", "-A")
@@ -269,7 +256,7 @@ def test_a_plugin_the_project_uses_at_the_baseline_still_loads(
     """A local ``-p`` plugin and an entry-point plugin, both committed: the gate loads both."""
     repo = demo_repo(tmp_path)
     (repo / "localplug.py").write_text(FIXTURE.format(name="local_answer"))
-    entry_point_plugin(repo)
+    entry_point_plugin(repo, "epplug", "answers", "ep_answer")
     pyproject = repo / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'addopts = "-p localplug"\n')
     (repo / "tests" / "test_plugins.py").write_text(
@@ -296,7 +283,8 @@ def test_a_pytest_a_test_starts_loads_the_plugins_it_loads_at_the_baseline(
     passes there fails at the gate and a fix of it could never be proven.
     """
     repo = demo_repo(tmp_path)
-    entry_point_plugin(repo)
+    # named unlike its module, as hypothesis' (hypothesispytest = hypothesis.extra.pytestplugin)
+    entry_point_plugin(repo, "epplug", "answers", "ep_answer")
     (repo / "conftest.py").write_text('pytest_plugins = ["pytester"]\n')
     (repo / "tests" / "test_inner.py").write_text(
         "import os\n\n\n"
