@@ -18,6 +18,7 @@ rejection. What the model is told of it is ``feedback.py``'s.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -36,6 +37,7 @@ from sandbox_agent.gate import (
     ownmodules,
     parallel,
     patchchecks,
+    relevance,
     runners,
     streamed,
     tamper,
@@ -54,6 +56,7 @@ from sandbox_agent.gate.testrun import (
     is_pytest,
     resolve_pin,
     run_tests,
+    unpinned,
 )
 from sandbox_agent.sandbox.base import Patch, Sandbox
 from sandbox_agent.settings.tree import GateSection
@@ -138,6 +141,9 @@ class CompletionGate:
         """Where the baseline's outcomes are kept and found again (``baseline_cache.py``)."""
         self.processes = parallel.processes(config.workers, cores)
         """How many pytest processes a finish's suite may be split over (``parallel.py``)."""
+        self.ahead: TestRun | None = None
+        """The tests that can prove the finish, on the baseline beside them (``finishruns``)."""
+        self._logging = threading.Lock()
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -147,15 +153,7 @@ class CompletionGate:
         later run must match it.
         """
         pin = resolve_pin(self.sandbox, self.test_command)
-        if isinstance(pin, str):
-            self.pin_note = pin
-        elif pin is None and is_pytest(self.test_command):
-            self.pin_note = "the test command is not a plain pytest invocation"
-        elif pin is None:
-            self.pin_note = (
-                "not a pytest command: no run-time record, file-level evidence only (the "
-                "runner's files and the scripts it runs or sources are the baseline's)"
-            )
+        self.pin_note = unpinned(pin, self.test_command)
         self.pin = pin if isinstance(pin, Pin) else None
         if pin is None and not is_pytest(self.test_command):  # read before the model acts
             kind = exitproof.path_kind(self.sandbox)
@@ -173,13 +171,27 @@ class CompletionGate:
         """The baseline's runs: the one the model is told of, and the one finishes are judged by."""
         if self.baseline_in_copy:
             with self.judge("") as copy:
-                seen = self._run_tests(copy, "baseline (the original code)", None)
+                seen = self._baseline_in(copy, "baseline (the original code)")
         else:
-            seen = self._run_tests(self.sandbox, "baseline", None)
+            seen = self._baseline_in(self.sandbox, "baseline")
         if self.hidden is None:
             return seen, seen
         with self._copy("") as copy:  # judged against; never returned, so never told
-            return seen, self._run_tests(copy, "baseline with the hidden tests", None)
+            return seen, self._baseline_in(copy, "baseline with the hidden tests")
+
+    def _baseline_in(self, sandbox: Sandbox, label: str) -> TestRun:
+        """The baseline's run, and its tests that failed by an assertion again, traced.
+
+        The trace decides only a proof by the model's tests alone: not with targets or hidden
+        tests (``relevance.py``).
+        """
+        run = self._run_tests(sandbox, label, None)
+        judged = self.pin is not None and self.hidden is None and not self.config.targets
+        trace = relevance.to_trace(run) if judged else ()
+        if not trace:
+            return run
+        label += ": its tests that failed by an assertion again, traced"
+        return relevance.with_trace(run, self._run_tests(sandbox, label, None, None, trace))
 
     def check(self, finish: Finish) -> GateVerdict:
         attempt = len(self.verdicts) + 1
@@ -229,7 +241,7 @@ class CompletionGate:
         # Nothing the model left running may touch the workspace from here on; the patch is
         # taken once, and it is what is checked, judged in a clean copy and saved.
         self.judged, self.judgement, self.new_files, self.tampering = None, None, (), []
-        self.changed_tests = ()
+        self.changed_tests, self.ahead = (), None
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
@@ -308,21 +320,22 @@ class CompletionGate:
     ) -> tuple[list[GateCheck] | None, TestRun | None]:
         """The refusal the tests that can prove the finish make, and their run (``failfast``).
 
-        ``(None, None)`` where it does not apply or nothing was run.
+        ``(None, None)`` where it does not apply or nothing was run. With a second core, the
+        same tests run on a fresh copy of the baseline beside them (``finishruns.beside``).
         """
-        base = self.baseline
         if not self.config.fail_fast or self.hidden is not None or self.pin is None:
             return None, None
-        if base is None or base.report is None:
-            return None, None
-        targets = self.config.targets
-        only = failfast.deciding(base, targets, changed)
-        first = None
-        if only:
-            which = f"{label}: the tests that can prove it"
-            first = self._run_tests(copy, which, self._named_plugins(), None, only)
-        rule = self.config.require
-        return failfast.refusal(base, first, rule, targets, changed), first
+        config, which = self.config, f"{label}: the tests that can prove it"
+        again = f"{which}, on the baseline (the flaky check's, beside them)"
+
+        def first(only: tuple[str, ...]) -> TestRun:
+            on_base = (lambda: self._run_copy("", again, only)) if self.processes > 1 else None
+            run, self.ahead = finishruns.beside(
+                lambda: self._run_tests(copy, which, self._named_plugins(), None, only), on_base
+            )
+            return run
+
+        return failfast.decide(self.baseline, config.targets, changed, config.require, first)
 
     def _runs(
         self, split: tuple[str, str, tuple[str, ...]], model: TestChanges, full: TestRun, label: str
@@ -334,7 +347,7 @@ class CompletionGate:
         judging = finishruns.FinishRuns(
             self._run_copy, self.runner, self.config.require, pinned=self.pin is not None
         )
-        return judging.runs(split, model, full, base, patch, label)
+        return judging.runs(split, model, full, base, patch, label, self.ahead)
 
     def _run_copy(
         self,
@@ -362,11 +375,8 @@ class CompletionGate:
         globs is a strict policy's test.
         """
         named = isinstance(self.runner, Runner) and self.runner.names(path)
-        return (
-            self.is_test(path)
-            or named
-            or (self.is_protected(path) and self.sandbox.baseline_file(path) is None)
-        )
+        new_protected = self.is_protected(path) and self.sandbox.baseline_file(path) is None
+        return self.is_test(path) or named or new_protected
 
     @property
     def _baseline_harness(self) -> HarnessRecord | None:
@@ -430,7 +440,7 @@ class CompletionGate:
                 )
             )
         if self.log_path is not None:
-            with self.log_path.open("a", encoding="utf-8") as log:
+            with self._logging, self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
         if run.processes > 1 and patch is not None:
             base = self.baseline.report if self.baseline is not None else None

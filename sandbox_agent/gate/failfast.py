@@ -24,7 +24,7 @@ ran (it depends on their order) is refused early; ``fail_fast = false`` runs the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from sandbox_agent.gate import newtests, outcomes, rerun
 from sandbox_agent.gate.outcomes import (
@@ -50,6 +50,24 @@ def deciding(base: TestRun, targets: Sequence[str], changed: Iterable[str]) -> t
         if path.endswith(".py") and path.rpartition("/")[2] not in _CONFIGURING:
             ids.append(f"::{newtests.dotted(path)}")
     return rerun.selection(dict.fromkeys(ids)) if ids else ()
+
+
+def decide(
+    base: TestRun | None,
+    targets: Sequence[str],
+    changed: Iterable[str],
+    rule: str,
+    run: Callable[[tuple[str, ...]], TestRun],
+) -> tuple[list[GateCheck] | None, TestRun | None]:
+    """The refusal the tests that can prove the finish make, and their run (``run`` of them).
+
+    ``(None, None)`` where it does not apply or nothing was run.
+    """
+    if base is None or base.report is None:
+        return None, None
+    only = deciding(base, targets, changed)
+    first = run(only) if only else None
+    return refusal(base, first, rule, targets, changed), first
 
 
 def refusal(

@@ -286,7 +286,7 @@ def registering(self, plugin, name=None):
     return got
 pluggy.PluginManager.register = registering
 probe.OUTPUT_PATH, probe.JUNIT_PATH = cfg["output"], cfg["junit"]
-probe.FAILURES_PATH, probe.TRACE = cfg["failures"], cfg["audit"]
+probe.FAILURES_PATH, probe.TRACE = cfg["failures"], cfg["trace"]
 probe.EARLY_WORKSPACE_MODULES = early
 probe.CHANNEL_FD = 3
 probe.ONLY[:] = cfg["only"]
@@ -331,7 +331,9 @@ def pinned_command(
     """The bash command that runs the tests under the pinned harness.
 
     ``named_plugins``: ``None`` for the baseline run (entry-point plugins autoload as usual);
-    else the session's autoloading loads exactly these entry-point plugins, by name.
+    else the session's autoloading loads exactly these entry-point plugins, by name. A baseline
+    run of some tests (``only``: its failing ones) traces what each test's call runs
+    (``relevance.py``); the whole baseline is not traced, so its durations plan the split.
     ``own``: harness modules that are the project under test (``ownmodules``), imported from
     the workspace's install before the rest of the harness. ``only``: run just these tests
     (``rerun.py``: the probe deselects the others; empty: every test). ``split``: this
@@ -349,6 +351,7 @@ def pinned_command(
         "script": interpreter.script or "",
         "args": args,
         "audit": named_plugins is None,  # what was used is read at the baseline only
+        "trace": named_plugins is None and bool(only),  # the baseline's failing tests again
         "named": None if named_plugins is None else list(named_plugins),
         "own": list(own),
         "only": list(only),

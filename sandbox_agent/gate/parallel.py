@@ -322,7 +322,7 @@ def confirm(
     """
     if run.processes < 2:
         return run
-    if base is None or run.report is None or _unclean(run):  # rejected as a single run's
+    if base is None or run.report is None or rerun.unclean(run):  # rejected as a single run's
         return run
     label = run.label.split(" (the suite over ", 1)[0]
     whole = f"{label} (the suite again in one process: "
@@ -343,22 +343,14 @@ def confirm(
     only = rerun.selection(differ)
     if not only:
         return again((), whole + "too many tests changed to confirm apart)")
-    checked = _covering(known, differ) or again(
+    checked = rerun.covering(known, differ) or again(
         only, f"{label} (the {len(differ)} changed or new test(s) in one process)"
     )
     seen = outcomes.outcomes(checked.report) if checked.report is not None else {}
     found = outcomes.match(differ, seen)
-    if _unclean(checked) or any(seen.get(found.get(t, "")) != got[t] for t in differ):
+    if rerun.unclean(checked) or any(seen.get(found.get(t, "")) != got[t] for t in differ):
         return again((), whole + "a test's outcome differs from the split run's)")
     return run
-
-
-def _covering(known: TestRun | None, tests: list[str]) -> TestRun | None:
-    """``known`` where it is a clean run in one process that ran each of ``tests``."""
-    if known is None or known.processes > 1 or _unclean(known) or known.report is None:
-        return None
-    found = outcomes.match(tests, outcomes.outcomes(known.report))
-    return known if all(t in found for t in tests) else None
 
 
 def _few(tests: list[str], most: int = 3) -> str:
@@ -370,14 +362,3 @@ def _few(tests: list[str], most: int = 3) -> str:
 def _breaks(was: outcomes.Outcome, now: outcomes.Outcome) -> bool:
     """A change the verdict counts as broken (``verdict._transition``)."""
     return was != now and (now == "failed" or (now == "skipped" and was != "skipped"))
-
-
-def _unclean(run: TestRun) -> bool:
-    """The split run did not end, its accounts disagree, or a report or record is missing."""
-    return (
-        run.result is None
-        or run.result.timed_out
-        or bool(run.outcome_problems)
-        or run.report is None
-        or run.harness is None
-    )

@@ -51,7 +51,7 @@ _COLLECTED: set[str] = set()
 FAILURES_PATH = ""
 """Where each failure's exception and (at the baseline) the functions it ran are written."""
 TRACE = False
-"""Set by the boot script at the baseline: record which workspace functions each test runs."""
+"""Set by the boot script for the baseline's failing tests run again: trace each test's call."""
 STARTED: list[Any] = []
 """Set by the boot script: what it changed for this session's start only, undone at configure."""
 ERRORS: dict[str, list[str]] = {}

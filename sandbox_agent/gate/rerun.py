@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sandbox_agent.gate import outcomes
 from sandbox_agent.gate.outcomes import collection_error, function_of
+from sandbox_agent.gate.testrun import TestRun
 
 MAX_SELECTED = 2000
 """More changed tests than this: the whole suite runs again (one long argument list is no
@@ -39,3 +41,25 @@ def selection(changed: Iterable[str]) -> tuple[str, ...]:
     if len(names) > MAX_SELECTED:
         return ()
     return tuple(names)
+
+
+def covering(known: TestRun | None, tests: list[str]) -> TestRun | None:
+    """``known`` where it is a clean run in one process that ran each of ``tests``.
+
+    A run made already that holds them (the tests that can prove a finish) is their rerun.
+    """
+    if known is None or known.processes > 1 or unclean(known) or known.report is None:
+        return None
+    found = outcomes.match(tests, outcomes.outcomes(known.report))
+    return known if all(t in found for t in tests) else None
+
+
+def unclean(run: TestRun) -> bool:
+    """The run did not end, its accounts disagree, or a report or record is missing."""
+    return (
+        run.result is None
+        or run.result.timed_out
+        or bool(run.outcome_problems)
+        or run.report is None
+        or run.harness is None
+    )

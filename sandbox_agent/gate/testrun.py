@@ -211,6 +211,18 @@ def resolve_pin(sandbox: Sandbox, command: str) -> Pin | str | None:
     return Pin(invocation=invocation, interpreter=interpreter, own=own)
 
 
+def unpinned(pin: Pin | str | None, command: str) -> str | None:
+    """Why ``command`` runs without the pinned harness (``resolve_pin`` said ``pin``)."""
+    if pin is not None:
+        return pin if isinstance(pin, str) else None
+    if is_pytest(command):
+        return "the test command is not a plain pytest invocation"
+    return (
+        "not a pytest command: no run-time record, file-level evidence only (the "
+        "runner's files and the scripts it runs or sources are the baseline's)"
+    )
+
+
 def run_tests(
     sandbox: Sandbox,
     command: str,

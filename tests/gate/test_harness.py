@@ -3,8 +3,10 @@ tests/workflow/test_gate_integrity_e2e.py)."""
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
+import shlex
 
 import pytest
 
@@ -120,6 +122,32 @@ def test_the_gate_run_tells_the_tests_nothing_through_the_environment() -> None:
     assert '"named": ["pytest_cov"]' in command  # loaded by the session's autoloading
     assert "'-p', 'pytest_cov'" not in command
     assert '"-p", "pytest_cov"' not in command
+
+
+@pytest.mark.parametrize(
+    ("named", "only", "audit", "trace"),
+    [
+        (None, (), True, False),  # the baseline: what it used is read; its durations plan
+        (None, ("tests.t::test_a",), True, True),  # its failing tests again: what they ran
+        ((), ("tests.t::test_a",), False, False),  # a finish's rerun
+        ((), (), False, False),
+    ],
+)
+def test_only_a_baseline_run_of_some_tests_traces_what_they_run(
+    named: tuple[str, ...] | None, only: tuple[str, ...], audit: bool, trace: bool
+) -> None:
+    invocation = harness.Invocation(launcher="module", program="python", args=("-q",))
+    command = harness.pinned_command(
+        invocation,
+        harness.Interpreter(python="/opt/venv/bin/python"),
+        run_dir="/r",
+        named_plugins=named,
+        only=only,
+    )
+    words = shlex.split(command.removesuffix(" 3>&1 1>&2"))
+    line = next(x for x in words[words.index("-c") + 1].splitlines() if x.startswith("cfg = "))
+    config = json.loads(ast.literal_eval(line.removeprefix("cfg = json.loads(").removesuffix(")")))
+    assert (config["audit"], config["trace"]) == (audit, trace)
 
 
 def test_every_difference_is_named() -> None:

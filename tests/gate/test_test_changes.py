@@ -6,6 +6,7 @@ project is ``calc.py`` whose ``add`` subtracts (fakes: real pytest, real git, a 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ TESTS = (
 NO_ADD = "import calc\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n"
 UNRELATED = "\n\ndef test_needs_a_printer():\n    assert False, 'no printer here'\n"
 SUB = "\n\ndef sub(a, b):\n    return a - b\n"
+RUN = re.compile(r"^===== ([^=].*) =====$", re.MULTILINE)
+"""A run's heading in ``gate.log``."""
 
 
 def is_test(path: str) -> bool:
@@ -112,6 +115,26 @@ def test_a_conftest_added_beside_a_changed_test_file_is_refused(tmp_path: Path) 
         "tests/conftest.py (a new conftest.py changes how the tests run)"
         in (failed(verdict)["protected_paths"])
     )
+
+
+def test_an_assertion_failure_that_passes_when_run_again_has_no_trace_and_blocks(
+    tmp_path: Path,
+) -> None:
+    """Traced apart, a failure that needs another test first (its order) is not seen again."""
+    order = (
+        "import calc\n\n\ndef test_a_sets():\n    calc.SEEN = 1\n\n\n"
+        "def test_b_needs_a_clean_module():\n    calc.mul(1, 1)\n"
+        "    assert not hasattr(calc, 'SEEN')\n"
+    )
+    sandbox, gate = make_gate(tmp_path, order)
+    assert gate.baseline is not None
+    assert gate.baseline.ran == {}
+    sandbox.write_file("calc.py", BUGGY + SUB)
+    sandbox.write_file(
+        "tests/test_sub.py", "import calc\n\n\ndef test_sub():\n    assert calc.sub(3, 1) == 2\n"
+    )
+    proof = failed(gate.check(FINISH))["proof"]
+    assert "tests.test_calc::test_b_needs_a_clean_module (no trace of what it runs" in proof
 
 
 # Legitimate work ---------------------------------------------------------------------------
@@ -213,6 +236,32 @@ def test_named_targets_decide_instead_of_a_standing_failure(tmp_path: Path) -> N
     verdict = gate.check(FINISH)
     assert "passed at the baseline already" in failed(verdict)["targets"]
     assert "proof" not in failed(verdict)
+
+
+def test_only_the_baselines_assertion_failures_run_again_traced(tmp_path: Path) -> None:
+    """The baseline's run is not traced (its durations plan the split); those failures are."""
+    log = tmp_path / "gate.log"
+    env_failure = "\n\ndef test_pager():\n    calc.mul(1, 1)\n    open('/nonexistent/less')\n"
+    sandbox = calc_sandbox(tmp_path, {"tests/test_calc.py": TESTS + env_failure})
+    gate = calc_gate(sandbox, "python -m pytest -q", {}, log_path=log)
+    gate.run_baseline()
+    assert gate.baseline is not None
+    assert set(gate.baseline.ran) == {"tests.test_calc::test_add"}
+    assert ("calc.py", 1, 2) in gate.baseline.ran["tests.test_calc::test_add"]
+    text = log.read_text()
+    assert RUN.findall(text) == [
+        "baseline: python -m pytest -q",
+        "baseline: its tests that failed by an assertion again, traced: python -m pytest -q",
+    ]
+    assert "1 failed, 2 deselected" in text.split("traced: python -m pytest -q")[1]
+    log.unlink()
+    targeted = calc_gate(
+        sandbox, "python -m pytest -q", {"targets": ["tests/test_calc.py::test_add"]}, log_path=log
+    )
+    targeted.run_baseline()  # the targets decide a proof: nothing needs the trace
+    assert targeted.baseline is not None
+    assert targeted.baseline.ran == {}
+    assert RUN.findall(log.read_text()) == ["baseline: python -m pytest -q"]
 
 
 # JavaScript: `npm test` names its one test file (mime-types' shape) -------------------------
