@@ -18,7 +18,6 @@ rejection. What the model is told of it is ``feedback.py``'s.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -141,9 +140,6 @@ class CompletionGate:
         """Where the baseline's outcomes are kept and found again (``baseline_cache.py``)."""
         self.processes = parallel.processes(config.workers, cores)
         """How many pytest processes a finish's suite may be split over (``parallel.py``)."""
-        self.ahead: TestRun | None = None
-        """The tests that can prove the finish, on the baseline beside them (``finishruns``)."""
-        self._logging = threading.Lock()
 
     def run_baseline(self) -> TestRun:
         """Run the tests once before the loop; what fails now is told to the model.
@@ -241,7 +237,7 @@ class CompletionGate:
         # Nothing the model left running may touch the workspace from here on; the patch is
         # taken once, and it is what is checked, judged in a clean copy and saved.
         self.judged, self.judgement, self.new_files, self.tampering = None, None, (), []
-        self.changed_tests, self.ahead = (), None
+        self.changed_tests = ()
         self.sandbox.reset_processes()
         self.judged = patch = self.sandbox.patch()
         changed = patch.paths
@@ -320,20 +316,14 @@ class CompletionGate:
     ) -> tuple[list[GateCheck] | None, TestRun | None]:
         """The refusal the tests that can prove the finish make, and their run (``failfast``).
 
-        ``(None, None)`` where it does not apply or nothing was run. With a second core, the
-        same tests run on a fresh copy of the baseline beside them (``finishruns.beside``).
+        ``(None, None)`` where it does not apply or nothing was run.
         """
         if not self.config.fail_fast or self.hidden is not None or self.pin is None:
             return None, None
         config, which = self.config, f"{label}: the tests that can prove it"
-        again = f"{which}, on the baseline (the flaky check's, beside them)"
 
         def first(only: tuple[str, ...]) -> TestRun:
-            on_base = (lambda: self._run_copy("", again, only)) if self.processes > 1 else None
-            run, self.ahead = finishruns.beside(
-                lambda: self._run_tests(copy, which, self._named_plugins(), None, only), on_base
-            )
-            return run
+            return self._run_tests(copy, which, self._named_plugins(), None, only)
 
         return failfast.decide(self.baseline, config.targets, changed, config.require, first)
 
@@ -347,7 +337,7 @@ class CompletionGate:
         judging = finishruns.FinishRuns(
             self._run_copy, self.runner, self.config.require, pinned=self.pin is not None
         )
-        return judging.runs(split, model, full, base, patch, label, self.ahead)
+        return judging.runs(split, model, full, base, patch, label)
 
     def _run_copy(
         self,
@@ -440,7 +430,7 @@ class CompletionGate:
                 )
             )
         if self.log_path is not None:
-            with self._logging, self.log_path.open("a", encoding="utf-8") as log:
+            with self.log_path.open("a", encoding="utf-8") as log:
                 log.write(self.redact(run.log_text()))
         if run.processes > 1 and patch is not None:
             base = self.baseline.report if self.baseline is not None else None

@@ -8,11 +8,8 @@ files run with the command's runner where it is known (``runners.py``, ``exitpro
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from sandbox_agent.errors import SandboxError
 from sandbox_agent.gate import exitproof, outcomes, rerun
 from sandbox_agent.gate.runners import Runner, Unresolved
 from sandbox_agent.gate.runs import Runs
@@ -21,7 +18,6 @@ from sandbox_agent.gate.testrun import TestReport, TestRun
 
 Split = tuple[str, str, tuple[str, ...]]
 """The patch without the test changes, the test changes alone, and the test files (``newtests``)."""
-T = TypeVar("T")
 
 
 class RunCopy(Protocol):
@@ -56,14 +52,11 @@ class FinishRuns:
         base: TestReport | None,
         patch: str,
         label: str,
-        ahead: TestRun | None = None,
     ) -> Runs:
         """The baseline's tests from their original files, the model's apart, the flaky reruns.
 
         The model's tests run with the whole patch (``patch``) and on the baseline's code with
-        the test changes alone. ``ahead``: some tests run on a fresh copy of the baseline at
-        this finish (``beside``); where it is clean and ran every changed test, it is their
-        run on the baseline again, not made again.
+        the test changes alone.
         """
         without, only, _ = split
         runs = Runs(full=full, now=full)
@@ -76,7 +69,7 @@ class FinishRuns:
             runs.with_new = full
             runs.new_on_base = self.run_copy(only, f"{label}: your tests, baseline code")
         if runs.now.report is not None:
-            self._rerun_changed(runs, base, runs.now.report, without, label, ahead)
+            self._rerun_changed(runs, base, runs.now.report, without, label)
         return runs
 
     def _exit_runs(
@@ -107,13 +100,7 @@ class FinishRuns:
         return runs
 
     def _rerun_changed(
-        self,
-        runs: Runs,
-        base: TestReport,
-        now: TestReport,
-        patch: str,
-        label: str,
-        ahead: TestRun | None,
+        self, runs: Runs, base: TestReport, now: TestReport, patch: str, label: str
     ) -> None:
         """A test whose outcome changed runs again, on the baseline's copy and the patch's."""
         was, got = outcomes.outcomes(base), outcomes.outcomes(now)
@@ -123,27 +110,6 @@ class FinishRuns:
             return
         only = rerun.selection(changed) if self.pinned else ()
         which = f"the {len(changed)} changed test(s)" if only else "the suite"
-        runs.base_again = rerun.covering(ahead, changed) or self.run_copy(
-            "", f"{label}: {which} on the baseline again", only
-        )
+        runs.base_again = self.run_copy("", f"{label}: {which} on the baseline again", only)
         if any(was[t] == "passed" for t in changed):
             runs.now_again = self.run_copy(patch, f"{label}: {which} with the patch again", only)
-
-
-def beside(main: Callable[[], T], other: Callable[[], TestRun] | None) -> tuple[T, TestRun | None]:
-    """``main`` here while ``other`` runs on a thread; ``None`` for ``other`` the sandbox failed.
-
-    The tests that can prove a finish run with the patch (``main``) while the same tests run
-    on a fresh copy of the baseline (``other``) on a second core: a changed test's run on the
-    baseline again (the flaky check) is then made, at the finish, before the suite.
-    ``other`` ``None`` (one core): ``main`` alone.
-    """
-    if other is None:
-        return main(), None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-beside") as pool:
-        later = pool.submit(other)
-        made = main()
-        try:
-            return made, later.result()
-        except SandboxError:  # the flaky check makes its own run
-            return made, None
