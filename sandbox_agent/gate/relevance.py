@@ -153,7 +153,8 @@ def _touches(
 def to_trace(run: TestRun) -> tuple[str, ...]:
     """The baseline's tests to run again traced: those that failed by an assertion.
 
-    Empty: none, or more than a selection holds (``rerun.MAX_SELECTED``; they have no trace).
+    Empty: none, or a selection cannot name them (more than ``rerun.MAX_SELECTED``, or a test
+    whose function it cannot name): they have no trace, so each blocks.
     """
     failed = {f.id for f in run.report.failures} if run.report is not None else set()
     failing = [t for t, (kind, _) in run.errors.items() if kind in ASSERTIONS and t in failed]
