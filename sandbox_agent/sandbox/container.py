@@ -115,6 +115,13 @@ class DockerSandboxConfig(Frozen):
     container, not after it (a run judges its baseline in one at once; ``run.runner``)."""
 
 
+def judged_in(config: DockerSandboxConfig) -> DockerSandboxConfig:
+    """A clean copy's configuration: no network, and the judge's protected paths too."""
+    limits = config.limits.model_copy(update={"network": False})
+    protect = (*config.protect, *config.judge_protect)
+    return config.model_copy(update={"limits": limits, "protect": protect})
+
+
 def container_env(config: DockerSandboxConfig) -> dict[str, str]:
     """The whole environment of a container and of every command in it."""
     return {**CONTAINER_ENV, **config.extra_env, **gitops.MODEL_GIT_ENV}

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import tempfile
 import threading
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from typing import Any, Generic, TypeVar
 import docker
 
 from sandbox_agent.errors import SandboxError
-from sandbox_agent.sandbox import overlay, snapcache
+from sandbox_agent.sandbox import overlay, patchedbinds, snapcache
 from sandbox_agent.sandbox.container import (
     DockerSandboxConfig,
     auto_workspace_root,
@@ -112,6 +113,8 @@ class Layered:
     """The gate's next clean copy, being made."""
     ahead: bool = False
     """Whether clean copies are made ahead (a run's sandbox; not a clean copy itself)."""
+    patched: tuple[str, ...] = ()
+    """Read-only files bound as its patch leaves them (``patchedbinds``): not applied inside."""
 
 
 @dataclass
@@ -134,11 +137,16 @@ def start(
     run_id: str,
     parent: Path,
     user_owner: tuple[str, Owner],
+    patch: bytes = b"",
 ) -> Started:
     """Start a container over a new overlay of ``snap``; on failure nothing is left.
 
+    ``patch``: a clean copy's, which changes read-only files: they are bound as it leaves them
+    (``patchedbinds``); the rest of it is applied inside by the caller.
+
     Raises:
-        SandboxError: the engine refused, or the container or its executor did not start.
+        SandboxError: the engine refused, or the container or its executor did not start, or
+            ``patch`` cannot be bound (the caller makes a whole copy).
     """
     user, owner = user_owner
     root = new_workspace_dir(run_id, parent)
@@ -148,13 +156,16 @@ def start(
     listener = None
     try:
         read_only = protected_in(snap, config.protect)
+        sources: dict[str, Path] = {}
+        if patch:
+            read_only, sources = _bound_patched(snap, read_only, patch, root, owner)
         overlay.prepare_dirs(root, snap, owner)
         pairs = overlay.create_volumes(client, root, snap, guard_dirs(read_only), owner)
         volumes = [name for name, _ in pairs]
         listener = open_listener(config, root, owner)
         mount = listener.mount() if listener is not None else None
         kwargs = container_kwargs(config, run_id, root, user, read_only, mount)
-        kwargs["mounts"] = overlay.mounts(root, snap, pairs, read_only, mount)
+        kwargs["mounts"] = overlay.mounts(root, snap, pairs, read_only, mount, sources)
         start_container(client, kwargs, made, listener)
         if "error" in made:
             raise made["error"]
@@ -168,8 +179,36 @@ def start(
         workspace=ws,
         listener=listener,
         read_only=read_only,
-        layered=Layered(snapshot=snap, volumes=volumes),
+        layered=Layered(snapshot=snap, volumes=volumes, patched=tuple(sources)),
     )
+
+
+def patch_touches_read_only(snap: Snapshot, protect: tuple[str, ...], patch: bytes) -> bool:
+    """Whether ``patch`` changes what copies of ``snap`` under ``protect`` bind read-only.
+
+    Then a copy made ahead cannot take it: one is started for it (:func:`start` with it).
+    """
+    if not patch.strip():
+        return False
+    paths = patch_paths(patch, Path(tempfile.gettempdir()))
+    return paths is None or patchedbinds.touched(paths, protected_in(snap, protect)) != []
+
+
+def _bound_patched(
+    snap: Snapshot, read_only: tuple[str, ...], patch: bytes, root: Path, owner: Owner
+) -> tuple[tuple[str, ...], dict[str, Path]]:
+    """The read-only paths and patched sources of a copy for ``patch`` (``patchedbinds``)."""
+    paths = patch_paths(patch, Path(tempfile.gettempdir()))
+    files = patchedbinds.touched(paths, read_only) if paths is not None else None
+    dest = root / patchedbinds.PATCHED_DIR
+    binds = (
+        None
+        if files is None
+        else patchedbinds.of_patch(snap.repo, read_only, files, patch, dest, owner)
+    )
+    if binds is None:
+        raise SandboxError("the patch cannot be bound over the layers", op="start")
+    return binds.read_only, binds.sources
 
 
 def _undo(
@@ -225,12 +264,16 @@ def layers_keep_protection(patch: bytes, globs: tuple[str, ...]) -> bool:
     return paths is not None and read_only_paths(paths, globs) == (GIT_DIR,)
 
 
-def write_patch(root: Path, patch: str) -> str:
-    """Put ``patch`` in the workspace's inbox; returns its path in the container."""
+def apply_command(root: Path, patch: str, bound: tuple[str, ...]) -> str:
+    """The command that applies ``patch`` inside from the inbox, leaving ``bound`` out.
+
+    ``bound``: read-only files bound as the patch leaves them (``patchedbinds``).
+    """
     path = root / overlay.INBOX_DIR / PATCH_NAME
     path.write_bytes(patch.encode("utf-8", "surrogateescape"))
     path.chmod(0o644)
-    return f"{overlay.INBOX_MOUNT}/{PATCH_NAME}"
+    left_out = "".join(f"{shlex.quote(o)} " for o in patchedbinds.excludes(bound))
+    return f"git apply --whitespace=nowarn {left_out}-- {overlay.INBOX_MOUNT}/{PATCH_NAME}"
 
 
 @dataclass

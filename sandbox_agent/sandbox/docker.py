@@ -28,6 +28,7 @@ from sandbox_agent.sandbox.calls import CHANNEL_MARGIN_S, GIT_TIMEOUT_S, Executo
 from sandbox_agent.sandbox.container import (
     DEFAULT_CONFIG,
     DockerSandboxConfig,
+    judged_in,
     remove_container,
     user_and_owner,
 )
@@ -61,13 +62,6 @@ def _close_live() -> None:
 
 
 atexit.register(_close_live)
-
-
-def judged_in(config: DockerSandboxConfig) -> DockerSandboxConfig:
-    """A clean copy's configuration: no network, and the judge's protected paths too."""
-    limits = config.limits.model_copy(update={"network": False})
-    protect = (*config.protect, *config.judge_protect)
-    return config.model_copy(update={"limits": limits, "protect": protect})
 
 
 class DockerSandbox(ExecutorCalls):
@@ -248,15 +242,17 @@ class DockerSandbox(ExecutorCalls):
         workspace_root: Path | None,
         *,
         standby: bool,
+        patch: bytes = b"",
     ) -> DockerSandbox:
         """A sandbox over overlay layers of ``snap``.
 
         ``standby``: it makes the gate's clean copies ahead, from its first command on (while
-        the model works); a clean copy itself does not.
+        the model works); a clean copy itself does not. ``patch``: ``cow.start``'s.
         """
         parent = cow.parent_dir(config, workspace_root)
+        owner = user_and_owner(config)
         up = cow.start(
-            client, snap, config, run_id=run_id, parent=parent, user_owner=user_and_owner(config)
+            client, snap, config, run_id=run_id, parent=parent, user_owner=owner, patch=patch
         )
         sandbox = cls._over(client, up, config, run_id, workspace_root)
         up.layered.ahead = standby
@@ -270,15 +266,20 @@ class DockerSandbox(ExecutorCalls):
         self._layered.standby = standby
         standby.begin()
 
-    def _standby_of(self, layered: cow.Layered) -> cow.Standby[DockerSandbox]:
+    def _standby_of(self, layered: cow.Layered, patch: bytes = b"") -> cow.Standby[DockerSandbox]:
         """A clean copy to make: a layered sandbox on the same snapshot, without network."""
-        return self._standby_for(layered.snapshot, self.config, self.run_id, self._workspace_root)
+        root = self._workspace_root
+        return self._standby_for(layered.snapshot, self.config, self.run_id, root, patch)
 
     @staticmethod
     def _standby_for(
-        snapshot: Snapshot, base: DockerSandboxConfig, run_id: str, root: Path | None
+        snapshot: Snapshot,
+        base: DockerSandboxConfig,
+        run_id: str,
+        root: Path | None,
+        patch: bytes = b"",
     ) -> cow.Standby[DockerSandbox]:
-        """A clean copy of ``snapshot`` to make for the sandbox ``run_id`` (not begun)."""
+        """A clean copy of ``snapshot`` for ``run_id`` (not begun); ``patch``: ``cow.start``'s."""
         config = judged_in(base).model_copy(update={"gate_copy_at_start": False})
         run_id = f"{run_id}-gate"
 
@@ -286,7 +287,7 @@ class DockerSandbox(ExecutorCalls):
             client = engine.connect()
             try:
                 return DockerSandbox._layered_on(
-                    client, snapshot, config, run_id, root, standby=False
+                    client, snapshot, config, run_id, root, standby=False, patch=patch
                 )
             except BaseException:
                 client.close()
@@ -317,7 +318,7 @@ class DockerSandbox(ExecutorCalls):
         """
         layered = self._layered
         if layered is not None:
-            made = self._layered_copy(layered)
+            made = self._layered_copy(layered, patch)
             if made is not None and made._apply_inside(patch):
                 made._retire_into = self._retiring
                 return made
@@ -344,14 +345,22 @@ class DockerSandbox(ExecutorCalls):
         finally:
             remove_workspace(source)
 
-    def _layered_copy(self, layered: cow.Layered) -> DockerSandbox | None:
+    def _layered_copy(self, layered: cow.Layered, patch: str) -> DockerSandbox | None:
         """The clean copy made ahead, or one started now; ``None``: make a copy instead.
+
+        A patch that changes a read-only file (a test file) gets one started for it, with
+        those files bound as it leaves them (``patchedbinds``); the one made ahead waits.
 
         The next one starts at once, while the gate's tests run in this one: a finish judges
         in two to four copies one after another (the deciding tests, the suite, the flaky
         check, a split run's confirmation), and each waited half a second for its container.
         Making a container runs nothing of the project's, so it is no test run beside another.
         """
+        data = patch.encode("utf-8", "surrogateescape")
+        if cow.patch_touches_read_only(layered.snapshot, judged_in(self.config).protect, data):
+            own = self._standby_of(layered, data)
+            own.begin()
+            return own.take()
         standby, layered.standby = layered.standby, None
         made: DockerSandbox | None = standby.take() if standby is not None else None
         if made is None:
@@ -370,9 +379,11 @@ class DockerSandbox(ExecutorCalls):
         """
         if not patch.strip():
             return True
-        inside = cow.write_patch(self._ws.root, patch)
+        bound = self._layered.patched if self._layered is not None else ()
         try:
-            done = self.exec(f"git apply --whitespace=nowarn -- {inside}", timeout_s=GIT_TIMEOUT_S)
+            done = self.exec(
+                cow.apply_command(self._ws.root, patch, bound), timeout_s=GIT_TIMEOUT_S
+            )
         except (SandboxError, ToolError):
             return False
         return done.exit_code == 0

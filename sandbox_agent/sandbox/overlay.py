@@ -90,8 +90,12 @@ def mounts(
     volumes: list[tuple[str, str]],
     read_only: tuple[str, ...],
     channel: Mount | None,
+    sources: dict[str, Path] | None = None,
 ) -> list[Mount]:
-    """The container's mounts: the overlay volumes, git's, the inbox and the read-only binds."""
+    """The container's mounts: the overlay volumes, git's, the inbox and the read-only binds.
+
+    A read-only bind's source is the snapshot's file, or the patched file of ``sources``.
+    """
     out = [
         Mount(f"/workspace/{rel}".rstrip("/"), name, type="volume", no_copy=True)
         for name, rel in volumes
@@ -103,7 +107,8 @@ def mounts(
         *([channel] if channel is not None else []),
     ]
     for rel in read_only:
-        out.append(Mount(f"/workspace/{rel}", str(snap.repo / rel), type="bind", read_only=True))
+        source = (sources or {}).get(rel, snap.repo / rel)
+        out.append(Mount(f"/workspace/{rel}", str(source), type="bind", read_only=True))
     return out
 
 
