@@ -272,22 +272,26 @@ class CompletionGate:
             if not all(c.passed for c in first):
                 return checks, None
             refused, deciding = self._decide_early(copy, changed, label)
+            model = self._model_tests(changed, deciding, copy)
             if refused is not None:  # no proof among the tests that can prove it: at once
-                model = self._model_tests(changed, deciding, copy)  # still listed for review
-                self.new_files, self.changed_tests = model.added, model.changed
+                self.new_files, self.changed_tests = model.added, model.changed  # for review
                 return checks + refused, deciding
-            if deciding is None:
-                full = self._run_tests(copy, label, self._named_plugins(), patch=patch.text)
-            else:  # in a fresh copy: the deciding tests wrote in this one
-                full = self._run_copy(patch.text, label, known=deciding)
-            model = self._model_tests(changed, full, copy)
+            if deciding is not None and finishruns.holds_model_tests(deciding, model, added):
+                full = deciding  # the suite runs once: the baseline's tests, original files
+            else:  # after a deciding run, in a fresh copy: it wrote in this one
+                full = (
+                    self._run_tests(copy, label, self._named_plugins(), patch=patch.text)
+                    if deciding is None
+                    else self._run_copy(patch.text, label, known=deciding)
+                )
+                model = self._model_tests(changed, full, copy)
         split = newtests.split(patch.text, model.files)
         if set(split[2]) != set(model.files):  # fail closed: a test change not told apart
             why = "test file(s) whose change could not be told apart from the patch: "
             missing = sorted(set(model.files) - set(split[2]))
             checks.append(GateCheck(name="tests", passed=False, detail=why + ", ".join(missing)))
             return checks, None
-        runs = self._runs(split, model, full, label)
+        runs = self._runs(split, model, full, label, selected=full is deciding)
         found, self.judgement = rule_checks(  # the rule's checks and the harness of each run
             runs,
             model,
@@ -328,16 +332,17 @@ class CompletionGate:
         return failfast.decide(self.baseline, config.targets, changed, config.require, first)
 
     def _runs(
-        self, split: tuple[str, str, tuple[str, ...]], model: TestChanges, full: TestRun, label: str
-    ) -> Runs:
-        """The runs a finish is judged from (``finishruns.py``)."""
+        self, split: finishruns.Split, model: TestChanges, full: TestRun, label: str, *,
+        selected: bool,
+    ) -> Runs:  # fmt: skip
+        """The runs a finish is judged from (``finishruns.py``, ``selected`` there)."""
         self.new_files, self.changed_tests = model.added, model.changed
         base = self.baseline.report if self.baseline is not None else None
         patch = self.judged.text if self.judged is not None else ""
         judging = finishruns.FinishRuns(
             self._run_copy, self.runner, self.config.require, pinned=self.pin is not None
         )
-        return judging.runs(split, model, full, base, patch, label)
+        return judging.runs(split, model, full, base, patch, label, selected=selected)
 
     def _run_copy(
         self,

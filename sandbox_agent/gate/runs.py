@@ -95,6 +95,9 @@ class Runs:
         self.full, self.now = full, now
         self.with_new: TestRun | None = None
         self.new_on_base: TestRun | None = None
+        self.selected: list[TestRun] = []
+        """Runs of some tests (``finishruns``): the deciding run as ``with_new``, the model's
+        test modules alone as ``new_on_base``."""
         self.base_again: TestRun | None = None
         self.now_again: TestRun | None = None
 
@@ -204,7 +207,7 @@ def rule_checks(
         checks.append(found)
     if pinned:
         base = baseline.harness if baseline is not None else None
-        reruns = [r for r in (runs.base_again, runs.now_again) if r is not None]
+        reruns = [r for r in (runs.base_again, runs.now_again) if r is not None] + runs.selected
         checks += first_and_disagreeing(
             made, lambda run: harness_check(run, base, subset=any(run is r for r in reruns))
         )

@@ -157,6 +157,70 @@ def test_a_regression_test_appended_to_the_existing_file_proves_the_fix_beside_a
     assert verdict.evidence.changed_test_files == ("tests/test_calc.py",)
 
 
+def test_the_changed_test_files_alone_run_on_the_baselines_code(tmp_path: Path) -> None:
+    """Only their tests and import errors are read there: the suite's other modules stay out."""
+    log = tmp_path / "gate.log"
+    other = "def test_other():\n    assert True\n"
+    sandbox = calc_sandbox(tmp_path, {"tests/test_calc.py": NO_ADD, "tests/test_other.py": other})
+    gate = calc_gate(sandbox, "python -m pytest -q", {}, log_path=log)
+    gate.is_protected = lambda path: path.endswith("conftest.py")
+    gate.is_test = is_test
+    gate.run_baseline()
+    sandbox.write_file(
+        "tests/test_calc.py", NO_ADD + "\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
+    )  # and a new module that does not import on the baseline's code
+    sandbox.write_file("tests/test_new.py", "from calc import div\n\n\ndef test_div(): ...\n")
+    sandbox.write_file("calc.py", FIXED + "\n\ndef div(a, b):\n    return a / b\n")
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.proven_by_new_tests == (
+        "tests.test_calc::test_add",
+        "tests.test_new::test_div",
+    )
+    text = log.read_text()
+    heading = "finish attempt 1: your tests, baseline code (their modules): python -m pytest -q"
+    assert heading in RUN.findall(text)
+    section = text.split(f"{heading} =====")[1].split("\n===== ")[0]
+    assert "test_other" not in section
+    assert re.search(r"1 failed, 1 passed, 1 error in", section), section
+
+
+def _appended_regression_test(tmp_path: Path, *extra: tuple[str, str]) -> list[str]:
+    """A real pull request's shape: the fix and its test appended to the existing file; the
+    headings of the finish's runs in ``gate.log``."""
+    log = tmp_path / "gate.log"
+    sandbox, gate = make_gate(tmp_path, NO_ADD)
+    gate.log_path = log
+    sandbox.write_file("calc.py", FIXED)
+    sandbox.write_file(
+        "tests/test_calc.py", NO_ADD + "\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n"
+    )
+    for path, text in extra:
+        sandbox.write_file(path, text)
+    verdict = gate.check(FINISH)
+    assert verdict.passed, verdict.feedback
+    assert verdict.evidence is not None
+    assert verdict.evidence.proven_by_new_tests == ("tests.test_calc::test_add",)
+    assert verdict.evidence.pass_to_pass == 1
+    return RUN.findall(log.read_text())
+
+
+def test_with_a_changed_test_file_the_suite_runs_once_without_it(tmp_path: Path) -> None:
+    """The deciding run ran the changed test module with the whole patch: that is its run."""
+    assert _appended_regression_test(tmp_path) == [
+        "finish attempt 1: the tests that can prove it: python -m pytest -q",
+        "finish attempt 1: the baseline's tests, original files: python -m pytest -q",
+        "finish attempt 1: your tests, baseline code (their modules): python -m pytest -q",
+    ]
+
+
+def test_a_new_file_pytest_may_collect_gets_the_suite_with_the_whole_patch(tmp_path: Path) -> None:
+    """A new text file could be a doctest file: only the suite with the patch would say."""
+    headings = _appended_regression_test(tmp_path, ("notes.txt", ">>> 1 + 1\n2\n"))
+    assert "finish attempt 1: python -m pytest -q" in headings
+
+
 def test_the_source_change_alone_is_refused(tmp_path: Path) -> None:
     sandbox, gate = make_gate(tmp_path, NO_ADD + UNRELATED)
     sandbox.write_file("calc.py", FIXED)
