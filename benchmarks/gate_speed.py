@@ -4,8 +4,10 @@ Run: ``.venv/bin/python benchmarks/gate_speed.py [--project SPEC ...] [--out FIL
 
 A SPEC is ``demo`` (the demo project, its real bug) or ``PATH|FILE|FIXED|BROKEN``: a clone of
 the git repository at PATH in which ``FILE``'s text ``FIXED`` is replaced by ``BROKEN`` and
-committed (the bug), so the fix is the original text. Texts use ``\\n`` for newlines. Per
-project, in one sandbox on the project's environment, one after another:
+committed (the bug), so the fix is the original text; ``|TEST_FILE|TEST`` after it: a
+regression test appended to an existing test file with the fix, a real pull request's shape.
+Texts use ``\\n`` for newlines. Per project, in one sandbox on the project's environment (as a
+run's: the test files writable, read-only in the gate's clean copies), one after another:
 
 - plain suite: the test command as written, once, in a clean copy (the time of the command),
   after the baseline's run (which warms the caches), and once more at the end (the load
@@ -15,7 +17,9 @@ project, in one sandbox on the project's environment, one after another:
 - premature finish: a change that is not the fix (a comment), refused (``fail_fast`` on);
 - accepted finish: the fix, judged with ``[gate] workers = 1`` (one process) and ``2`` (the
   suite split over two processes when the baseline took 8 s or more); the evidence of the
-  split verdict compared with the one-process one.
+  split verdict compared with the one-process one;
+- accepted finish with a regression test (``TEST_FILE|TEST``): the fix and the test appended,
+  one process.
 
 Every gate time is ``gate.check`` whole: the patch, the copies and containers, every test run.
 """
@@ -40,6 +44,7 @@ from sandbox_agent.env.build import ensure_environment
 from sandbox_agent.env.detect import detect_plan
 from sandbox_agent.gate.baseline_cache import BaselineCache
 from sandbox_agent.gate.completion import CompletionGate
+from sandbox_agent.policy.paths import glob_match
 from sandbox_agent.sandbox.docker import DockerSandbox, DockerSandboxConfig
 from sandbox_agent.settings.tree import EnvironmentSection, GateSection
 from sandbox_agent.types import Finish
@@ -48,6 +53,8 @@ FINISH = Finish(answer="done", call_id="bench")
 SETTLE_S = 1.5
 """Before a plain run is timed: the sandbox makes its next clean copy ahead when one is taken,
 and that container's start is not the plain suite's time."""
+TESTS = ("tests/**", "test/**", "testing/**", "**/test_*.py", "**/*_test.py")
+"""The default preset's ``[paths] tests`` (Python's): the model's to change."""
 DEMO_FILE = "kvparse/parser.py"
 DEMO_BUG = '    lines = text.split("\\n")\n    for line in lines[:-1]:\n'
 DEMO_FIX = "    for line in text.splitlines():\n"
@@ -60,6 +67,8 @@ class Project:
     file: str
     broken: str
     fixed: str
+    test_file: str = ""
+    test: str = ""
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -70,8 +79,8 @@ def _git(repo: Path, *args: str) -> None:
 def project(spec: str, tmp: Path) -> Project:
     if spec == "demo":
         return Project("demo (kvparse)", make_demo_repo(tmp), DEMO_FILE, DEMO_BUG, DEMO_FIX)
-    path, file, fixed, broken = spec.split("|", 3)
-    fixed, broken = (t.replace("\\n", "\n") for t in (fixed, broken))
+    path, file, fixed, broken, *pr = spec.split("|", 5)
+    fixed, broken, *pr = (t.replace("\\n", "\n") for t in (fixed, broken, *pr))
     repo = tmp / Path(path).name
     subprocess.run(["git", "clone", "-q", path, str(repo)], check=True)
     text = (repo / file).read_text()
@@ -79,7 +88,7 @@ def project(spec: str, tmp: Path) -> Project:
         raise SystemExit(f"{file}: the fixed text is not there")
     (repo / file).write_text(text.replace(fixed, broken, 1))
     _git(repo, "commit", "-qam", "the bug the benchmark fixes")
-    return Project(Path(path).name, repo, file, broken, fixed)
+    return Project(Path(path).name, repo, file, broken, fixed, *pr)
 
 
 T = TypeVar("T")
@@ -98,7 +107,7 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
     config = DockerSandboxConfig(  # as a run's (``runner.sandbox_config``)
         image=env.tag,
         extra_env=dict(env.container_env),
-        protect=("tests/**", "test/**"),
+        judge_protect=TESTS,
         copy_on_write=True,
         gate_copy_at_start=True,
     )
@@ -119,7 +128,8 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
             return CompletionGate(
                 sandbox,
                 settings,
-                is_protected=lambda path: path.startswith(("tests/", "test/")),
+                is_protected=lambda path: False,
+                is_test=lambda path: any(glob_match(path, g) for g in TESTS),
                 judge=lambda patch: contextlib.closing(sandbox.clean_copy(patch)),
                 baseline_in_copy=True,
                 baselines=cache,
@@ -168,6 +178,16 @@ def measure(p: Project, tmp: Path, test_cmd: str | None) -> list[tuple[str, floa
                 same = found["workers 1"] == found["workers 2"]
                 how += f"; evidence identical to workers 1: {same}"
             rows.append((f"accepted finish, fail_fast on ({label})", spent, how))
+        if p.test_file:
+            with_test = gate("run-4")
+            with_test.run_baseline()
+            before = (p.repo / p.test_file).read_text()
+            sandbox.write_file(p.test_file, before.rstrip("\n") + "\n\n\n" + p.test)
+            spent, verdict = timed(partial(with_test.check, FINISH))
+            assert verdict.passed, verdict.feedback
+            assert verdict.evidence is not None
+            proven = ", ".join(verdict.evidence.proven_by_new_tests) or "none"
+            rows.append((f"accepted, a test appended to {p.test_file}", spent, f"proof: {proven}"))
         with sandbox.clean_copy("") as copy:  # the load changes: the plain suite once more
             time.sleep(SETTLE_S)
             plain, _ = timed(lambda: copy.exec(command, timeout_s=1800))
