@@ -14,8 +14,9 @@ So the tests see every changed protected file as the patch leaves it and cannot 
 while they run, as in a whole copy. New files are as in every layered copy: written inside.
 
 What is not layered goes on to the whole copy as before (``None``): a path under a read-only
-directory (``.git``), a rename or copy of a read-only file, a patch git does not apply, and a
-patched file that is not a regular file (a symlink is never a bind's source: the engine would
+directory (``.git``), a patch that renames or copies any file (so that ``--include`` and
+``--exclude`` never split a rename's two sides), a patch git does not apply, and a patched
+file that is not a regular file (a symlink is never a bind's source: the engine would
 follow it on the host).
 """
 
@@ -75,8 +76,8 @@ def of_patch(
 ) -> Binds | None:
     """Patch the read-only ``files`` of ``repo`` (a snapshot) into ``dest``: the copy's binds.
 
-    ``files``: :func:`touched`. ``None``: a rename or copy of one of them, a patch git does not
-    apply to them, or a result that is not a regular file; the caller makes a whole copy.
+    ``files``: :func:`touched`. ``None``: the patch renames or copies a file, does not apply to
+    them, or leaves one that is not a regular file; the caller makes a whole copy.
     """
     dest.mkdir()
     ceiling = {"GIT_CEILING_DIRECTORIES": str(dest.parent)}  # never a repository above it

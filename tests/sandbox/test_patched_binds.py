@@ -16,7 +16,7 @@ import pytest
 
 from sandbox_agent.sandbox import patchedbinds
 from sandbox_agent.sandbox.docker import DockerSandbox
-from tests.sandbox.conftest import MakeSandbox, git
+from tests.sandbox.conftest import MakeSandbox, committed
 from tests.sandbox.test_protected_mounts import PERMISSION
 
 TEST_A = "def test_a():\n    assert True\n"
@@ -32,10 +32,7 @@ def project(tmp_path: Path) -> Path:
     for name in ("tests/test_a.py", "tests/test_x.py", ODD):
         (repo / name).write_text(TEST_A)
     (repo / "pkg" / "mod.py").write_text("VALUE = 1\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "init")
-    return repo
+    return committed(repo)
 
 
 @pytest.fixture
