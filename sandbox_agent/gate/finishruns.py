@@ -41,7 +41,7 @@ def holds_model_tests(deciding: TestRun, model: TestChanges, added: tuple[str, .
 def _each_shows(files: tuple[str, ...], seen: dict[str, outcomes.Outcome]) -> bool:
     """Whether a test of each file's module, or its import error, is in a run's outcomes."""
     modules = [newtests.dotted(f) for f in files]
-    return all(any(t == f"::{m}" or outcomes.in_module(t, m) for t in seen) for m in modules)
+    return all(f"::{m}" in seen or any(outcomes.in_module(t, m) for t in seen) for m in modules)
 
 
 class RunCopy(Protocol):
